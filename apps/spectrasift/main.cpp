@@ -1,0 +1,91 @@
+// spectrasift — command-line entry point. Each subcommand lives in its own file (DESIGN.md layout).
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "cli.hpp"
+#include "spectrasift/error.hpp"
+
+namespace spectrasift::cli {
+
+void GlobalOptions::add_backend_options(CLI::App& sub) {
+  sub.add_option("--backend", backend, "auto|cpu|cuda|opencl (default: $SPECTRASIFT_BACKEND or auto)");
+  sub.add_option("--device", device, "device index within the backend (default: $SPECTRASIFT_DEVICE or 0)");
+  sub.add_option("--threads", threads, "CPU threads, 0 = all (default 0)");
+  sub.add_flag("-v,--verbose", verbose, "log the backend picked and the time of each stage to stderr");
+}
+
+void GlobalOptions::add_json_option(CLI::App& sub, const std::string& what) { sub.add_flag("--json", json, what); }
+
+ContextOptions GlobalOptions::context_options() const {
+  ContextOptions o = ContextOptions::from_env();
+  if (!backend.empty()) o.backend = parse_backend(backend);
+  if (device >= 0) o.device = device;
+  o.threads = threads;
+  o.verbose = verbose;
+  return o;
+}
+
+void require_input_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
+    throw Error(ErrorCode::kIo, path.string() + ": no such file");
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw Error(ErrorCode::kIo, path.string() + ": not a regular file");
+}
+
+Progress::Progress(std::string label, bool enabled)
+    : label_(std::move(label)), enabled_(enabled && ::isatty(STDERR_FILENO)) {}
+Progress::~Progress() { done(); }
+void Progress::update(double fraction) {
+  if (!enabled_) return;
+  const int pct = int(fraction * 100.0 + 0.5);
+  if (pct == last_) return;
+  last_ = pct;
+  const int width = 30, filled = pct * width / 100;
+  std::fprintf(stderr, "\r%s [%.*s%*s] %3d%%", label_.c_str(), filled, "##############################",
+               width - filled, "", pct);
+  std::fflush(stderr);
+}
+void Progress::done() {
+  if (enabled_ && last_ >= 0) std::fprintf(stderr, "\n");
+  enabled_ = false;
+}
+
+}  // namespace spectrasift::cli
+
+int main(int argc, char** argv) {
+  using namespace spectrasift;
+  CLI::App app{"spectrasift: SIFT feature registration and hyperspectral spectral matching on CUDA, OpenCL and CPUs"};
+  app.set_version_flag("--version", std::string("spectrasift ") + version());
+  app.require_subcommand(1);
+  cli::GlobalOptions global;
+  cli::Action action;
+  cli::add_devices_command(app, global, action);
+  cli::add_sift_command(app, global, action);
+  cli::add_match_command(app, global, action);
+  cli::add_register_command(app, global, action);
+  cli::add_spectral_command(app, global, action);
+  cli::add_demo_command(app, global, action);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);  // --help, --version (exit 0) and usage errors (exit != 0, message on stderr)
+  } catch (const Error& e) {
+    std::cerr << "spectrasift: error: " << e.what() << '\n';
+    return 2;
+  }
+  try {
+    return action ? action() : 2;
+  } catch (const Error& e) {
+    std::cerr << "spectrasift: error: " << e.what() << '\n';
+    return e.code() == ErrorCode::kNoModel ? 3 : 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "spectrasift: error: out of memory\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "spectrasift: error: " << e.what() << '\n';
+    return 1;
+  }
+}

@@ -1,0 +1,61 @@
+// spectrasift/context.hpp — one device and everything that lives on it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "spectrasift/options.hpp"
+#include "spectrasift/types.hpp"
+
+namespace spectrasift {
+
+/// A device that a backend can run on, as `spectrasift devices` lists it.
+struct DeviceInfo {
+  Backend backend = Backend::kCpu;
+  int index = 0;                       ///< index to pass as ContextOptions::device
+  std::string name;                    ///< device name as the driver reports it
+  std::string platform;                ///< OpenCL platform / "CUDA <runtime version>" / "OpenMP"
+  std::string type;                    ///< "gpu", "cpu", "accelerator"
+  std::uint64_t global_memory = 0;     ///< bytes
+  std::uint64_t local_memory = 0;      ///< bytes of shared/local memory per work-group (block)
+  int compute_units = 0;               ///< SMs, OpenCL compute units or CPU hardware threads
+  int max_work_group_size = 0;         ///< largest work-group (block) size
+  std::string version;                 ///< driver / OpenCL version / compute capability
+};
+
+/// Every backend compiled into this build, and whether it found a device.
+std::vector<Backend> compiled_backends();
+/// Every device of every compiled backend. Never throws for a missing driver: such a backend lists no device.
+std::vector<DeviceInfo> list_devices();
+
+namespace detail { struct ContextImpl; }
+
+/// Owns one device of one backend: queues/streams, memory pool, compiled kernels, reusable plans.
+/// Create it once and reuse it; it is move-only. A Context is not thread-safe: use one per thread.
+class Context {
+ public:
+  explicit Context(const ContextOptions& options = ContextOptions::from_env());
+  ~Context();
+  Context(Context&&) noexcept;
+  Context& operator=(Context&&) noexcept;
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  Backend backend() const noexcept;
+  const DeviceInfo& device() const noexcept;
+  const ContextOptions& options() const noexcept;
+  /// "cuda:0 NVIDIA H200", "opencl:1 pthread-... (Portable Computing Language)", "cpu:0 (16 threads)".
+  std::string describe() const;
+
+  /// Backend-private state; not part of the public API.
+  detail::ContextImpl& impl() noexcept { return *impl_; }
+
+ private:
+  std::unique_ptr<detail::ContextImpl> impl_;
+};
+
+/// The library version, "MAJOR.MINOR.PATCH".
+const char* version() noexcept;
+
+}  // namespace spectrasift

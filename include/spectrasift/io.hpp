@@ -1,0 +1,96 @@
+// spectrasift/io.hpp — reading and writing images and feature files.
+// Every reader names the file and the problem in its Error (code kIo for open/read failures,
+// kBadFormat for malformed content, kUnsupported for valid but unsupported variants). Every writer
+// writes to a temporary file beside the target and renames it when complete, so that a failure
+// leaves no partial output.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "spectrasift/types.hpp"
+
+namespace spectrasift {
+
+// ---- images ---------------------------------------------------------------------------------------
+
+/// Limits checked before any allocation while decoding.
+struct ImageLimits {
+  std::uint64_t max_pixels = std::uint64_t(1) << 30;  ///< width * height; 0 = no limit
+};
+
+/// Reads PNG (1/2/3/4 channels, 8/16 bit), JPEG (8 bit gray/colour), PGM/PPM (P2, P3, P5, P6; maxval
+/// up to 65535: 16-bit when maxval > 255) and, when built with libtiff, TIFF (8/16-bit integer and
+/// 32-bit float, contiguous or separate planes). The format is taken from the file's first bytes,
+/// never from its extension. Samples keep their type (U8/U16/F32).
+Image read_image(const std::filesystem::path& path, const ImageLimits& limits = {});
+
+/// Writes PNG (U8 or U16; 1, 2, 3 or 4 channels). F32 images are written as U16 after clamping [0, 1].
+void write_png(const std::filesystem::path& path, const Image& image);
+/// Writes TIFF (U8/U16/F32) when built with libtiff; throws Error(kUnsupported) otherwise.
+void write_tiff(const std::filesystem::path& path, const Image& image);
+/// Writes by extension: .png, .tif/.tiff, .pgm/.ppm (8/16 bit).
+void write_image(const std::filesystem::path& path, const Image& image);
+/// True when this build reads and writes TIFF.
+bool tiff_supported() noexcept;
+
+/// Grey levels as SIFT sees them: one float channel in 0..255.
+/// Colour uses OpenCV's BGR2GRAY weights on (R, G, B): 0.299 R + 0.587 G + 0.114 B; alpha is ignored;
+/// 2-channel (grey + alpha) keeps the grey channel. U8 values are exact; U8 colour is rounded like OpenCV
+/// ((4899 R + 9617 G + 1868 B + 8192) >> 14) so that our input equals cv::SIFT's; U16 is divided by 257
+/// (65535 -> 255) and F32 multiplied by 255, without rounding, so no precision is lost.
+ImageF to_gray_float(const Image& image);
+/// A single-channel U8 image from a float image, rounding and clamping to 0..255.
+Image to_u8(const ImageF& image);
+
+// ---- feature files --------------------------------------------------------------------------------
+
+enum class FeatureFormat { kKey, kJson, kBinary };
+/// "key", "json" or "bin"; throws Error(kInvalidArgument) otherwise.
+FeatureFormat parse_feature_format(const std::string& name);
+/// From the extension: .key/.sift -> kKey, .json -> kJson, anything else -> kBinary.
+FeatureFormat feature_format_from_path(const std::filesystem::path& path);
+
+/// Lowe's text format (the format of his box.sift): first line "N 128", then per feature a line
+/// "y x scale orientation" (scale = sigma = size / 2 in input pixels, orientation in radians, the
+/// OpenCV angle converted with angle * pi / 180 and reduced to (-pi, pi]) followed by 128 integers
+/// 0..255 over several lines (20 per line). Reading back gives octave/layer/response = 0.
+void write_features_key(const std::filesystem::path& path, const Features& f);
+Features read_features_key(const std::filesystem::path& path);
+/// JSON: {"format":"spectrasift-features","version":1,"image":{"width","height"},"keypoints":[{"x","y",
+/// "size","angle","response","octave","layer"}...],"descriptors":[[128 numbers]...]}.
+void write_features_json(const std::filesystem::path& path, const Features& f);
+Features read_features_json(const std::filesystem::path& path);
+/// Compact binary: magic "SSFT", u32 version 1, u32 count, u32 descriptor size (128), u32 width,
+/// u32 height, then per keypoint 7 little-endian float32/int32 fields (x, y, size, angle, response,
+/// octave, layer), then count * 128 float32 descriptors. Little-endian throughout.
+void write_features_bin(const std::filesystem::path& path, const Features& f);
+Features read_features_bin(const std::filesystem::path& path);
+/// Dispatch on a format.
+void write_features(const std::filesystem::path& path, const Features& f, FeatureFormat format);
+Features read_features(const std::filesystem::path& path);  ///< format detected from the content
+
+// ---- output safety --------------------------------------------------------------------------------
+
+/// A file written under a temporary name beside `target` and renamed onto it by commit(). If the
+/// object is destroyed without commit() (an exception), the temporary is removed: no partial output.
+class AtomicOutput {
+ public:
+  explicit AtomicOutput(std::filesystem::path target);
+  ~AtomicOutput();
+  AtomicOutput(const AtomicOutput&) = delete;
+  AtomicOutput& operator=(const AtomicOutput&) = delete;
+  const std::filesystem::path& temp_path() const noexcept { return temp_; }
+  const std::filesystem::path& target() const noexcept { return target_; }
+  void commit();
+
+ private:
+  std::filesystem::path target_;
+  std::filesystem::path temp_;
+  bool committed_ = false;
+};
+
+}  // namespace spectrasift
+#include "spectrasift/envi.hpp"  // ENVI cubes and spectral libraries

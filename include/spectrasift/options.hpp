@@ -1,0 +1,32 @@
+// spectrasift/options.hpp — options of a Context (backend choice, threads, limits).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "spectrasift/types.hpp"
+
+namespace spectrasift {
+
+/// How a Context is created. Every field has a documented default; check() throws Error(kInvalidArgument).
+struct ContextOptions {
+  /// Which backend. kAuto: CUDA, then an OpenCL GPU, then the CPU (the choice is logged when verbose).
+  /// A backend asked for explicitly that is missing is an error, never a silent fallback.
+  Backend backend = Backend::kAuto;
+  /// Device index within the backend (CUDA device ordinal; OpenCL: index in the flat list that
+  /// `spectrasift devices` prints). -1 = the first suitable device.
+  int device = -1;
+  /// CPU threads used by the CPU backend (and host-side work). 0 = all hardware threads.
+  int threads = 0;
+  /// Log which implementation ran, and the timing of each stage, to stderr.
+  bool verbose = false;
+  /// Largest image or cube accepted, in pixels (width * height); 0 = no limit. Checked before allocating.
+  std::uint64_t max_pixels = std::uint64_t(1) << 30;
+
+  void check() const;
+
+  /// Reads SPECTRASIFT_BACKEND and SPECTRASIFT_DEVICE from the environment (unset: the defaults above).
+  static ContextOptions from_env();
+};
+
+}  // namespace spectrasift

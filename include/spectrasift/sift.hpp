@@ -1,0 +1,58 @@
+// spectrasift/sift.hpp — SIFT keypoints and descriptors (Lowe 2004), OpenCV 4.6 compatible by default.
+//
+// The pipeline, per octave o (o = -1 is the input doubled with bilinear interpolation, each further
+// octave halves the previous one by taking its even pixels from level S):
+//   G[o][i] = Gaussian blur to total sigma * 2^(i/S), i = 0..S+2       (S = octave_layers)
+//   D[o][i] = G[o][i+1] - G[o][i], i = 0..S+1
+//   candidates: |D| > 0.5 * contrast_threshold / S * 255 and D is the max (min) of its 26 neighbours
+//   refinement: up to 5 Newton steps on the 3-D quadratic; reject |D^| * S < contrast_threshold and
+//               tr(H)^2 / det(H) >= (r + 1)^2 / r with r = edge_threshold
+//   orientation: 36-bin histogram of gradient directions in a Gaussian window of 1.5 sigma, peaks
+//               >= 0.8 of the maximum each give a keypoint
+//   descriptor: 4x4 cells x 8 orientations, trilinear binning, clamp at 0.2, L2 normalised, x512
+// Keypoint fields follow OpenCV (types.hpp): size = 2 sigma, angle in degrees with y down, and the
+// +0.25 px offset that OpenCV 4.6 reports (opencv/opencv#23123) is reproduced so positions agree.
+#pragma once
+
+#include <cstdint>
+
+#include "spectrasift/context.hpp"
+#include "spectrasift/types.hpp"
+
+namespace spectrasift {
+
+struct SiftOptions {
+  /// Layers S per octave in which extrema are searched (OpenCV nOctaveLayers). Default 3; 1..10.
+  int octave_layers = 3;
+  /// Blur of the base level, in pixels of the first octave (OpenCV sigma). Default 1.6; > 0.
+  double sigma = 1.6;
+  /// Minimum |interpolated DoG| * S, in units of the full grey range (OpenCV contrastThreshold).
+  /// Default 0.04; >= 0. Larger gives fewer, stronger features.
+  double contrast_threshold = 0.04;
+  /// Maximum principal-curvature ratio r of accepted points (OpenCV edgeThreshold). Default 10; > 0.
+  double edge_threshold = 10.0;
+  /// Start at the input doubled (octave -1), as OpenCV always does. Default true.
+  bool upsample = true;
+  /// Keep only the max_features strongest by response (ties at the cut are all kept, as OpenCV does).
+  /// 0 = keep all. Default 0.
+  int max_features = 0;
+  /// Return RootSIFT descriptors (Arandjelovic & Zisserman 2012): L1-normalise, square root, then
+  /// scale to L2 norm 512 so that they have the magnitude of the default ones. Default false.
+  bool root_sift = false;
+
+  void check() const;
+};
+
+/// Detects keypoints and computes their descriptors. `image` may be U8, U16 or F32 with 1..4 channels
+/// (converted with to_gray_float). `mask`, when given, must be a one-channel image of the same size:
+/// keypoints whose rounded position falls on a zero mask pixel are dropped (after max_features, as
+/// OpenCV does). The result is in canonical order: by octave, layer, y, x, then angle, so it is the
+/// same on every run and every backend. Deterministic for any thread count.
+Features detect_and_compute(Context& ctx, const Image& image, const SiftOptions& options = {},
+                            const Image* mask = nullptr);
+
+/// The same from an already grey float image (values in grey levels, 0..255 nominal).
+Features detect_and_compute(Context& ctx, const ImageF& gray, const SiftOptions& options = {},
+                            const Image* mask = nullptr);
+
+}  // namespace spectrasift

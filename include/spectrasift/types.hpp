@@ -1,0 +1,89 @@
+// spectrasift/types.hpp — value types shared by every part of the API.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace spectrasift {
+
+/// Where the work runs. kAuto picks CUDA, then an OpenCL GPU, then the CPU backend.
+enum class Backend { kAuto, kCpu, kCuda, kOpenCL };
+
+const char* to_string(Backend b) noexcept;
+/// Parses "auto", "cpu", "cuda" or "opencl" (any case); throws Error(kInvalidArgument) otherwise.
+Backend parse_backend(const std::string& name);
+
+/// The sample type of an image. Images keep their own type until the backend converts them.
+enum class PixelType : std::uint8_t { kU8, kU16, kF32 };
+
+std::size_t bytes_per_sample(PixelType t) noexcept;
+const char* to_string(PixelType t) noexcept;
+
+/// An image in host memory: interleaved channels, rows stored top to bottom without padding.
+/// Pixel (x, y) channel c of a U8 image is data[(y * width + x) * channels + c].
+/// Channel order is R, G, B(, A) as decoded from the file (not OpenCV's BGR).
+/// Value ranges: U8 0..255, U16 0..65535, F32 nominally 0..1.
+struct Image {
+  int width = 0;
+  int height = 0;
+  int channels = 0;
+  PixelType type = PixelType::kU8;
+  std::vector<std::uint8_t> data;  ///< width * height * channels * bytes_per_sample(type) bytes
+
+  bool empty() const noexcept { return width <= 0 || height <= 0 || data.empty(); }
+  std::size_t pixel_count() const noexcept { return std::size_t(width) * std::size_t(height); }
+  std::size_t row_bytes() const noexcept { return std::size_t(width) * channels * bytes_per_sample(type); }
+
+  template <class T> T* as() noexcept { return reinterpret_cast<T*>(data.data()); }
+  template <class T> const T* as() const noexcept { return reinterpret_cast<const T*>(data.data()); }
+
+  /// A zero-filled image of the given shape.
+  static Image allocate(int width, int height, int channels, PixelType type);
+};
+
+/// A float image of one channel, the working type of the pipeline (grey levels 0..255 for SIFT).
+struct ImageF {
+  int width = 0;
+  int height = 0;
+  std::vector<float> data;  ///< row-major, width * height values
+  float& at(int x, int y) noexcept { return data[std::size_t(y) * width + x]; }
+  float at(int x, int y) const noexcept { return data[std::size_t(y) * width + x]; }
+};
+
+/// A 2-D point in pixel coordinates: (0,0) is the centre of the top-left pixel, x right, y down.
+struct Point2 {
+  double x = 0;
+  double y = 0;
+};
+
+/// One SIFT keypoint, with OpenCV's field meanings (see docs in sift.hpp).
+struct Keypoint {
+  float x = 0;          ///< column, input pixels, (0,0) = centre of the top-left pixel
+  float y = 0;          ///< row, input pixels
+  float size = 0;       ///< diameter of the meaningful neighbourhood = 2 * sigma, input pixels
+  float angle = 0;      ///< dominant gradient direction in degrees [0, 360), y down (clockwise on screen)
+  float response = 0;   ///< |interpolated DoG| in units of 1/255 of the grey range (OpenCV's response)
+  int octave = 0;       ///< octave index, -1 = the doubled image, 0 = the input resolution, ...
+  int layer = 0;        ///< DoG layer 1..octave_layers where the extremum was found
+  float layer_offset = 0;  ///< sub-layer offset in [-0.5, 0.5]
+};
+
+/// Keypoints and their descriptors. descriptors has keypoints.size() * descriptor_size floats
+/// (row i belongs to keypoint i). With default options the values are integers 0..255 (OpenCV's
+/// CV_32F descriptors); with RootSIFT they are the square roots of the L1-normalised values.
+struct Features {
+  static constexpr int kDescriptorSize = 128;
+  int image_width = 0;
+  int image_height = 0;
+  std::vector<Keypoint> keypoints;
+  std::vector<float> descriptors;
+
+  std::size_t size() const noexcept { return keypoints.size(); }
+  const float* descriptor(std::size_t i) const noexcept { return descriptors.data() + i * kDescriptorSize; }
+  /// The descriptors as bytes, rounded and saturated to 0..255 (OpenCV's CV_8U export).
+  std::vector<std::uint8_t> descriptors_u8() const;
+};
+
+}  // namespace spectrasift

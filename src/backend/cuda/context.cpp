@@ -1,0 +1,131 @@
+// CUDA device enumeration and per-context state.
+#include <cuda_runtime.h>
+
+#include "backend/cuda/check.hpp"
+#include "backend/cuda/state.hpp"
+
+namespace spectrasift::cuda {
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (ptr) cudaFree(ptr);
+    ptr = o.ptr; bytes = o.bytes; o.ptr = nullptr; o.bytes = 0;
+  }
+  return *this;
+}
+DeviceBuffer::~DeviceBuffer() { if (ptr) cudaFree(ptr); }
+void DeviceBuffer::reserve(std::size_t n) {
+  if (n <= bytes) return;
+  if (ptr) { cudaFree(ptr); ptr = nullptr; bytes = 0; }
+  SPECTRASIFT_CUDA_CHECK(cudaMalloc(&ptr, n));
+  bytes = n;
+}
+
+PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& o) noexcept {
+  if (this != &o) {
+    if (ptr) cudaFreeHost(ptr);
+    ptr = o.ptr; bytes = o.bytes; o.ptr = nullptr; o.bytes = 0;
+  }
+  return *this;
+}
+PinnedBuffer::~PinnedBuffer() { if (ptr) cudaFreeHost(ptr); }
+void PinnedBuffer::reserve(std::size_t n) {
+  if (n <= bytes) return;
+  if (ptr) { cudaFreeHost(ptr); ptr = nullptr; bytes = 0; }
+  SPECTRASIFT_CUDA_CHECK(cudaMallocHost(&ptr, n));
+  bytes = n;
+}
+
+cublasHandle_t State::cublas_handle() {
+  if (!cublas) {
+    activate();
+    SPECTRASIFT_CUBLAS_CHECK(cublasCreate(&cublas));
+    SPECTRASIFT_CUBLAS_CHECK(cublasSetStream(cublas, compute));
+  }
+  return cublas;
+}
+
+DeviceBuffer& State::buffer(const std::string& name, std::size_t bytes) {
+  auto& b = buffers[name];
+  b.reserve(bytes);
+  return b;
+}
+
+PinnedBuffer& State::pinned_buffer(const std::string& name, std::size_t bytes) {
+  auto& b = pinned[name];
+  b.reserve(bytes);
+  return b;
+}
+
+void State::activate() const { SPECTRASIFT_CUDA_CHECK(cudaSetDevice(device)); }
+
+State& state(detail::ContextImpl& ctx) {
+  if (!ctx.cuda) throw Error(ErrorCode::kInternal, "CUDA operation on a context that is not a CUDA context", "cuda");
+  return *ctx.cuda;
+}
+
+void StateDeleter::operator()(State* s) const noexcept {
+  if (!s) return;
+  cudaSetDevice(s->device);
+  cudaDeviceSynchronize();
+  s->buffers.clear();
+  s->pinned.clear();
+  if (s->cublas) cublasDestroy(s->cublas);
+  if (s->compute) cudaStreamDestroy(s->compute);
+  if (s->copy) cudaStreamDestroy(s->copy);
+  delete s;
+}
+
+namespace {
+DeviceInfo info_from(int index, const cudaDeviceProp& p) {
+  DeviceInfo d;
+  d.backend = Backend::kCuda;
+  d.index = index;
+  d.name = p.name;
+  int rt = 0;
+  cudaRuntimeGetVersion(&rt);
+  d.platform = "CUDA " + std::to_string(rt / 1000) + "." + std::to_string((rt % 1000) / 10);
+  d.type = "gpu";
+  d.global_memory = p.totalGlobalMem;
+  d.local_memory = p.sharedMemPerBlock;
+  d.compute_units = p.multiProcessorCount;
+  d.max_work_group_size = p.maxThreadsPerBlock;
+  d.version = "compute capability " + std::to_string(p.major) + "." + std::to_string(p.minor);
+  return d;
+}
+}  // namespace
+
+std::vector<DeviceInfo> list_devices() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no driver" error
+    return {};
+  }
+  std::vector<DeviceInfo> out;
+  for (int i = 0; i < n; ++i) {
+    cudaDeviceProp p{};
+    if (cudaGetDeviceProperties(&p, i) == cudaSuccess) out.push_back(info_from(i, p));
+  }
+  return out;
+}
+
+std::unique_ptr<State, StateDeleter> create_state(int device, DeviceInfo& info) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+    cudaGetLastError();
+    throw Error(ErrorCode::kBackendUnavailable, "the CUDA backend was asked for but no CUDA device is present", "cuda");
+  }
+  if (device >= n)
+    throw Error(ErrorCode::kBackendUnavailable,
+                "CUDA device " + std::to_string(device) + " does not exist (" + std::to_string(n) + " present)", "cuda");
+  std::unique_ptr<State, StateDeleter> s(new State);
+  s->device = device;
+  SPECTRASIFT_CUDA_CHECK(cudaSetDevice(device));
+  SPECTRASIFT_CUDA_CHECK(cudaGetDeviceProperties(&s->props, device));
+  SPECTRASIFT_CUDA_CHECK(cudaStreamCreateWithFlags(&s->compute, cudaStreamNonBlocking));
+  SPECTRASIFT_CUDA_CHECK(cudaStreamCreateWithFlags(&s->copy, cudaStreamNonBlocking));
+  info = info_from(device, s->props);
+  return s;
+}
+
+}  // namespace spectrasift::cuda

@@ -1,0 +1,64 @@
+// The CUDA backend's part of a Context: one device, one stream for compute and one for copies,
+// a lazily created cuBLAS handle, and a pool of device and pinned buffers reused across calls.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <map>
+#include <string>
+
+#include "core/context_impl.hpp"
+
+namespace spectrasift::cuda {
+
+/// A device allocation that frees itself. Grows (never shrinks) when asked for more bytes.
+struct DeviceBuffer {
+  void* ptr = nullptr;
+  std::size_t bytes = 0;
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr(o.ptr), bytes(o.bytes) { o.ptr = nullptr; o.bytes = 0; }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  ~DeviceBuffer();
+  void reserve(std::size_t n);  ///< at least n bytes; contents are lost when it grows
+  template <class T> T* as() const noexcept { return static_cast<T*>(ptr); }
+};
+
+/// A page-locked host allocation (for overlapped copies). Grows like DeviceBuffer.
+struct PinnedBuffer {
+  void* ptr = nullptr;
+  std::size_t bytes = 0;
+  PinnedBuffer() = default;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  PinnedBuffer(PinnedBuffer&& o) noexcept : ptr(o.ptr), bytes(o.bytes) { o.ptr = nullptr; o.bytes = 0; }
+  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept;
+  ~PinnedBuffer();
+  void reserve(std::size_t n);
+  template <class T> T* as() const noexcept { return static_cast<T*>(ptr); }
+};
+
+struct State {
+  int device = 0;
+  cudaDeviceProp props{};
+  cudaStream_t compute = nullptr;
+  cudaStream_t copy = nullptr;
+  cublasHandle_t cublas = nullptr;  ///< created on first use by cublas_handle()
+  /// Named scratch buffers, reused across calls of the same operation ("spectral.cube0", ...).
+  std::map<std::string, DeviceBuffer> buffers;
+  std::map<std::string, PinnedBuffer> pinned;
+
+  cublasHandle_t cublas_handle();
+  DeviceBuffer& buffer(const std::string& name, std::size_t bytes);
+  PinnedBuffer& pinned_buffer(const std::string& name, std::size_t bytes);
+  /// Makes this state's device current on the calling thread.
+  void activate() const;
+};
+
+/// The CUDA state of a context, or Error(kInternal) if the context is not a CUDA one.
+State& state(detail::ContextImpl& ctx);
+
+}  // namespace spectrasift::cuda

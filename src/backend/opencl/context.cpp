@@ -1,0 +1,235 @@
+// OpenCL device enumeration, per-context state and the program cache.
+#include <regex>
+#include <sstream>
+#include <vector>
+
+#include "backend/opencl/state.hpp"
+
+namespace spectrasift::opencl {
+
+const char* status_name(cl_int s) noexcept {
+  switch (s) {
+#define SPECTRASIFT_CASE(x) case x: return #x;
+    SPECTRASIFT_CASE(CL_DEVICE_NOT_FOUND) SPECTRASIFT_CASE(CL_DEVICE_NOT_AVAILABLE)
+    SPECTRASIFT_CASE(CL_COMPILER_NOT_AVAILABLE) SPECTRASIFT_CASE(CL_MEM_OBJECT_ALLOCATION_FAILURE)
+    SPECTRASIFT_CASE(CL_OUT_OF_RESOURCES) SPECTRASIFT_CASE(CL_OUT_OF_HOST_MEMORY)
+    SPECTRASIFT_CASE(CL_BUILD_PROGRAM_FAILURE) SPECTRASIFT_CASE(CL_INVALID_VALUE)
+    SPECTRASIFT_CASE(CL_INVALID_DEVICE) SPECTRASIFT_CASE(CL_INVALID_CONTEXT)
+    SPECTRASIFT_CASE(CL_INVALID_COMMAND_QUEUE) SPECTRASIFT_CASE(CL_INVALID_MEM_OBJECT)
+    SPECTRASIFT_CASE(CL_INVALID_PROGRAM) SPECTRASIFT_CASE(CL_INVALID_KERNEL_NAME)
+    SPECTRASIFT_CASE(CL_INVALID_KERNEL) SPECTRASIFT_CASE(CL_INVALID_ARG_INDEX)
+    SPECTRASIFT_CASE(CL_INVALID_ARG_VALUE) SPECTRASIFT_CASE(CL_INVALID_ARG_SIZE)
+    SPECTRASIFT_CASE(CL_INVALID_KERNEL_ARGS) SPECTRASIFT_CASE(CL_INVALID_WORK_DIMENSION)
+    SPECTRASIFT_CASE(CL_INVALID_WORK_GROUP_SIZE) SPECTRASIFT_CASE(CL_INVALID_WORK_ITEM_SIZE)
+    SPECTRASIFT_CASE(CL_INVALID_GLOBAL_OFFSET) SPECTRASIFT_CASE(CL_INVALID_BUFFER_SIZE)
+    SPECTRASIFT_CASE(CL_INVALID_BUILD_OPTIONS) SPECTRASIFT_CASE(CL_INVALID_PLATFORM)
+    case -1001: return "CL_PLATFORM_NOT_FOUND_KHR";
+#undef SPECTRASIFT_CASE
+    default: return "CL_ERROR";
+  }
+}
+
+Buffer& Buffer::operator=(Buffer&& o) noexcept {
+  if (this != &o) {
+    if (mem) clReleaseMemObject(mem);
+    mem = o.mem; bytes = o.bytes; o.mem = nullptr; o.bytes = 0;
+  }
+  return *this;
+}
+Buffer::~Buffer() { if (mem) clReleaseMemObject(mem); }
+
+namespace {
+
+std::string device_string(cl_device_id d, cl_device_info what) {
+  std::size_t n = 0;
+  if (clGetDeviceInfo(d, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return {};
+  std::string s(n, '\0');
+  clGetDeviceInfo(d, what, n, s.data(), nullptr);
+  while (!s.empty() && s.back() == '\0') s.pop_back();
+  return s;
+}
+
+std::string platform_string(cl_platform_id p, cl_platform_info what) {
+  std::size_t n = 0;
+  if (clGetPlatformInfo(p, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return {};
+  std::string s(n, '\0');
+  clGetPlatformInfo(p, what, n, s.data(), nullptr);
+  while (!s.empty() && s.back() == '\0') s.pop_back();
+  return s;
+}
+
+template <class T> T device_value(cl_device_id d, cl_device_info what) {
+  T v{};
+  clGetDeviceInfo(d, what, sizeof v, &v, nullptr);
+  return v;
+}
+
+struct FlatDevice {
+  cl_platform_id platform;
+  cl_device_id device;
+};
+
+/// Every device of every platform, in platform order: the flat index is the user-visible device index.
+std::vector<FlatDevice> flat_devices() {
+  cl_uint np = 0;
+  if (clGetPlatformIDs(0, nullptr, &np) != CL_SUCCESS || np == 0) return {};
+  std::vector<cl_platform_id> platforms(np);
+  if (clGetPlatformIDs(np, platforms.data(), nullptr) != CL_SUCCESS) return {};
+  std::vector<FlatDevice> out;
+  for (auto p : platforms) {
+    cl_uint nd = 0;
+    if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &nd) != CL_SUCCESS || nd == 0) continue;
+    std::vector<cl_device_id> devs(nd);
+    if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, nd, devs.data(), nullptr) != CL_SUCCESS) continue;
+    for (auto d : devs) out.push_back({p, d});
+  }
+  return out;
+}
+
+DeviceInfo info_from(int index, const FlatDevice& f) {
+  DeviceInfo d;
+  d.backend = Backend::kOpenCL;
+  d.index = index;
+  d.name = device_string(f.device, CL_DEVICE_NAME);
+  d.platform = platform_string(f.platform, CL_PLATFORM_NAME);
+  const auto type = device_value<cl_device_type>(f.device, CL_DEVICE_TYPE);
+  d.type = (type & CL_DEVICE_TYPE_GPU) ? "gpu" : (type & CL_DEVICE_TYPE_CPU) ? "cpu" : "accelerator";
+  d.global_memory = device_value<cl_ulong>(f.device, CL_DEVICE_GLOBAL_MEM_SIZE);
+  d.local_memory = device_value<cl_ulong>(f.device, CL_DEVICE_LOCAL_MEM_SIZE);
+  d.compute_units = int(device_value<cl_uint>(f.device, CL_DEVICE_MAX_COMPUTE_UNITS));
+  d.max_work_group_size = int(device_value<std::size_t>(f.device, CL_DEVICE_MAX_WORK_GROUP_SIZE));
+  d.version = device_string(f.device, CL_DEVICE_VERSION);
+  return d;
+}
+
+/// Replaces every `#include "NAME"` line of an embedded source by the embedded text of NAME (once each),
+/// so that kernels share the numeric headers of src/numeric without a file system at run time.
+std::string inline_includes(std::string_view text, std::vector<std::string>& seen) {
+  std::string out;
+  std::istringstream in{std::string(text)};
+  std::string line;
+  static const std::regex include_re(R"(^\s*#\s*include\s*"([^"]+)\"\s*$)");
+  while (std::getline(in, line)) {
+    std::smatch m;
+    if (std::regex_match(line, m, include_re)) {
+      std::string name = m[1].str();
+      if (auto slash = name.rfind('/'); slash != std::string::npos) name = name.substr(slash + 1);
+      bool done = false;
+      for (const auto& s : seen) done = done || s == name;
+      if (done) continue;
+      const auto inc = embedded_source(name);
+      if (inc.empty()) throw Error(ErrorCode::kInternal, "OpenCL source includes unknown file " + name, "opencl");
+      seen.push_back(name);
+      out += inline_includes(inc, seen);
+      out += '\n';
+    } else {
+      out += line;
+      out += '\n';
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<DeviceInfo> list_devices() {
+  std::vector<DeviceInfo> out;
+  const auto flat = flat_devices();
+  for (std::size_t i = 0; i < flat.size(); ++i) out.push_back(info_from(int(i), flat[i]));
+  return out;
+}
+
+void StateDeleter::operator()(State* s) const noexcept {
+  if (!s) return;
+  if (s->queue) clFinish(s->queue);
+  s->buffers.clear();
+  for (auto& [k, kern] : s->kernels) clReleaseKernel(kern);
+  for (auto& [k, prog] : s->programs) clReleaseProgram(prog);
+  if (s->queue) clReleaseCommandQueue(s->queue);
+  if (s->context) clReleaseContext(s->context);
+  delete s;
+}
+
+std::unique_ptr<State, StateDeleter> create_state(int device, DeviceInfo& info) {
+  const auto flat = flat_devices();
+  if (flat.empty())
+    throw Error(ErrorCode::kBackendUnavailable,
+                "the OpenCL backend was asked for but no OpenCL platform/device is present (is an ICD such as "
+                "pocl-opencl-icd installed?)",
+                "opencl");
+  if (device < 0 || std::size_t(device) >= flat.size())
+    throw Error(ErrorCode::kBackendUnavailable,
+                "OpenCL device " + std::to_string(device) + " does not exist (" + std::to_string(flat.size()) +
+                    " present; see `spectrasift devices`)",
+                "opencl");
+  std::unique_ptr<State, StateDeleter> s(new State);
+  s->platform = flat[std::size_t(device)].platform;
+  s->device = flat[std::size_t(device)].device;
+  cl_int err = CL_SUCCESS;
+  const cl_context_properties props[] = {CL_CONTEXT_PLATFORM, cl_context_properties(s->platform), 0};
+  s->context = clCreateContext(props, 1, &s->device, nullptr, nullptr, &err);
+  SPECTRASIFT_CL_CHECK(err);
+  s->queue = clCreateCommandQueue(s->context, s->device, CL_QUEUE_PROFILING_ENABLE, &err);
+  SPECTRASIFT_CL_CHECK(err);
+  info = info_from(device, flat[std::size_t(device)]);
+  s->is_cpu = info.type == "cpu";
+  s->max_work_group = std::size_t(info.max_work_group_size);
+  s->local_mem = std::size_t(info.local_memory);
+  return s;
+}
+
+State& state(detail::ContextImpl& ctx) {
+  if (!ctx.opencl) throw Error(ErrorCode::kInternal, "OpenCL operation on a context that is not an OpenCL context", "opencl");
+  return *ctx.opencl;
+}
+
+cl_program State::program(const std::string& source_name, const std::string& options) {
+  const std::string key = source_name + '\n' + options;
+  if (auto it = programs.find(key); it != programs.end()) return it->second;
+  const auto text = embedded_source(source_name);
+  if (text.empty()) throw Error(ErrorCode::kInternal, "no embedded OpenCL source named " + source_name, "opencl");
+  std::vector<std::string> seen;
+  const std::string src = inline_includes(text, seen);
+  const char* p = src.c_str();
+  const std::size_t len = src.size();
+  cl_int err = CL_SUCCESS;
+  cl_program prog = clCreateProgramWithSource(context, 1, &p, &len, &err);
+  SPECTRASIFT_CL_CHECK(err);
+  const std::string opts = "-cl-std=CL1.2 " + options;
+  err = clBuildProgram(prog, 1, &device, opts.c_str(), nullptr, nullptr);
+  if (err != CL_SUCCESS) {
+    std::size_t n = 0;
+    clGetProgramBuildInfo(prog, device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
+    std::string log(n, '\0');
+    clGetProgramBuildInfo(prog, device, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
+    clReleaseProgram(prog);
+    throw Error(ErrorCode::kBackend, "OpenCL build of " + source_name + " failed (" + status_name(err) + "):\n" + log,
+                "opencl", long(err));
+  }
+  programs.emplace(key, prog);
+  return prog;
+}
+
+cl_kernel State::kernel(const std::string& source_name, const std::string& kernel_name, const std::string& options) {
+  const std::string key = source_name + '\n' + options + '\n' + kernel_name;
+  if (auto it = kernels.find(key); it != kernels.end()) return it->second;
+  cl_int err = CL_SUCCESS;
+  cl_kernel k = clCreateKernel(program(source_name, options), kernel_name.c_str(), &err);
+  SPECTRASIFT_CL_CHECK(err);
+  kernels.emplace(key, k);
+  return k;
+}
+
+cl_mem State::buffer(const std::string& name, std::size_t bytes, cl_mem_flags flags) {
+  auto& b = buffers[name];
+  if (b.bytes < bytes) {
+    b = Buffer{};
+    cl_int err = CL_SUCCESS;
+    b.mem = clCreateBuffer(context, flags, bytes, nullptr, &err);
+    SPECTRASIFT_CL_CHECK(err);
+    b.bytes = bytes;
+  }
+  return b.mem;
+}
+
+}  // namespace spectrasift::opencl

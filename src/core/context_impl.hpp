@@ -1,0 +1,45 @@
+// Backend-private state behind spectrasift::Context. Backends reach their own state through the
+// pointers below; each backend defines its State type and deleter in its own folder.
+#pragma once
+
+#include <any>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "spectrasift/context.hpp"
+
+namespace spectrasift::cuda {
+struct State;
+struct StateDeleter { void operator()(State*) const noexcept; };
+/// Creates the CUDA state for a device (stream, cuBLAS handle, pools); throws Error when absent.
+std::unique_ptr<State, StateDeleter> create_state(int device, DeviceInfo& info);
+std::vector<DeviceInfo> list_devices();
+}  // namespace spectrasift::cuda
+
+namespace spectrasift::opencl {
+struct State;
+struct StateDeleter { void operator()(State*) const noexcept; };
+/// Creates the OpenCL state for a device index of list_devices(); throws Error when absent.
+std::unique_ptr<State, StateDeleter> create_state(int device, DeviceInfo& info);
+std::vector<DeviceInfo> list_devices();
+}  // namespace spectrasift::opencl
+
+namespace spectrasift::detail {
+
+struct ContextImpl {
+  ContextOptions options;
+  DeviceInfo device;
+  std::unique_ptr<cuda::State, cuda::StateDeleter> cuda;
+  std::unique_ptr<opencl::State, opencl::StateDeleter> opencl;
+  /// Reusable per-operation plans (buffers sized for the last input shape), keyed by operation name.
+  std::map<std::string, std::any> plans;
+
+  Backend backend() const noexcept { return device.backend; }
+  /// Threads for the CPU backend: options.threads, or every hardware thread when 0.
+  int cpu_threads() const noexcept;
+  /// Writes one line to stderr when options.verbose ("[spectrasift] ...").
+  void log(const std::string& line) const;
+};
+
+}  // namespace spectrasift::detail
