@@ -1,0 +1,55 @@
+// The contract between src/core/spectral.cpp (checks, references, output) and the three backends.
+// core prepares everything backend-independent; a backend streams the cube in chunks of whole
+// lines, converts samples from their native type and byte order itself, and writes the reduction.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/context_impl.hpp"
+#include "spectrasift/spectral.hpp"
+
+namespace spectrasift::detail {
+
+/// The cube as stored: element (y, x, b) at data + (y*line_stride + x*sample_stride + b*band_stride)
+/// * sample_size(type). Values are multiplied by `scale` after conversion (1/reflectance scale factor).
+struct CubeView {
+  const std::uint8_t* data = nullptr;
+  SampleType type = SampleType::kF32;
+  Interleave interleave = Interleave::kBsq;
+  bool big_endian = false;
+  int samples = 0, lines = 0, bands = 0;
+  std::size_t line_stride = 0, sample_stride = 0, band_stride = 0;  ///< in elements
+  float scale = 1.0f;
+  bool has_ignore = false;
+  double ignore_value = 0;  ///< a pixel is no-data when ANY used band equals it (before scaling)
+};
+
+/// References restricted to the used bands, with per-reference constants precomputed in double
+/// (and rounded to float) so that every backend uses the same numbers.
+struct PreparedReferences {
+  int count = 0;
+  int used_bands = 0;
+  std::vector<int> band_index;     ///< used_bands indices into the cube's bands (bbl == 1)
+  std::vector<float> values;       ///< count * used_bands, the metric's input form (see numeric/spectral_metrics.h)
+  std::vector<float> norm;         ///< per reference: |r| (sam), sd-normalisation (scc), sum (sid); metric-specific
+  std::vector<float> mean;         ///< per reference mean (scc)
+};
+
+/// Output buffers sized by core before the call: result.scores/index already have their size.
+/// Each backend implements this with the same name in its folder (ArrayFire's rule).
+namespace cpu {
+void spectral_match(ContextImpl& ctx, const CubeView& cube, const PreparedReferences& refs,
+                    const SpectralOptions& options, SpectralResult& result, const ProgressFn& progress);
+}
+namespace cuda {
+void spectral_match(ContextImpl& ctx, const CubeView& cube, const PreparedReferences& refs,
+                    const SpectralOptions& options, SpectralResult& result, const ProgressFn& progress);
+}
+namespace opencl {
+void spectral_match(ContextImpl& ctx, const CubeView& cube, const PreparedReferences& refs,
+                    const SpectralOptions& options, SpectralResult& result, const ProgressFn& progress);
+}
+
+}  // namespace spectrasift::detail
