@@ -37,19 +37,17 @@ struct PreparedReferences {
   std::vector<float> mean;         ///< per reference mean (scc)
 };
 
-/// Output buffers sized by core before the call: result.scores/index already have their size.
-/// Each backend implements this with the same name in its folder (ArrayFire's rule).
-namespace cpu {
-void spectral_match(ContextImpl& ctx, const CubeView& cube, const PreparedReferences& refs,
-                    const SpectralOptions& options, SpectralResult& result, const ProgressFn& progress);
-}
-namespace cuda {
-void spectral_match(ContextImpl& ctx, const CubeView& cube, const PreparedReferences& refs,
-                    const SpectralOptions& options, SpectralResult& result, const ProgressFn& progress);
-}
-namespace opencl {
-void spectral_match(ContextImpl& ctx, const CubeView& cube, const PreparedReferences& refs,
-                    const SpectralOptions& options, SpectralResult& result, const ProgressFn& progress);
-}
-
 }  // namespace spectrasift::detail
+
+/// Output buffers are sized by core before the call: result.scores/index already have their size.
+/// Each backend implements this with the same name in its folder (ArrayFire's rule).
+#define SPECTRASIFT_DECLARE_SPECTRAL_MATCH(ns)                                                            \
+  namespace spectrasift::ns {                                                                           \
+  void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube,                           \
+                      const detail::PreparedReferences& refs, const SpectralOptions& options,           \
+                      SpectralResult& result, const ProgressFn& progress);                              \
+  }
+SPECTRASIFT_DECLARE_SPECTRAL_MATCH(cpu)
+SPECTRASIFT_DECLARE_SPECTRAL_MATCH(cuda)
+SPECTRASIFT_DECLARE_SPECTRAL_MATCH(opencl)
+#undef SPECTRASIFT_DECLARE_SPECTRAL_MATCH
