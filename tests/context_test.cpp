@@ -1,0 +1,141 @@
+// Context creation, backend selection and device listing (DESIGN.md "Backends and devices").
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "spectrasift/context.hpp"
+#include "spectrasift/error.hpp"
+
+using namespace spectrasift;
+
+namespace {
+
+bool has_backend(Backend b) {
+  for (const auto& d : list_devices())
+    if (d.backend == b) return true;
+  return false;
+}
+
+/// Sets an environment variable for the scope of one test.
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(const char* n, const char* value) : name(n) { ::setenv(n, value, 1); }
+  ~ScopedEnv() { ::unsetenv(name.c_str()); }
+};
+
+}  // namespace
+
+TEST(Backend, ParsesNamesInAnyCase) {
+  EXPECT_EQ(parse_backend("CPU"), Backend::kCpu);
+  EXPECT_EQ(parse_backend("cuda"), Backend::kCuda);
+  EXPECT_EQ(parse_backend("OpenCL"), Backend::kOpenCL);
+  EXPECT_EQ(parse_backend("auto"), Backend::kAuto);
+  EXPECT_THROW(parse_backend("vulkan"), Error);
+  EXPECT_STREQ(to_string(Backend::kOpenCL), "opencl");
+}
+
+TEST(Devices, ListStartsWithTheCpu) {
+  const auto devices = list_devices();
+  ASSERT_FALSE(devices.empty());
+  EXPECT_EQ(devices.front().backend, Backend::kCpu);
+  EXPECT_GE(devices.front().compute_units, 1);
+  for (const auto& d : devices) {
+    EXPECT_FALSE(d.name.empty());
+    if (d.backend != Backend::kCpu) {
+      EXPECT_GT(d.global_memory, 0u) << d.name;
+      EXPECT_GT(d.max_work_group_size, 0) << d.name;
+    }
+  }
+}
+
+TEST(Context, CpuBackendIsAlwaysThere) {
+  ContextOptions o;
+  o.backend = Backend::kCpu;
+  o.threads = 2;
+  Context ctx(o);
+  EXPECT_EQ(ctx.backend(), Backend::kCpu);
+  EXPECT_NE(ctx.describe().find("2 threads"), std::string::npos) << ctx.describe();
+  Context moved = std::move(ctx);
+  EXPECT_EQ(moved.backend(), Backend::kCpu);
+}
+
+TEST(Context, AutoPicksAGpuBackendWhenOnePresentElseCpu) {
+  ContextOptions o;
+  o.backend = Backend::kAuto;
+  Context ctx(o);
+  if (has_backend(Backend::kCuda)) {
+    EXPECT_EQ(ctx.backend(), Backend::kCuda);
+  } else {
+    bool ocl_gpu = false;
+    for (const auto& d : list_devices()) ocl_gpu = ocl_gpu || (d.backend == Backend::kOpenCL && d.type == "gpu");
+    EXPECT_EQ(ctx.backend(), ocl_gpu ? Backend::kOpenCL : Backend::kCpu);
+  }
+}
+
+TEST(Context, MissingBackendIsAnErrorNotAFallback) {
+  ContextOptions o;
+  o.backend = Backend::kCuda;
+  if (has_backend(Backend::kCuda)) {
+    o.device = 1000;
+  }
+  try {
+    Context ctx(o);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kBackendUnavailable);
+    EXPECT_EQ(e.backend(), "cuda");
+  }
+}
+
+TEST(Context, OpenClDeviceOutOfRangeIsAnError) {
+  ContextOptions o;
+  o.backend = Backend::kOpenCL;
+  o.device = 999;
+  try {
+    Context ctx(o);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kBackendUnavailable);
+  }
+}
+
+TEST(Context, OpenClContextOnEveryListedDevice) {
+  for (const auto& d : list_devices()) {
+    if (d.backend != Backend::kOpenCL) continue;
+    ContextOptions o;
+    o.backend = Backend::kOpenCL;
+    o.device = d.index;
+    Context ctx(o);
+    EXPECT_EQ(ctx.backend(), Backend::kOpenCL);
+    EXPECT_EQ(ctx.device().name, d.name);
+  }
+  if (!has_backend(Backend::kOpenCL)) GTEST_SKIP() << "no OpenCL device on this machine";
+}
+
+TEST(ContextOptions, EnvironmentSelectsBackendAndDevice) {
+  ScopedEnv b("SPECTRASIFT_BACKEND", "cpu");
+  ScopedEnv d("SPECTRASIFT_DEVICE", "0");
+  const auto o = ContextOptions::from_env();
+  EXPECT_EQ(o.backend, Backend::kCpu);
+  EXPECT_EQ(o.device, 0);
+}
+
+TEST(ContextOptions, BadEnvironmentValuesAreErrors) {
+  {
+    ScopedEnv b("SPECTRASIFT_BACKEND", "gpu-please");
+    EXPECT_THROW(ContextOptions::from_env(), Error);
+  }
+  {
+    ScopedEnv d("SPECTRASIFT_DEVICE", "one");
+    EXPECT_THROW(ContextOptions::from_env(), Error);
+  }
+}
+
+TEST(ContextOptions, CheckRejectsNegativeValues) {
+  ContextOptions o;
+  o.threads = -1;
+  EXPECT_THROW(o.check(), Error);
+  o.threads = 0;
+  o.device = -2;
+  EXPECT_THROW(o.check(), Error);
+}
