@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/context_impl.hpp"
@@ -33,8 +34,13 @@ struct PreparedReferences {
   int used_bands = 0;
   std::vector<int> band_index;     ///< used_bands indices into the cube's bands (bbl == 1)
   std::vector<float> values;       ///< count * used_bands, the metric's input form (see numeric/spectral_metrics.h)
-  std::vector<float> norm;         ///< per reference: |r| (sam), sd-normalisation (scc), sum (sid); metric-specific
-  std::vector<float> mean;         ///< per reference mean (scc)
+  std::vector<float> norm;         ///< per reference: |r| (ed, sam), |r - mean r| (scc), sum r' (sid)
+  std::vector<float> mean;         ///< per reference mean of r over the used bands (every metric)
+  // ---- added with the implementation (additive; see numeric/spectral_metrics.h section 3) ----
+  Metric metric = Metric::kSpectralAngle;  ///< the metric the rows were prepared for
+  std::vector<float> values2;      ///< count * used_bands: log b for sid; empty for the other metrics
+  std::vector<double> constant;    ///< per reference: sum r^2 (ed), |r| (sam), |r - mean r| (scc), sum b log b (sid)
+  std::vector<std::string> names;  ///< per reference, for logs and legends
 };
 
 }  // namespace spectrasift::detail
