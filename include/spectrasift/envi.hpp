@@ -104,6 +104,18 @@ void write_envi_i32(const std::filesystem::path& hdr_path, int samples, int line
                     const std::vector<std::string>& band_names, const std::int32_t* bands_data,
                     const EnviHeader* like = nullptr);
 
+/// Writes any cube: the header text of `header` (samples, lines, bands, data type, interleave, byte
+/// order, header offset 0, wavelength/units, fwhm, bbl, data ignore value, reflectance scale factor, band
+/// names, spectra names, description, and "map info" / "coordinate system string" / "projection info"
+/// from header.fields) and `bytes` bytes of data exactly as given (already in that layout and byte order).
+/// The data file is the header path with .hdr replaced by .img (a path without .hdr gets ".hdr" added for
+/// the header and is itself the data file). Both files go through AtomicOutput: no partial output.
+/// (Added with the implementation; the writers above use it.)
+void write_envi_raw(const std::filesystem::path& hdr_path, const EnviHeader& header, const void* bytes,
+                    std::size_t size);
+/// The header text that write_envi_raw writes (for tests and tools).
+std::string format_envi_header(const EnviHeader& header);
+
 /// Reference spectra: count spectra of `bands` values each (row-major), with names and, when
 /// known, the wavelengths of their samples.
 struct SpectralLibrary {

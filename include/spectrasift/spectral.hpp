@@ -46,8 +46,12 @@ struct SpectralOptions {
 };
 
 /// Per-stage wall times in milliseconds (read, upload, compute, download, write), as the CLI reports.
+/// spectral_match() fills upload/compute/download (the backend's own stages; the CPU backend reads the
+/// memory-mapped cube inside compute) and total (the whole call); read_ms and write_ms are left for the
+/// caller (opening the cube and preparing references; writing outputs), as the CLI does.
 struct StageTimes {
   double read_ms = 0, upload_ms = 0, compute_ms = 0, download_ms = 0, total_ms = 0;
+  double write_ms = 0;  ///< added with the implementation (additive)
 };
 
 struct SpectralResult {

@@ -43,6 +43,13 @@ struct PreparedReferences {
   std::vector<std::string> names;  ///< per reference, for logs and legends
 };
 
+/// The view of an opened cube (strides from the header, scale = 1 / reflectance scale factor).
+CubeView make_cube_view(const EnviCube& cube);
+/// Used bands (bbl == 1 and finite in every reference) and the metric's reference rows and constants,
+/// computed in double (see numeric/spectral_metrics.h section 3). Throws Error(kInvalidArgument) for a
+/// band count that differs from the cube's, no used band, a zero-norm (sam) or constant (scc) reference.
+PreparedReferences prepare_references(const EnviCube& cube, const SpectralLibrary& refs, Metric metric);
+
 }  // namespace spectrasift::detail
 
 /// Output buffers are sized by core before the call: result.scores/index already have their size.

@@ -1,0 +1,407 @@
+// Spectral matching, backend-independent part: option checks, the cube view, reference preparation
+// (in double, see numeric/spectral_metrics.h), reference helpers, library resampling and the dispatch
+// to cpu:: / cuda:: / opencl::spectral_match.
+#include "spectrasift/spectral.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "core/spectral_backend.hpp"
+#include "numeric/spectral_metrics.h"
+#include "spectrasift/error.hpp"
+
+namespace spectrasift {
+
+static_assert(int(Metric::kEuclidean) == SPECTRAL_METRIC_ED && int(Metric::kSpectralAngle) == SPECTRAL_METRIC_SAM &&
+              int(Metric::kCorrelation) == SPECTRAL_METRIC_SCC &&
+              int(Metric::kInformationDivergence) == SPECTRAL_METRIC_SID);
+static_assert(int(SampleType::kI16) == SPECTRAL_TYPE_I16 && int(SampleType::kU64) == SPECTRAL_TYPE_U64);
+
+const char* to_string(Metric m) noexcept {
+  switch (m) {
+    case Metric::kEuclidean: return "ed";
+    case Metric::kSpectralAngle: return "sam";
+    case Metric::kCorrelation: return "scc";
+    case Metric::kInformationDivergence: return "sid";
+  }
+  return "?";
+}
+
+Metric parse_metric(const std::string& name) {
+  std::string n = name;
+  for (auto& c : n) c = char(std::tolower(static_cast<unsigned char>(c)));
+  if (n == "ed") return Metric::kEuclidean;
+  if (n == "sam") return Metric::kSpectralAngle;
+  if (n == "scc") return Metric::kCorrelation;
+  if (n == "sid") return Metric::kInformationDivergence;
+  throw Error(ErrorCode::kInvalidArgument, "unknown metric '" + name + "' (expected ed, sam, scc or sid)");
+}
+
+bool higher_is_better(Metric m) noexcept { return m == Metric::kCorrelation; }
+
+void SpectralOptions::check() const {
+  if (int(metric) > int(Metric::kInformationDivergence))
+    throw Error(ErrorCode::kInvalidArgument, "unknown metric code " + std::to_string(int(metric)));
+  if (int(reduction) > int(Reduction::kThreshold))
+    throw Error(ErrorCode::kInvalidArgument, "unknown reduction code " + std::to_string(int(reduction)));
+  if (reduction == Reduction::kTopK && top_k < 1)
+    throw Error(ErrorCode::kInvalidArgument, "top k must be >= 1 (got " + std::to_string(top_k) + ")");
+  if (reduction == Reduction::kThreshold && !std::isfinite(threshold))
+    throw Error(ErrorCode::kInvalidArgument, "the threshold must be a finite number");
+  if (chunk_lines < 0)
+    throw Error(ErrorCode::kInvalidArgument, "chunk lines must be >= 0 (0 = chosen from the device's memory)");
+}
+
+namespace detail {
+
+CubeView make_cube_view(const EnviCube& cube) {
+  const EnviHeader& h = cube.header();
+  CubeView v;
+  v.data = cube.data();
+  v.type = h.data_type;
+  v.interleave = h.interleave;
+  v.big_endian = h.big_endian;
+  v.samples = h.samples;
+  v.lines = h.lines;
+  v.bands = h.bands;
+  v.line_stride = cube.line_stride();
+  v.sample_stride = cube.sample_stride();
+  v.band_stride = cube.band_stride();
+  v.scale = h.reflectance_scale_factor ? float(1.0 / *h.reflectance_scale_factor) : 1.0f;
+  v.has_ignore = h.data_ignore_value.has_value();
+  v.ignore_value = h.data_ignore_value.value_or(0.0);
+  return v;
+}
+
+PreparedReferences prepare_references(const EnviCube& cube, const SpectralLibrary& refs, Metric metric) {
+  const EnviHeader& h = cube.header();
+  const std::string where = cube.header_path().string();
+  if (refs.count < 1) throw Error(ErrorCode::kInvalidArgument, "no reference spectrum given");
+  if (refs.bands != h.bands)
+    throw Error(ErrorCode::kInvalidArgument, "the references have " + std::to_string(refs.bands) + " bands, the cube " +
+                                                 where + " has " + std::to_string(h.bands) +
+                                                 " (resample the library onto the cube's wavelengths first)");
+  if (refs.spectra.size() != std::size_t(refs.count) * std::size_t(refs.bands))
+    throw Error(ErrorCode::kInvalidArgument, "the reference library holds " + std::to_string(refs.spectra.size()) +
+                                                 " values for " + std::to_string(refs.count) + " x " +
+                                                 std::to_string(refs.bands));
+  auto name_of = [&](int r) { return r < int(refs.names.size()) ? refs.names[r] : "reference " + std::to_string(r + 1); };
+  PreparedReferences p;
+  p.metric = metric;
+  p.count = refs.count;
+  // Used bands: good in bbl and a number in every reference (a band that resampling could not fill
+  // is NaN in the library and left out for every reference, so that all references share one band set).
+  for (int b = 0; b < h.bands; ++b) {
+    if (!h.bbl.empty() && h.bbl[b] == 0) continue;
+    bool ok = true;
+    for (int r = 0; r < refs.count; ++r) {
+      const float v = refs.spectra[std::size_t(r) * refs.bands + b];
+      if (std::isnan(v)) ok = false;
+      else if (!std::isfinite(v))
+        throw Error(ErrorCode::kInvalidArgument, "reference '" + name_of(r) + "' is infinite in band " + std::to_string(b + 1));
+    }
+    if (ok) p.band_index.push_back(b);
+  }
+  p.used_bands = int(p.band_index.size());
+  if (p.used_bands == 0)
+    throw Error(ErrorCode::kInvalidArgument, where + ": no band left to compare (every band is bad in 'bbl' or missing from the references)");
+  const int n = p.used_bands;
+  p.values.resize(std::size_t(p.count) * n);
+  if (metric == Metric::kInformationDivergence) p.values2.resize(std::size_t(p.count) * n);
+  p.norm.resize(p.count);
+  p.mean.resize(p.count);
+  p.constant.resize(p.count);
+  std::vector<double> r(n);
+  for (int k = 0; k < p.count; ++k) {
+    p.names.push_back(name_of(k));
+    double sum = 0, sum2 = 0;
+    for (int j = 0; j < n; ++j) {
+      r[j] = double(refs.spectra[std::size_t(k) * refs.bands + p.band_index[j]]);
+      sum += r[j];
+      sum2 += r[j] * r[j];
+    }
+    const double mean = sum / n;
+    p.mean[k] = float(mean);
+    float* out = &p.values[std::size_t(k) * n];
+    switch (metric) {
+      case Metric::kEuclidean: {
+        // The constant is sum r^2 of the float values the backends use (exact for integer references).
+        double c = 0;
+        for (int j = 0; j < n; ++j) {
+          out[j] = float(r[j]);
+          c += double(out[j]) * double(out[j]);
+        }
+        p.constant[k] = c;
+        p.norm[k] = float(std::sqrt(c));
+        break;
+      }
+      case Metric::kSpectralAngle: {
+        const double norm = std::sqrt(sum2);
+        if (!(norm > 0))
+          throw Error(ErrorCode::kInvalidArgument, "reference '" + p.names[k] + "' has zero norm: its spectral angle is undefined");
+        for (int j = 0; j < n; ++j) out[j] = float(r[j] / norm);
+        p.constant[k] = norm;
+        p.norm[k] = float(norm);
+        break;
+      }
+      case Metric::kCorrelation: {
+        double c2 = 0;
+        for (int j = 0; j < n; ++j) c2 += (r[j] - mean) * (r[j] - mean);
+        const double norm = std::sqrt(c2);
+        if (!(norm > 0) || n < 2)
+          throw Error(ErrorCode::kInvalidArgument, "reference '" + p.names[k] + "' is constant over the used bands: its correlation is undefined");
+        for (int j = 0; j < n; ++j) out[j] = float((r[j] - mean) / norm);
+        p.constant[k] = norm;
+        p.norm[k] = float(norm);
+        break;
+      }
+      case Metric::kInformationDivergence: {
+        double s = 0;
+        for (int j = 0; j < n; ++j) {
+          r[j] = std::max(r[j], double(SPECTRAL_SID_EPS));
+          s += r[j];
+        }
+        double c = 0;
+        float* out2 = &p.values2[std::size_t(k) * n];
+        for (int j = 0; j < n; ++j) {
+          const double b = r[j] / s;
+          out[j] = float(b);
+          out2[j] = float(std::log(b));
+          c += b * std::log(b);
+        }
+        p.constant[k] = c;
+        p.norm[k] = float(s);
+        break;
+      }
+    }
+  }
+  return p;
+}
+
+}  // namespace detail
+
+SpectralResult spectral_match(Context& ctx, const EnviCube& cube, const SpectralLibrary& references,
+                              const SpectralOptions& options, const ProgressFn& progress) {
+  const auto t0 = std::chrono::steady_clock::now();
+  options.check();
+  if (!cube.data()) throw Error(ErrorCode::kInvalidArgument, "spectral_match: the cube is not open");
+  if (options.reduction == Reduction::kTopK && options.top_k > references.count)
+    throw Error(ErrorCode::kInvalidArgument, "--top " + std::to_string(options.top_k) + " asks for more than the " +
+                                                 std::to_string(references.count) + " references given");
+  const detail::CubeView view = detail::make_cube_view(cube);
+  const detail::PreparedReferences refs = detail::prepare_references(cube, references, options.metric);
+
+  SpectralResult result;
+  result.samples = view.samples;
+  result.lines = view.lines;
+  result.references = refs.count;
+  result.reduction = options.reduction;
+  switch (options.reduction) {
+    case Reduction::kAll: result.k = refs.count; break;
+    case Reduction::kBest: case Reduction::kThreshold: result.k = 1; break;
+    case Reduction::kTopK: result.k = options.top_k; break;
+  }
+  const std::size_t pixels = std::size_t(view.samples) * std::size_t(view.lines);
+  result.scores.assign(std::size_t(result.k) * pixels, 0.0f);
+  if (options.reduction != Reduction::kAll) result.index.assign(std::size_t(result.k) * pixels, -1);
+  result.backend = ctx.describe();
+
+  auto& impl = ctx.impl();
+  impl.log("spectral " + std::string(to_string(options.metric)) + ": " + std::to_string(view.samples) + " x " +
+           std::to_string(view.lines) + " x " + std::to_string(view.bands) + " " + to_string(view.type) + " " +
+           to_string(view.interleave) + ", " + std::to_string(refs.used_bands) + " bands used, " +
+           std::to_string(refs.count) + " reference(s) on " + result.backend);
+  switch (impl.backend()) {
+    case Backend::kCpu:
+      cpu::spectral_match(impl, view, refs, options, result, progress);
+      break;
+    case Backend::kCuda:
+#ifdef SPECTRASIFT_HAVE_CUDA
+      cuda::spectral_match(impl, view, refs, options, result, progress);
+      break;
+#else
+      throw Error(ErrorCode::kBackendUnavailable, "the CUDA backend is not compiled into this build", "cuda");
+#endif
+    case Backend::kOpenCL:
+#ifdef SPECTRASIFT_HAVE_OPENCL
+      opencl::spectral_match(impl, view, refs, options, result, progress);
+      break;
+#else
+      throw Error(ErrorCode::kBackendUnavailable, "the OpenCL backend is not compiled into this build", "opencl");
+#endif
+    case Backend::kAuto:
+      throw Error(ErrorCode::kInternal, "a Context resolved no backend");
+  }
+  result.times.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  impl.log("spectral: upload " + std::to_string(result.times.upload_ms) + " ms, compute " +
+           std::to_string(result.times.compute_ms) + " ms, download " + std::to_string(result.times.download_ms) +
+           " ms, total " + std::to_string(result.times.total_ms) + " ms");
+  return result;
+}
+
+// ---- reference helpers ------------------------------------------------------------------------------------
+
+namespace {
+
+double scale_of(const EnviCube& cube) {
+  const auto& f = cube.header().reflectance_scale_factor;
+  return f ? 1.0 / *f : 1.0;
+}
+
+/// True when the pixel holds the data ignore value in a used band (the backends' rule).
+bool ignored(const EnviCube& cube, int x, int y) {
+  const auto& h = cube.header();
+  if (!h.data_ignore_value) return false;
+  const float ig = float(*h.data_ignore_value);
+  for (int b = 0; b < h.bands; ++b) {
+    if (!h.bbl.empty() && h.bbl[b] == 0) continue;
+    if (float(cube.value(y, x, b)) == ig) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+SpectralLibrary reference_from_pixels(const EnviCube& cube, const std::vector<std::pair<int, int>>& xy) {
+  const auto& h = cube.header();
+  if (xy.empty()) throw Error(ErrorCode::kInvalidArgument, "no reference pixel given");
+  SpectralLibrary lib;
+  lib.bands = h.bands;
+  lib.wavelength = h.wavelength;
+  lib.wavelength_units = h.wavelength_units;
+  lib.fwhm = h.fwhm;
+  const double scale = scale_of(cube);
+  for (const auto& [x, y] : xy) {
+    const std::string name = "pixel " + std::to_string(x) + "," + std::to_string(y);
+    if (x < 0 || y < 0 || x >= h.samples || y >= h.lines)
+      throw Error(ErrorCode::kInvalidArgument, "reference " + name + " is outside the cube " +
+                                                   cube.header_path().string() + " (" + std::to_string(h.samples) +
+                                                   " samples x " + std::to_string(h.lines) + " lines)");
+    if (ignored(cube, x, y))
+      throw Error(ErrorCode::kInvalidArgument, "reference " + name + " holds the data ignore value (no data)");
+    for (int b = 0; b < h.bands; ++b) lib.spectra.push_back(float(cube.value(y, x, b) * scale));
+    lib.names.push_back(name);
+    ++lib.count;
+  }
+  return lib;
+}
+
+SpectralLibrary reference_from_mask(const EnviCube& cube, const std::vector<std::uint8_t>& mask, const std::string& name) {
+  const auto& h = cube.header();
+  const std::size_t pixels = std::size_t(h.samples) * std::size_t(h.lines);
+  if (mask.size() != pixels)
+    throw Error(ErrorCode::kInvalidArgument, "the mask '" + name + "' has " + std::to_string(mask.size()) +
+                                                 " pixels, the cube " + std::to_string(pixels));
+  std::vector<double> sum(h.bands, 0.0);
+  std::size_t used = 0;
+  for (int y = 0; y < h.lines; ++y)
+    for (int x = 0; x < h.samples; ++x) {
+      if (!mask[std::size_t(y) * h.samples + x] || ignored(cube, x, y)) continue;
+      for (int b = 0; b < h.bands; ++b) sum[b] += cube.value(y, x, b);
+      ++used;
+    }
+  if (used == 0)
+    throw Error(ErrorCode::kInvalidArgument, "the mask '" + name + "' selects no pixel with data");
+  SpectralLibrary lib;
+  lib.count = 1;
+  lib.bands = h.bands;
+  const double scale = scale_of(cube);
+  for (int b = 0; b < h.bands; ++b) lib.spectra.push_back(float(sum[b] / double(used) * scale));
+  lib.names.push_back(name);
+  lib.wavelength = h.wavelength;
+  lib.wavelength_units = h.wavelength_units;
+  lib.fwhm = h.fwhm;
+  return lib;
+}
+
+// ---- resampling ---------------------------------------------------------------------------------------------
+
+namespace {
+
+/// Band centres and widths of one side: the FWHM given, or the spacing to the neighbouring centres.
+std::vector<double> widths_of(const std::vector<double>& centres, const std::vector<double>& fwhm) {
+  if (!fwhm.empty()) return fwhm;
+  const std::size_t n = centres.size();
+  std::vector<double> w(n, 1.0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double left = i > 0 ? std::abs(centres[i] - centres[i - 1]) : -1;
+    const double right = i + 1 < n ? std::abs(centres[i + 1] - centres[i]) : -1;
+    w[i] = left > 0 && right > 0 ? 0.5 * (left + right) : std::max(left, right);
+    if (!(w[i] > 0)) w[i] = 1.0;
+  }
+  return w;
+}
+
+}  // namespace
+
+SpectralLibrary resample_library(const SpectralLibrary& lib, const std::vector<double>& wavelength,
+                                 const std::vector<double>& fwhm) {
+  if (lib.wavelength.size() != std::size_t(lib.bands) || lib.bands < 1)
+    throw Error(ErrorCode::kInvalidArgument, "resampling needs the library's wavelengths (" +
+                                                 std::to_string(lib.wavelength.size()) + " for " +
+                                                 std::to_string(lib.bands) + " bands)");
+  if (wavelength.empty()) throw Error(ErrorCode::kInvalidArgument, "resampling needs the cube's wavelengths");
+  if (!fwhm.empty() && fwhm.size() != wavelength.size())
+    throw Error(ErrorCode::kInvalidArgument, "the cube has " + std::to_string(fwhm.size()) + " FWHM values for " +
+                                                 std::to_string(wavelength.size()) + " wavelengths");
+  // Units: a library in micrometres against a cube in nanometres (or the reverse) is converted; unknown
+  // units are guessed from the magnitude (centres below 100 are micrometres).
+  auto is_um = [](const std::string& units, const std::vector<double>& wl) {
+    std::string u = units;
+    for (auto& c : u) c = char(std::tolower(static_cast<unsigned char>(c)));
+    if (u.find("nanomet") != std::string::npos || u == "nm") return false;
+    if (u.find("micromet") != std::string::npos || u == "um" || u == "\xC2\xB5m" || u == "microns") return true;
+    return *std::max_element(wl.begin(), wl.end()) < 100.0;
+  };
+  const bool lib_um = is_um(lib.wavelength_units, lib.wavelength);
+  const bool cube_um = is_um("", wavelength);
+  const double to_cube = lib_um == cube_um ? 1.0 : (lib_um ? 1000.0 : 0.001);
+  std::vector<double> src(lib.bands);
+  for (int i = 0; i < lib.bands; ++i) src[i] = lib.wavelength[i] * to_cube;
+  std::vector<double> src_w = widths_of(src, lib.fwhm.size() == src.size() ? [&] {
+    std::vector<double> w(lib.fwhm);
+    for (auto& v : w) v *= to_cube;
+    return w;
+  }() : std::vector<double>{});
+  const std::vector<double> dst_w = widths_of(wavelength, fwhm);
+
+  // Each source band covers [c - w/2, c + w/2]; the destination band's response is a Gaussian of its
+  // FWHM; the weight of a source band is the response's integral over its interval (erf), and the
+  // weights are normalised to sum 1. A destination band whose response is less than half covered by
+  // the library's bands ("no overlap") gets NaN, and spectral_match leaves that band out for every
+  // reference.
+  const std::size_t nd = wavelength.size();
+  SpectralLibrary out;
+  out.count = lib.count;
+  out.bands = int(nd);
+  out.names = lib.names;
+  out.wavelength = wavelength;
+  out.wavelength_units = cube_um ? "Micrometers" : "Nanometers";
+  out.fwhm = fwhm;
+  out.spectra.assign(std::size_t(out.count) * nd, std::numeric_limits<float>::quiet_NaN());
+  const double kSigmaPerFwhm = 1.0 / (2.0 * std::sqrt(2.0 * std::log(2.0)));
+  std::vector<double> w(lib.bands);
+  for (std::size_t d = 0; d < nd; ++d) {
+    const double sigma = dst_w[d] * kSigmaPerFwhm;
+    double covered = 0;
+    for (int i = 0; i < lib.bands; ++i) {
+      const double lo = src[i] - 0.5 * src_w[i], hi = src[i] + 0.5 * src_w[i];
+      const double k = 1.0 / (sigma * std::sqrt(2.0));
+      w[i] = 0.5 * (std::erf((hi - wavelength[d]) * k) - std::erf((lo - wavelength[d]) * k));
+      covered += w[i];
+    }
+    // Overlapping source intervals would count twice; the ratio below normalises either way.
+    if (!(covered >= 0.5)) continue;
+    for (int s = 0; s < lib.count; ++s) {
+      double acc = 0;
+      for (int i = 0; i < lib.bands; ++i) acc += w[i] * double(lib.spectra[std::size_t(s) * lib.bands + i]);
+      out.spectra[std::size_t(s) * nd + d] = float(acc / covered);
+    }
+  }
+  return out;
+}
+
+}  // namespace spectrasift
