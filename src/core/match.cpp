@@ -1,0 +1,86 @@
+// Descriptor matching: argument checks, backend dispatch, ratio / distance / mutual tests.
+#include "spectrasift/match.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <string>
+
+#include "core/context_impl.hpp"
+#include "core/match_ops.hpp"
+#include "spectrasift/error.hpp"
+
+namespace spectrasift {
+
+void MatchOptions::check() const {
+  if (!(ratio > 0.0 && ratio <= 1.0))
+    throw Error(ErrorCode::kInvalidArgument, "match ratio must be in (0, 1], got " + std::to_string(ratio));
+  if (!(max_distance >= 0.0))  // also rejects NaN
+    throw Error(ErrorCode::kInvalidArgument, "match max_distance must be >= 0, got " + std::to_string(max_distance));
+}
+
+namespace {
+
+void check_features(const Features& f, const char* which) {
+  if (f.descriptors.size() != f.keypoints.size() * std::size_t(Features::kDescriptorSize))
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string(which) + " features: " + std::to_string(f.descriptors.size()) +
+                    " descriptor values for " + std::to_string(f.keypoints.size()) + " keypoints (expected " +
+                    std::to_string(Features::kDescriptorSize) + " per keypoint)");
+  if (f.keypoints.size() > std::size_t(1) << 30)
+    throw Error(ErrorCode::kInvalidArgument, std::string(which) + " features: too many keypoints");
+}
+
+std::vector<Top2> top2(Context& ctx, const Features& query, const Features& train) {
+  std::vector<Top2> out(query.size());
+  switch (ctx.backend()) {
+    case Backend::kCpu:
+      cpu::match_top2(query.descriptors.data(), int(query.size()), train.descriptors.data(), int(train.size()),
+                      Features::kDescriptorSize, ctx.impl().cpu_threads(), out.data());
+      break;
+    default:
+      throw Error(ErrorCode::kUnsupported,
+                  std::string("descriptor matching is not implemented on the ") + to_string(ctx.backend()) +
+                      " backend yet (use --backend cpu)",
+                  to_string(ctx.backend()));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Top2> nearest_two(Context& ctx, const Features& query, const Features& train) {
+  check_features(query, "query");
+  check_features(train, "train");
+  return top2(ctx, query, train);
+}
+
+std::vector<Match> match_features(Context& ctx, const Features& query, const Features& train,
+                                  const MatchOptions& options) {
+  options.check();
+  check_features(query, "query");
+  check_features(train, "train");
+  std::vector<Match> matches;
+  if (query.size() == 0 || train.size() == 0) return matches;
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<Top2> fwd = top2(ctx, query, train);
+  std::vector<Top2> bwd;
+  if (options.mutual) bwd = top2(ctx, train, query);
+  matches.reserve(fwd.size());
+  for (std::size_t q = 0; q < fwd.size(); ++q) {
+    const Top2& t = fwd[q];
+    if (t.best1 < 0) continue;
+    // Ratio test in double on the float distances; with one train descriptor the second is +inf
+    // and the test passes (there is nothing to be ambiguous with).
+    if (!(double(t.distance1) < options.ratio * double(t.distance2))) continue;
+    if (double(t.distance1) > options.max_distance) continue;
+    if (options.mutual && bwd[std::size_t(t.best1)].best1 != int(q)) continue;
+    matches.push_back(Match{int(q), t.best1, t.distance1, t.distance2});
+  }
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  ctx.impl().log("match: " + std::to_string(query.size()) + " x " + std::to_string(train.size()) + " descriptors on " +
+                 to_string(ctx.backend()) + ", " + std::to_string(matches.size()) + " matches, " +
+                 std::to_string(ms) + " ms");
+  return matches;
+}
+
+}  // namespace spectrasift
