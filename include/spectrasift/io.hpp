@@ -38,8 +38,9 @@ bool tiff_supported() noexcept;
 
 /// Grey levels as SIFT sees them: one float channel in 0..255.
 /// Colour uses OpenCV's BGR2GRAY weights on (R, G, B): 0.299 R + 0.587 G + 0.114 B; alpha is ignored;
-/// 2-channel (grey + alpha) keeps the grey channel. U8 values are exact; U8 colour is rounded like OpenCV
-/// ((4899 R + 9617 G + 1868 B + 8192) >> 14) so that our input equals cv::SIFT's; U16 is divided by 257
+/// 2-channel (grey + alpha) keeps the grey channel. U8 values are exact; U8 colour is rounded like
+/// OpenCV 4.6's cvtColor ((9798 R + 19235 G + 3735 B + 16384) >> 15, equal to it for all 2^24 colours)
+/// so that our input equals cv::SIFT's; U16 is divided by 257
 /// (65535 -> 255) and F32 multiplied by 255, without rounding, so no precision is lost.
 ImageF to_gray_float(const Image& image);
 /// A single-channel U8 image from a float image, rounding and clamping to 0..255.

@@ -175,9 +175,12 @@ ImageF to_gray_float(const Image& image) {
     case PixelType::kU8: {
       const std::uint8_t* p = image.as<std::uint8_t>();
       if (colour) {
-        // OpenCV's fixed-point BGR2GRAY (14-bit weights that sum to 16384, rounded): cv::SIFT's input.
+        // OpenCV 4.6's cvtColor(BGR2GRAY) for 8 bits: 15-bit fixed-point weights that sum to 32768,
+        // rounded. Checked against cv::cvtColor for all 2^24 colours, and cv::SIFT on a colour image
+        // equals cv::SIFT on this grey image. (The 14-bit 4899/9617/1868 variant differs in 0.26% of
+        // colours.)
         for (std::size_t i = 0; i < n; ++i, p += c)
-          out.data[i] = float((4899u * p[0] + 9617u * p[1] + 1868u * p[2] + 8192u) >> 14);
+          out.data[i] = float((9798u * p[0] + 19235u * p[1] + 3735u * p[2] + 16384u) >> 15);
       } else {
         for (std::size_t i = 0; i < n; ++i, p += c) out.data[i] = float(p[0]);
       }
