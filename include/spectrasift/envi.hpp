@@ -54,7 +54,7 @@ struct EnviHeader {
 EnviHeader read_envi_header(const std::filesystem::path& hdr_path);
 
 /// Finds the data file of a header: the header's name without extension, or with .img, .dat,
-/// .raw, .bsq, .bil, .bip (either case). Throws Error(kIo) listing what was tried.
+/// .raw, .bsq, .bil, .bip, .sli (lower or upper case). Throws Error(kIo) listing what was tried.
 std::filesystem::path find_envi_data_file(const std::filesystem::path& hdr_path);
 
 /// An opened cube: header plus a read-only memory map of its data file (size checked against the

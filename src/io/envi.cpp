@@ -313,7 +313,7 @@ fs::path find_envi_data_file(const fs::path& hdr_path) {
     return fs::is_regular_file(p, ec);
   };
   if (try_path(base)) return base;
-  for (const char* ext : {".img", ".dat", ".raw", ".bsq", ".bil", ".bip"}) {
+  for (const char* ext : {".img", ".dat", ".raw", ".bsq", ".bil", ".bip", ".sli"}) {
     for (bool upper : {false, true}) {
       std::string e = ext;
       if (upper) for (auto& c : e) c = char(std::toupper(static_cast<unsigned char>(c)));
