@@ -1,0 +1,325 @@
+// CPU SIFT: extrema scan, sub-pixel refinement, orientation and descriptors (notes §4-8). The per-element
+// formulas come from src/numeric/sift_*.h so that the GPU backends compute the same numbers.
+//
+// Threads: the scan runs OpenMP over (layer, row) pairs and collects keypoints in per-thread lists;
+// descriptors run OpenMP over keypoints, each writing its own row. Every keypoint is computed from the
+// pyramid alone, so the set of results does not depend on the thread count or scheduling; the caller
+// sorts it into the canonical order.
+#include <omp.h>
+
+#include <algorithm>
+#include <any>
+#include <climits>
+#include <cmath>
+#include <vector>
+
+#include "backend/cpu/sift.hpp"
+#include "numeric/sift_descriptor.h"
+#include "numeric/sift_orientation.h"
+#include "numeric/sift_refine.h"
+#include "spectrasift/error.hpp"
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define SIFT_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define SIFT_CLONES
+#endif
+
+namespace spectrasift::cpu {
+
+namespace {
+
+// flags[c] = 1 where DoG value v = c1[c] passes |v| > thr and is >= (v > 0) or <= (v < 0) all 26
+// neighbours (non-strict, as OpenCV). p*, c*, n*: rows r-1, r, r+1 of layers l-1, l, l+1.
+SIFT_CLONES void extrema_flags(const float* __restrict p0, const float* __restrict p1, const float* __restrict p2,
+                               const float* __restrict c0, const float* __restrict c1, const float* __restrict c2,
+                               const float* __restrict n0, const float* __restrict n1, const float* __restrict n2,
+                               int begin, int end, float thr, int* __restrict flags) {
+  for (int c = begin; c < end; ++c) {
+    const float v = c1[c];
+    float mx = c1[c - 1], mn = c1[c - 1];
+#define SIFT_UPD(a)             \
+  {                             \
+    const float t_ = (a);       \
+    mx = mx > t_ ? mx : t_;     \
+    mn = mn < t_ ? mn : t_;     \
+  }
+    SIFT_UPD(c1[c + 1]) SIFT_UPD(c0[c - 1]) SIFT_UPD(c0[c]) SIFT_UPD(c0[c + 1])
+    SIFT_UPD(c2[c - 1]) SIFT_UPD(c2[c]) SIFT_UPD(c2[c + 1])
+    SIFT_UPD(p0[c - 1]) SIFT_UPD(p0[c]) SIFT_UPD(p0[c + 1]) SIFT_UPD(p1[c - 1]) SIFT_UPD(p1[c]) SIFT_UPD(p1[c + 1])
+    SIFT_UPD(p2[c - 1]) SIFT_UPD(p2[c]) SIFT_UPD(p2[c + 1])
+    SIFT_UPD(n0[c - 1]) SIFT_UPD(n0[c]) SIFT_UPD(n0[c + 1]) SIFT_UPD(n1[c - 1]) SIFT_UPD(n1[c]) SIFT_UPD(n1[c + 1])
+    SIFT_UPD(n2[c - 1]) SIFT_UPD(n2[c]) SIFT_UPD(n2[c + 1])
+#undef SIFT_UPD
+    flags[c] = int((v > thr) & (v >= mx)) | int((v < -thr) & (v <= mn));
+  }
+}
+
+// Gradient samples of a window: dx, dy of each used pixel, then their direction (degrees) and magnitude.
+SIFT_CLONES void direction_magnitude(const float* __restrict dx, const float* __restrict dy, float* __restrict ori,
+                                     float* __restrict mag, int n) {
+  for (int k = 0; k < n; ++k) {
+    ori[k] = sift_atan2_deg(dy[k], dx[k]);
+    mag[k] = std::sqrt(dx[k] * dx[k] + dy[k] * dy[k]);
+  }
+}
+
+// Per-thread scratch of the orientation and descriptor windows.
+struct Scratch {
+  std::vector<float> dx, dy, ori, mag, w, rbin, cbin, ex;
+  void reserve(std::size_t n) {
+    if (dx.size() >= n) return;
+    dx.resize(n); dy.resize(n); ori.resize(n); mag.resize(n); w.resize(n); rbin.resize(n); cbin.resize(n);
+  }
+};
+
+// The DoG neighbourhood n[27] of (r, c) in layer l (see sift_refine.h).
+void gather27(const std::vector<SiftPlane>& dog, int l, int r, int c, float* n) {
+  for (int k = 0; k < 3; ++k) {
+    const SiftPlane& p = dog[std::size_t(l - 1 + k)];
+    for (int dy = 0; dy < 3; ++dy) {
+      const float* row = p.row(r - 1 + dy);
+      for (int dx = 0; dx < 3; ++dx) n[k * 9 + dy * 3 + dx] = row[c - 1 + dx];
+    }
+  }
+}
+
+// Smoothed 36-bin orientation histogram around integer (c, r) of img (notes §7); returns its maximum.
+float orientation_histogram(const SiftPlane& img, int c, int r, int radius, float sigma, float* hist, Scratch& s) {
+  const float expf_scale = -1.0f / (2.0f * sigma * sigma);
+  const std::size_t side = std::size_t(2 * radius + 1);
+  s.reserve(side * side);
+  s.ex.resize(std::size_t(radius) + 1);
+  // exp(-(i^2 + j^2) / (2 s^2)) = e(i) e(j): radius + 1 exponentials instead of (2 radius + 1)^2.
+  for (int i = 0; i <= radius; ++i) s.ex[std::size_t(i)] = std::exp(float(i * i) * expf_scale);
+  int len = 0;
+  const int x_lo = std::max(c - radius, 1), x_hi = std::min(c + radius, img.w - 2);
+  for (int i = -radius; i <= radius; ++i) {
+    const int y = r + i;
+    if (y <= 0 || y >= img.h - 1) continue;
+    const float* up = img.row(y - 1);
+    const float* mid = img.row(y);
+    const float* dn = img.row(y + 1);
+    const float wi = s.ex[std::size_t(std::abs(i))];
+    for (int x = x_lo; x <= x_hi; ++x, ++len) {
+      s.dx[std::size_t(len)] = mid[x + 1] - mid[x - 1];
+      s.dy[std::size_t(len)] = up[x] - dn[x];
+      s.w[std::size_t(len)] = wi * s.ex[std::size_t(std::abs(x - c))];
+    }
+  }
+  direction_magnitude(s.dx.data(), s.dy.data(), s.ori.data(), s.mag.data(), len);
+  float raw[SIFT_ORI_HIST_BINS] = {};
+  for (int k = 0; k < len; ++k) raw[sift_orientation_bin(s.ori[std::size_t(k)])] += s.w[std::size_t(k)] * s.mag[std::size_t(k)];
+  return sift_orientation_smooth(raw, hist);
+}
+
+}  // namespace
+
+std::vector<Keypoint> SiftPlan::detect(const ImageF& gray, const SiftOptions& options, int threads) {
+  options_ = options;
+  const int s = options.octave_layers;
+  first_octave_ = options.upsample ? -1 : 0;
+  const int base_w = options.upsample ? 2 * gray.width : gray.width;
+  const int base_h = options.upsample ? 2 * gray.height : gray.height;
+  octaves_ = int(std::lround(std::log(double(std::min(base_w, base_h))) / std::log(2.0) - 2.0)) - first_octave_;
+  if (octaves_ <= 0) return {};
+  // Incremental sigmas: level i (total sigma * k^i) from level i-1.
+  level_sigma_.assign(std::size_t(s + 3), options.sigma);
+  level_kernel_.assign(std::size_t(s + 3), {});
+  const double k = std::pow(2.0, 1.0 / s);
+  for (int i = 1; i < s + 3; ++i) {
+    const double prev = std::pow(k, double(i - 1)) * options.sigma;
+    const double total = prev * k;
+    level_sigma_[std::size_t(i)] = std::sqrt(total * total - prev * prev);
+    level_kernel_[std::size_t(i)] = sift_gaussian_half_kernel(level_sigma_[std::size_t(i)]);
+  }
+  gauss_.resize(std::size_t(octaves_));
+  for (auto& g : gauss_) g.resize(std::size_t(s));
+  dog_.resize(std::size_t(s + 2));
+
+  std::vector<std::vector<Keypoint>> per_thread(std::size_t(std::max(threads, 1)));
+  for (int o = 0; o < octaves_; ++o) {
+    build_octave_base(gray, o, threads);
+    build_octave_levels(o, threads);
+    scan_octave(o, per_thread, threads);
+  }
+  std::size_t total = 0;
+  for (const auto& v : per_thread) total += v.size();
+  std::vector<Keypoint> all;
+  all.reserve(total);
+  for (const auto& v : per_thread) all.insert(all.end(), v.begin(), v.end());
+  return all;
+}
+
+void SiftPlan::scan_octave(int o, std::vector<std::vector<Keypoint>>& per_thread, int threads) const {
+  const int s = options_.octave_layers;
+  const int w = dog_[0].w, h = dog_[0].h;
+  const int border = SIFT_IMG_BORDER;
+  if (w <= 2 * border || h <= 2 * border) return;
+  const float thr = float(std::floor(0.5 * options_.contrast_threshold / s * 255.0));
+  const float contrast_threshold = float(options_.contrast_threshold);
+  const float edge_threshold = float(options_.edge_threshold);
+  const float sigma = float(options_.sigma);
+  const int rows = h - 2 * border;
+  const int tasks = s * rows;
+  const float octave_scale = float(1 << o);
+  const bool rescale = first_octave_ < 0;
+#pragma omp parallel num_threads(threads)
+  {
+    auto& out = per_thread[std::size_t(omp_get_thread_num())];
+    std::vector<int> flags(std::size_t(w), 0);
+    Scratch scratch;
+    float n[27];
+    float hist[SIFT_ORI_HIST_BINS];
+#pragma omp for schedule(dynamic, 16)
+    for (int task = 0; task < tasks; ++task) {
+      const int layer0 = 1 + task / rows;
+      const int r0 = border + task % rows;
+      const SiftPlane& prv = dog_[std::size_t(layer0 - 1)];
+      const SiftPlane& cur = dog_[std::size_t(layer0)];
+      const SiftPlane& nxt = dog_[std::size_t(layer0 + 1)];
+      extrema_flags(prv.row(r0 - 1), prv.row(r0), prv.row(r0 + 1), cur.row(r0 - 1), cur.row(r0), cur.row(r0 + 1),
+                    nxt.row(r0 - 1), nxt.row(r0), nxt.row(r0 + 1), border, w - border, thr, flags.data());
+      for (int c0 = border; c0 < w - border; ++c0) {
+        if (!flags[std::size_t(c0)]) continue;
+        // Sub-pixel refinement (notes §5).
+        int layer = layer0, r = r0, c = c0;
+        float off[3] = {0, 0, 0}, g[3];
+        int step = 0;
+        bool ok = true;
+        for (; step < SIFT_MAX_INTERP_STEPS; ++step) {
+          gather27(dog_, layer, r, c, n);
+          sift_refine_step(n, off, g);
+          if (std::abs(off[2]) < 0.5f && std::abs(off[1]) < 0.5f && std::abs(off[0]) < 0.5f) break;
+          const float big = float(INT_MAX / 3);
+          if (std::abs(off[2]) > big || std::abs(off[1]) > big || std::abs(off[0]) > big) {
+            ok = false;
+            break;
+          }
+          c += sift_round(off[0]);
+          r += sift_round(off[1]);
+          layer += sift_round(off[2]);
+          if (layer < 1 || layer > s || c < border || c >= w - border || r < border || r >= h - border) {
+            ok = false;
+            break;
+          }
+        }
+        if (!ok || step >= SIFT_MAX_INTERP_STEPS) continue;
+        gather27(dog_, layer, r, c, n);
+        const float contr = sift_refine_contrast(n, off);
+        if (std::abs(contr) * float(s) < contrast_threshold) continue;
+        if (!sift_refine_edge_ok(n, edge_threshold)) continue;
+        const float xc = off[0], xr = off[1], xi = off[2];
+        Keypoint kp;
+        kp.x = (float(c) + xc) * octave_scale;
+        kp.y = (float(r) + xr) * octave_scale;
+        kp.size = sigma * std::pow(2.0f, (float(layer) + xi) / float(s)) * octave_scale * 2.0f;
+        kp.response = std::abs(contr);
+        kp.octave = o + first_octave_;
+        kp.layer = layer;
+        kp.layer_offset = xi;
+        // Orientation (notes §7) on the Gaussian level of the final layer, at the integer position.
+        const float scl_octv = kp.size * 0.5f / octave_scale;
+        const float omax = orientation_histogram(gauss_[std::size_t(o)][std::size_t(layer - 1)], c, r,
+                                                 sift_round(SIFT_ORI_RADIUS * scl_octv),
+                                                 SIFT_ORI_SIG_FCTR * scl_octv, hist, scratch);
+        const float mag_thr = omax * SIFT_ORI_PEAK_RATIO;
+        if (rescale) {  // OpenCV reports octave -1 values in input pixels: x 0.5
+          kp.x *= 0.5f;
+          kp.y *= 0.5f;
+          kp.size *= 0.5f;
+        }
+        for (int j = 0; j < SIFT_ORI_HIST_BINS; ++j) {
+          if (!sift_orientation_is_peak(hist, j, mag_thr)) continue;
+          kp.angle = sift_orientation_peak_angle(hist, j);
+          out.push_back(kp);
+        }
+      }
+    }
+  }
+}
+
+void SiftPlan::describe(const std::vector<Keypoint>& keypoints, float* out, int threads) const {
+  const int count = int(keypoints.size());
+  const int d = SIFT_DESCR_WIDTH, nb = SIFT_DESCR_HIST_BINS;
+  for (const Keypoint& kp : keypoints) {
+    const int o = kp.octave - first_octave_;
+    if (o < 0 || o >= octaves_ || kp.layer < 1 || kp.layer > options_.octave_layers)
+      throw Error(ErrorCode::kInternal, "sift: keypoint octave/layer outside the pyramid of the last detect()", "cpu");
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    Scratch s;
+    float hist[SIFT_DESCR_HIST_LEN];
+#pragma omp for schedule(dynamic, 8)
+    for (int idx = 0; idx < count; ++idx) {
+      const Keypoint& kp = keypoints[std::size_t(idx)];
+      const int oct = kp.octave;
+      const float scale = oct >= 0 ? 1.0f / float(1 << oct) : float(1 << -oct);
+      const float size = kp.size * scale;
+      const float ptx = kp.x * scale, pty = kp.y * scale;
+      const int o = oct - first_octave_;
+      const SiftPlane& img = gauss_[std::size_t(o)][std::size_t(kp.layer - 1)];
+      float ori = 360.0f - kp.angle;
+      if (std::abs(ori - 360.0f) < SIFT_FLT_EPSILON) ori = 0.0f;
+      const float scl = size * 0.5f;
+      // Sample grid (notes §8), with OpenCV's float operation order.
+      const int cx = sift_round(ptx), cy = sift_round(pty);
+      float cos_t = std::cos(ori * float(M_PI / 180.0));
+      float sin_t = std::sin(ori * float(M_PI / 180.0));
+      const float bins_per_deg = float(nb) / 360.0f;
+      const float exp_scale = -1.0f / (float(d * d) * 0.5f);
+      const float hist_width = SIFT_DESCR_SCL_FCTR * scl;
+      int radius = sift_round(hist_width * 1.4142135623730951f * float(d + 1) * 0.5f);
+      radius = std::min(radius, int(std::sqrt(double(img.w) * img.w + double(img.h) * img.h)));
+      cos_t /= hist_width;
+      sin_t /= hist_width;
+      const std::size_t side = std::size_t(2 * radius + 1);
+      s.reserve(side * side);
+      // exp(-(u^2 + v^2) / 8) with u^2 + v^2 = (i^2 + j^2) / hw^2: separable in i and j.
+      s.ex.resize(std::size_t(radius) + 1);
+      const float inv_hw2 = 1.0f / (hist_width * hist_width);
+      for (int i = 0; i <= radius; ++i) s.ex[std::size_t(i)] = std::exp(float(i * i) * inv_hw2 * exp_scale);
+      int len = 0;
+      for (int i = -radius; i <= radius; ++i) {
+        const int y = cy + i;
+        if (y <= 0 || y >= img.h - 1) continue;
+        const float* up = img.row(y - 1);
+        const float* mid = img.row(y);
+        const float* dn = img.row(y + 1);
+        const float wi = s.ex[std::size_t(std::abs(i))];
+        for (int j = -radius; j <= radius; ++j) {
+          const float c_rot = float(j) * cos_t - float(i) * sin_t;
+          const float r_rot = float(j) * sin_t + float(i) * cos_t;
+          const float rbin = r_rot + float(d / 2) - 0.5f;
+          const float cbin = c_rot + float(d / 2) - 0.5f;
+          const int x = cx + j;
+          if (rbin > -1 && rbin < d && cbin > -1 && cbin < d && x > 0 && x < img.w - 1) {
+            s.dx[std::size_t(len)] = mid[x + 1] - mid[x - 1];
+            s.dy[std::size_t(len)] = up[x] - dn[x];
+            s.rbin[std::size_t(len)] = rbin;
+            s.cbin[std::size_t(len)] = cbin;
+            s.w[std::size_t(len)] = wi * s.ex[std::size_t(std::abs(j))];
+            ++len;
+          }
+        }
+      }
+      direction_magnitude(s.dx.data(), s.dy.data(), s.ori.data(), s.mag.data(), len);
+      std::fill(hist, hist + SIFT_DESCR_HIST_LEN, 0.0f);
+      for (int t = 0; t < len; ++t) {
+        const float obin = (s.ori[std::size_t(t)] - ori) * bins_per_deg;
+        sift_descriptor_accumulate(hist, s.rbin[std::size_t(t)], s.cbin[std::size_t(t)], obin,
+                                   s.mag[std::size_t(t)] * s.w[std::size_t(t)]);
+      }
+      sift_descriptor_finalize(hist, out + std::size_t(idx) * Features::kDescriptorSize);
+    }
+  }
+}
+
+SiftPlan& sift_plan(detail::ContextImpl& ctx) {
+  auto& slot = ctx.plans["sift.cpu"];
+  if (!slot.has_value()) slot = std::make_shared<SiftPlan>();
+  return *std::any_cast<std::shared_ptr<SiftPlan>&>(slot);
+}
+
+}  // namespace spectrasift::cpu

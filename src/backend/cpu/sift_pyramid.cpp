@@ -1,0 +1,214 @@
+// CPU SIFT scale space: the doubled (or plain) base image, incremental Gaussian blurs with fused
+// difference of Gaussians, and nearest-even downsampling between octaves (notes §2-3).
+//
+// Blur: separable, rows computed independently (OpenMP over rows). For one output row the vertical pass
+// sums the 2R+1 source rows into a padded temporary row (one contiguous multiply-add per tap pair, which
+// g++ vectorises at -O3), the padding is filled by BORDER_REFLECT_101, and the horizontal pass folds the
+// symmetric tap pairs the same way. Each output value is computed by the same sequence of float
+// operations whatever the vector width, so results do not depend on the ISA clone or the thread count.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "backend/cpu/sift.hpp"
+
+// Hot loops are compiled for AVX2 as well as the baseline and picked at run time (GCC function
+// multiversioning). With -ffp-contract=off no FMA is formed, so both clones give identical bits.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define SIFT_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define SIFT_CLONES
+#endif
+
+namespace spectrasift::cpu {
+
+void SiftPlane::resize(int width, int height) {
+  w = width;
+  h = height;
+  const std::size_t n = std::size_t(width) * std::size_t(height);
+  if (n > capacity) {
+    buffer.reset(new float[n]);
+    capacity = n;
+  }
+}
+
+namespace {
+
+// Index of position p in a line of len samples under BORDER_REFLECT_101 (…c b | a b c…), reflecting as
+// often as needed for lines shorter than the kernel.
+int reflect101(int p, int len) noexcept {
+  if (len == 1) return 0;
+  while (p < 0 || p >= len) p = p < 0 ? -p : 2 * len - 2 - p;
+  return p;
+}
+
+}  // namespace
+
+std::vector<float> sift_gaussian_half_kernel(double sigma) {
+  const int ksize = int(std::lround(sigma * 8.0 + 1.0)) | 1;
+  const int r = ksize / 2;
+  std::vector<float> full(static_cast<std::size_t>(ksize), 0.0f);
+  const double scale2 = -0.5 / (sigma * sigma);
+  double sum = 0;
+  for (int i = 0; i < ksize; ++i) {
+    const double x = i - r;
+    full[std::size_t(i)] = float(std::exp(scale2 * x * x));
+    sum += full[std::size_t(i)];
+  }
+  sum = 1.0 / sum;
+  std::vector<float> half(static_cast<std::size_t>(r) + 1);
+  for (int i = 0; i <= r; ++i) half[std::size_t(i)] = float(full[std::size_t(r + i)] * sum);
+  return half;
+}
+
+namespace {
+
+// out[x] = k0 * c[x] + sum_i k_i * (rows[2i-2][x] + rows[2i-1][x]); rows holds the pairs (y - i, y + i).
+SIFT_CLONES void vertical_pass(float* __restrict out, const float* __restrict c, const float* const* rows,
+                               const float* __restrict k, int r, int w) {
+  const float k0 = k[0];
+  for (int x = 0; x < w; ++x) out[x] = k0 * c[x];
+  for (int i = 1; i <= r; ++i) {
+    const float* __restrict a = rows[2 * i - 2];
+    const float* __restrict b = rows[2 * i - 1];
+    const float ki = k[i];
+    for (int x = 0; x < w; ++x) out[x] += ki * (a[x] + b[x]);
+  }
+}
+
+// out[x] = k0 * t[x] + sum_i k_i * (t[x - i] + t[x + i]); t is padded by r on both sides.
+SIFT_CLONES void horizontal_pass(float* __restrict out, const float* __restrict t, const float* __restrict k,
+                                 int r, int w) {
+  const float k0 = k[0];
+  for (int x = 0; x < w; ++x) out[x] = k0 * t[x];
+  for (int i = 1; i <= r; ++i) {
+    const float ki = k[i];
+    const float* __restrict a = t - i;
+    const float* __restrict b = t + i;
+    for (int x = 0; x < w; ++x) out[x] += ki * (a[x] + b[x]);
+  }
+}
+
+SIFT_CLONES void subtract_row(float* __restrict d, const float* __restrict a, const float* __restrict b, int w) {
+  for (int x = 0; x < w; ++x) d[x] = a[x] - b[x];
+}
+
+// Blurs src (w x h, stride w) with the half kernel k. dst receives the blurred image when not null; dog
+// receives blurred - src when not null.
+void blur(const float* src, int w, int h, const std::vector<float>& k, float* dst, float* dog, int threads) {
+  const int r = int(k.size()) - 1;
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<float> tmp(std::size_t(w + 2 * r));
+    std::vector<float> out_row(dst ? 0 : std::size_t(w));
+    std::vector<const float*> rows(std::size_t(2 * r + 2));
+#pragma omp for schedule(static)
+    for (int y = 0; y < h; ++y) {
+      for (int i = 1; i <= r; ++i) {
+        rows[std::size_t(2 * i - 2)] = src + std::size_t(reflect101(y - i, h)) * w;
+        rows[std::size_t(2 * i - 1)] = src + std::size_t(reflect101(y + i, h)) * w;
+      }
+      float* t = tmp.data() + r;
+      const float* center = src + std::size_t(y) * w;
+      vertical_pass(t, center, rows.data(), k.data(), r, w);
+      for (int i = 1; i <= r; ++i) {
+        t[-i] = t[reflect101(-i, w)];
+        t[w - 1 + i] = t[reflect101(w - 1 + i, w)];
+      }
+      float* out = dst ? dst + std::size_t(y) * w : out_row.data();
+      horizontal_pass(out, t, k.data(), r, w);
+      if (dog) subtract_row(dog + std::size_t(y) * w, out, center, w);
+    }
+  }
+}
+
+// One input row upsampled x2 with half-pixel bilinear weights (0.25, 0.75), edges replicated.
+void upsample_row(const float* in, int w, float* out) {
+  out[0] = in[0];
+  for (int k = 1; k < w; ++k) out[2 * k] = in[k - 1] * 0.25f + in[k] * 0.75f;
+  for (int k = 0; k + 1 < w; ++k) out[2 * k + 1] = in[k] * 0.75f + in[k + 1] * 0.25f;
+  out[2 * w - 1] = in[w - 1];
+}
+
+SIFT_CLONES void blend_rows(float* __restrict out, const float* __restrict a, float wa, const float* __restrict b,
+                            float wb, int w) {
+  for (int x = 0; x < w; ++x) out[x] = a[x] * wa + b[x] * wb;
+}
+
+// The input doubled in both directions: output pixel X samples input (X + 0.5) / 2 - 0.5 (OpenCV's
+// INTER_LINEAR with half-pixel centres); this puts doubled pixel 2k at input k - 0.25 (notes §10).
+void upsample(const ImageF& in, SiftPlane& out, int threads) {
+  const int w = in.width, h = in.height, w2 = 2 * w, h2 = 2 * h;
+  out.resize(w2, h2);
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<float> ra(static_cast<std::size_t>(w2)), rb(static_cast<std::size_t>(w2));
+#pragma omp for schedule(static)
+    for (int y = 0; y < h2; ++y) {
+      const int k = y / 2;
+      float* o = out.row(y);
+      if (y == 0 || y == h2 - 1) {
+        upsample_row(in.data.data() + std::size_t(k) * w, w, o);
+        continue;
+      }
+      // even rows 2k: 0.25 row k-1 + 0.75 row k; odd rows 2k+1: 0.75 row k + 0.25 row k+1
+      const int ya = (y % 2 == 0) ? k - 1 : k;
+      const float wa = (y % 2 == 0) ? 0.25f : 0.75f;
+      upsample_row(in.data.data() + std::size_t(ya) * w, w, ra.data());
+      upsample_row(in.data.data() + std::size_t(ya + 1) * w, w, rb.data());
+      blend_rows(o, ra.data(), wa, rb.data(), 1.0f - wa, w2);
+    }
+  }
+}
+
+}  // namespace
+
+void SiftPlan::build_octave_base(const ImageF& gray, int octave, int threads) {
+  const int s = options_.octave_layers;
+  if (octave > 0) {
+    // Level 0 of octave o+1 = the even pixels of level S of octave o.
+    const SiftPlane& src = gauss_[std::size_t(octave - 1)][std::size_t(s - 1)];
+    base_.resize(src.w / 2, src.h / 2);
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int y = 0; y < base_.h; ++y) {
+      const float* in = src.row(2 * y);
+      float* out = base_.row(y);
+      for (int x = 0; x < base_.w; ++x) out[x] = in[2 * x];
+    }
+    return;
+  }
+  // The input is assumed blurred by 0.5 px already (1 px once doubled).
+  const float sigma = float(options_.sigma);
+  const float init = first_octave_ < 0 ? 0.5f * 0.5f * 4.0f : 0.5f * 0.5f;
+  const float sig_diff = std::sqrt(std::max(sigma * sigma - init, 0.01f));
+  const std::vector<float> k = sift_gaussian_half_kernel(double(sig_diff));
+  if (first_octave_ < 0) {
+    upsample(gray, dog_[0], threads);
+    base_.resize(dog_[0].w, dog_[0].h);
+    blur(dog_[0].buffer.get(), dog_[0].w, dog_[0].h, k, base_.buffer.get(), nullptr, threads);
+  } else {
+    base_.resize(gray.width, gray.height);
+    blur(gray.data.data(), gray.width, gray.height, k, base_.buffer.get(), nullptr, threads);
+  }
+}
+
+void SiftPlan::build_octave_levels(int octave, int threads) {
+  const int s = options_.octave_layers;
+  const int w = base_.w, h = base_.h;
+  auto& g = gauss_[std::size_t(octave)];
+  for (auto& p : g) p.resize(w, h);
+  upper_.resize(w, h);
+  for (auto& d : dog_) d.resize(w, h);
+  // level i (1..S+2) = blur(level i-1, sigma_i); DoG i-1 = level i - level i-1.
+  for (int i = 1; i <= s + 2; ++i) {
+    const float* src = i == 1 ? base_.buffer.get()
+                       : i - 1 <= s ? g[std::size_t(i - 2)].buffer.get()
+                                    : upper_.buffer.get();
+    float* dst = i <= s ? g[std::size_t(i - 1)].buffer.get() : i == s + 1 ? upper_.buffer.get() : nullptr;
+    blur(src, w, h, level_kernel_[std::size_t(i)], dst, dog_[std::size_t(i - 1)].buffer.get(), threads);
+  }
+}
+
+}  // namespace spectrasift::cpu
