@@ -1,5 +1,200 @@
-// Placeholder while the subcommand is being written (replaced by its real implementation).
+// `spectrasift sift IMAGE`: SIFT keypoints and descriptors of one image, written as a feature file
+// (Lowe's .key, JSON or binary) and optionally drawn on the image.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+
 #include "cli.hpp"
+#include "spectrasift/draw.hpp"
+#include "spectrasift/error.hpp"
+#include "spectrasift/io.hpp"
+#include "spectrasift/sift.hpp"
+
 namespace spectrasift::cli {
-void add_sift_command(CLI::App& app, GlobalOptions& g, Action& action) { (void)app; (void)g; (void)action; }
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+const char* format_name(FeatureFormat f) {
+  switch (f) {
+    case FeatureFormat::kKey: return "key";
+    case FeatureFormat::kJson: return "json";
+    case FeatureFormat::kBinary: return "bin";
+  }
+  return "?";
+}
+
+std::string lower_ext(const fs::path& p) {
+  std::string e = p.extension().string();
+  std::transform(e.begin(), e.end(), e.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return e;
+}
+
+/// The mask as SIFT wants it: one U8 channel, 255 where keypoints are allowed. Any image is accepted;
+/// a pixel is "allowed" when its grey value (to_gray_float) is not zero.
+Image normalise_mask(const fs::path& path, const Image& mask, int width, int height) {
+  if (mask.width != width || mask.height != height)
+    throw Error(ErrorCode::kInvalidArgument, path.string() + ": the mask is " + std::to_string(mask.width) + "x" +
+                                                 std::to_string(mask.height) + ", the image " + std::to_string(width) +
+                                                 "x" + std::to_string(height));
+  if (mask.channels == 1 && mask.type == PixelType::kU8) return mask;
+  const ImageF g = to_gray_float(mask);
+  Image out = Image::allocate(width, height, 1, PixelType::kU8);
+  for (std::size_t i = 0; i < g.data.size(); ++i) out.data[i] = g.data[i] != 0.0f ? 255 : 0;
+  return out;
+}
+
+struct SiftCliOptions {
+  std::string image;
+  std::string output;
+  std::string format;
+  std::string mask;
+  std::string draw;
+  SiftOptions sift;
+  bool no_upsample = false;
+};
+
+int run_sift(const SiftCliOptions& o, const GlobalOptions& g) {
+  // Everything that can be checked without work is checked first, so a bad option costs nothing.
+  const fs::path image_path = o.image;
+  require_input_file(image_path);
+  if (!o.mask.empty()) require_input_file(o.mask);
+  SiftOptions so = o.sift;
+  so.upsample = !o.no_upsample;
+  so.check();
+  std::optional<FeatureFormat> format;
+  if (!o.format.empty()) format = parse_feature_format(o.format);
+  else if (!o.output.empty()) format = feature_format_from_path(o.output);
+  if (!o.format.empty() && o.output.empty())
+    throw Error(ErrorCode::kInvalidArgument, "--format needs an output file (-o FILE)");
+  if (!o.output.empty() && fs::is_directory(o.output))
+    throw Error(ErrorCode::kInvalidArgument, o.output + ": is a directory (-o needs a file name)");
+  if (!o.draw.empty()) {
+    const std::string e = lower_ext(o.draw);
+    if (e != ".png" && e != ".tif" && e != ".tiff")
+      throw Error(ErrorCode::kInvalidArgument, o.draw + ": --draw writes .png (or .tif/.tiff) files");
+    if ((e == ".tif" || e == ".tiff") && !tiff_supported())
+      throw Error(ErrorCode::kUnsupported, o.draw + ": this build has no libtiff, use a .png file");
+  }
+
+  const ContextOptions copt = g.context_options();
+  ImageLimits limits;
+  limits.max_pixels = copt.max_pixels;
+
+  auto t = Clock::now();
+  const Image image = read_image(image_path, limits);
+  std::optional<Image> mask;
+  if (!o.mask.empty()) mask = normalise_mask(o.mask, read_image(o.mask, limits), image.width, image.height);
+  const double read_ms = ms_since(t);
+
+  Context ctx(copt);
+  if (g.verbose)
+    std::fprintf(stderr, "spectrasift: sift on %s; %s %dx%d, %d channel(s), %s; read in %.1f ms\n",
+                 ctx.describe().c_str(), o.image.c_str(), image.width, image.height, image.channels,
+                 to_string(image.type), read_ms);
+
+  t = Clock::now();
+  const Features features = detect_and_compute(ctx, image, so, mask ? &*mask : nullptr);
+  const double sift_ms = ms_since(t);
+
+  // Both outputs are written under temporary names and renamed only when both are complete.
+  t = Clock::now();
+  std::optional<AtomicOutput> feat_out, draw_out;
+  if (!o.output.empty()) {
+    feat_out.emplace(o.output);
+    write_features(feat_out->temp_path(), features, *format);
+  }
+  if (!o.draw.empty()) {
+    draw_out.emplace(o.draw);
+    const Image picture = draw_keypoints(image, features);
+    if (lower_ext(o.draw) == ".png") write_png(draw_out->temp_path(), picture);
+    else write_tiff(draw_out->temp_path(), picture);
+  }
+  if (feat_out) feat_out->commit();
+  if (draw_out) draw_out->commit();
+  const double write_ms = ms_since(t);
+
+  if (g.verbose)
+    std::fprintf(stderr, "spectrasift: %zu keypoints in %.1f ms; written in %.1f ms\n", features.size(), sift_ms,
+                 write_ms);
+  if (g.json) {
+    nlohmann::json j;
+    j["image"] = o.image;
+    j["width"] = image.width;
+    j["height"] = image.height;
+    j["channels"] = image.channels;
+    j["type"] = to_string(image.type);
+    j["keypoints"] = features.size();
+    j["backend"] = to_string(ctx.backend());
+    j["device"] = ctx.device().name;
+    j["device_index"] = ctx.device().index;
+    j["time_ms"] = sift_ms;
+    j["read_ms"] = read_ms;
+    j["write_ms"] = write_ms;
+    j["output"] = o.output.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.output);
+    j["format"] = format ? nlohmann::json(format_name(*format)) : nlohmann::json(nullptr);
+    j["draw"] = o.draw.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.draw);
+    j["options"] = {{"octave_layers", so.octave_layers},
+                    {"sigma", so.sigma},
+                    {"contrast_threshold", so.contrast_threshold},
+                    {"edge_threshold", so.edge_threshold},
+                    {"upsample", so.upsample},
+                    {"max_features", so.max_features},
+                    {"root_sift", so.root_sift},
+                    {"mask", o.mask.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.mask)}};
+    std::cout << j.dump() << '\n';
+  } else {
+    std::printf("%s: %dx%d, %zu keypoints, %.1f ms", o.image.c_str(), image.width, image.height, features.size(),
+                sift_ms);
+    if (!o.output.empty()) std::printf(" -> %s (%s)", o.output.c_str(), format_name(*format));
+    std::printf("\n");
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_sift_command(CLI::App& app, GlobalOptions& g, Action& action) {
+  // Owned by the subcommand's callback, which lives as long as the app; CLI11 writes into its fields.
+  auto opts = std::make_shared<SiftCliOptions>();
+  SiftCliOptions& o = *opts;
+  auto* sub = app.add_subcommand("sift", "detect SIFT keypoints and compute their descriptors for one image");
+  sub->add_option("IMAGE", o.image, "input image: PNG, JPEG, PGM/PPM or TIFF (8/16-bit, float); colour is made grey "
+                                    "with OpenCV's weights")
+      ->required();
+  sub->add_option("-o,--output", o.output,
+                  "feature file to write; without it only a summary is printed. Format from --format or the "
+                  "extension: .key/.sift = Lowe's text, .json = JSON, anything else = binary");
+  sub->add_option("--format", o.format, "feature file format: key, json or bin (default: from the -o extension)");
+  sub->add_option("--mask", o.mask,
+                  "image of the same size; keypoints are kept only where it is not zero (default: none)");
+  sub->add_option("--max-features", o.sift.max_features,
+                  "keep the N strongest keypoints by response, ties at the cut included; 0 = all (default 0)");
+  sub->add_option("--octave-layers", o.sift.octave_layers, "scale levels per octave searched for extrema, 1..10 (default 3)");
+  sub->add_option("--sigma", o.sift.sigma, "blur of the base level in pixels of the first octave (default 1.6)");
+  sub->add_option("--contrast-threshold", o.sift.contrast_threshold,
+                  "minimum |DoG| * layers in units of the grey range; larger = fewer features (default 0.04)");
+  sub->add_option("--edge-threshold", o.sift.edge_threshold,
+                  "maximum principal-curvature ratio; smaller = fewer edge-like features (default 10)");
+  sub->add_flag("--no-upsample", o.no_upsample,
+                "start at the input resolution instead of the doubled image (default: doubled, like OpenCV)");
+  sub->add_flag("--root-sift", o.sift.root_sift, "write RootSIFT descriptors (L1-normalised square roots, x512)");
+  sub->add_option("--draw", o.draw, "also write a .png with the keypoints drawn (circle of radius size/2, line "
+                                    "for the orientation)");
+  g.add_json_option(*sub, "print one JSON object with the image size, keypoint count, backend, device and times");
+  g.add_backend_options(*sub);
+  sub->callback([opts, &g, &action] { action = [opts, &g] { return run_sift(*opts, g); }; });
+}
+
 }  // namespace spectrasift::cli
