@@ -261,13 +261,16 @@ int run_spectral(const SpectralArgs& a, const GlobalOptions& g) {
     for (int i = 0; i < r.k; ++i)
       idx_names.push_back(r.k == 1 ? "best reference index" : "reference index rank " + std::to_string(i + 1));
     EnviHeader like = cube.header();
-    std::string desc = "spectrasift spectral " + m + ": reference indices (0-based; -1 = no data or rejected):";
+    std::string desc = "spectrasift spectral " + m + " of " + fs::path(a.cube).filename().string() +
+                       ": reference indices (0-based; -1 = no data or rejected):";
     for (std::size_t i = 0; i < names.size(); ++i) desc += " " + std::to_string(i) + " = " + names[i] + ";";
-    like.fields.erase("wavelength units");
+    like.description = desc;
     write_envi_i32(idx_path, r.samples, r.lines, idx_names, r.index.data(), &like);
     outputs.push_back(idx_path.string());
   }
-  write_envi_f32(out, r.samples, r.lines, band_names, r.scores.data(), &cube.header());
+  EnviHeader like = cube.header();
+  like.description = "spectrasift spectral " + m + " scores of " + fs::path(a.cube).filename().string();
+  write_envi_f32(out, r.samples, r.lines, band_names, r.scores.data(), &like);
   outputs.push_back(out.string());
   if (!a.png.empty()) {
     write_png(a.png, make_picture(r, o, names));

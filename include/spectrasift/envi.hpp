@@ -92,8 +92,9 @@ class EnviCube {
 /// max_pixels: samples * lines limit checked before mapping (0 = none).
 EnviCube open_envi(const std::filesystem::path& path, std::uint64_t max_pixels = 0);
 
-/// Writes a float32 BSQ cube (little-endian) with its header: band names, and "map info",
-/// "coordinate system string", "projection info", wavelength/units copied from `like` when given.
+/// Writes a float32 BSQ cube (little-endian) with its header: band names, and "description", "map info",
+/// "coordinate system string", "projection info" copied from `like` when given; wavelength/units/fwhm
+/// only when `like` has the same number of bands (otherwise they would describe other bands).
 /// bands_data holds bands * lines * samples floats, band after band. NaN marks no-data and is
 /// declared as "data ignore value = nan" is not portable, so no ignore value is written for floats.
 void write_envi_f32(const std::filesystem::path& hdr_path, int samples, int lines,

@@ -531,6 +531,7 @@ EnviHeader output_header(int samples, int lines, const std::vector<std::string>&
   h.interleave = Interleave::kBsq;
   h.band_names = band_names;
   if (like) {
+    h.description = like->description;
     for (const char* key : {"map info", "coordinate system string", "projection info"})
       if (auto it = like->fields.find(key); it != like->fields.end()) h.fields[key] = it->second;
     // Wavelengths describe bands: they are copied only when the output has the input's bands.
