@@ -1,4 +1,5 @@
 // OpenCL device enumeration, per-context state and the program cache.
+#include <algorithm>
 #include <regex>
 #include <sstream>
 #include <vector>
@@ -37,6 +38,27 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
   return *this;
 }
 Buffer::~Buffer() { if (mem) clReleaseMemObject(mem); }
+
+Event& Event::operator=(Event&& o) noexcept {
+  if (this != &o) {
+    reset();
+    ev = o.ev;
+    o.ev = nullptr;
+  }
+  return *this;
+}
+Event::~Event() { reset(); }
+void Event::reset() noexcept {
+  if (ev) clReleaseEvent(ev);
+  ev = nullptr;
+}
+double Event::elapsed_ms() const {
+  if (!ev) return 0.0;
+  cl_ulong t0 = 0, t1 = 0;
+  SPECTRASIFT_CL_CHECK(clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, nullptr));
+  SPECTRASIFT_CL_CHECK(clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, nullptr));
+  return t1 > t0 ? double(t1 - t0) * 1e-6 : 0.0;
+}
 
 namespace {
 
@@ -142,9 +164,17 @@ std::vector<DeviceInfo> list_devices() {
 void StateDeleter::operator()(State* s) const noexcept {
   if (!s) return;
   if (s->queue) clFinish(s->queue);
+  if (s->upload_queue) clFinish(s->upload_queue);
+  for (auto& [k, p] : s->pinned_buffers) {
+    if (p.host && s->queue) clEnqueueUnmapMemObject(s->queue, p.mem, p.host, 0, nullptr, nullptr);
+    if (s->queue) clFinish(s->queue);
+    if (p.mem) clReleaseMemObject(p.mem);
+  }
+  s->pinned_buffers.clear();
   s->buffers.clear();
   for (auto& [k, kern] : s->kernels) clReleaseKernel(kern);
   for (auto& [k, prog] : s->programs) clReleaseProgram(prog);
+  if (s->upload_queue) clReleaseCommandQueue(s->upload_queue);
   if (s->queue) clReleaseCommandQueue(s->queue);
   if (s->context) clReleaseContext(s->context);
   delete s;
@@ -175,6 +205,9 @@ std::unique_ptr<State, StateDeleter> create_state(int device, DeviceInfo& info) 
   s->is_cpu = info.type == "cpu";
   s->max_work_group = std::size_t(info.max_work_group_size);
   s->local_mem = std::size_t(info.local_memory);
+  s->global_mem = std::size_t(info.global_memory);
+  s->max_alloc = std::size_t(device_value<cl_ulong>(s->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE));
+  s->host_staging = !s->is_cpu;
   return s;
 }
 
@@ -196,6 +229,7 @@ cl_program State::program(const std::string& source_name, const std::string& opt
   cl_program prog = clCreateProgramWithSource(context, 1, &p, &len, &err);
   SPECTRASIFT_CL_CHECK(err);
   const std::string opts = "-cl-std=CL1.2 " + options;
+  ++program_builds;
   err = clBuildProgram(prog, 1, &device, opts.c_str(), nullptr, nullptr);
   if (err != CL_SUCCESS) {
     std::size_t n = 0;
@@ -203,7 +237,10 @@ cl_program State::program(const std::string& source_name, const std::string& opt
     std::string log(n, '\0');
     clGetProgramBuildInfo(prog, device, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
     clReleaseProgram(prog);
-    throw Error(ErrorCode::kBackend, "OpenCL build of " + source_name + " failed (" + status_name(err) + "):\n" + log,
+    while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+    throw Error(ErrorCode::kBackend,
+                "OpenCL build of " + source_name + " with options '" + opts + "' failed (" + status_name(err) +
+                    "); build log:\n" + log,
                 "opencl", long(err));
   }
   programs.emplace(key, prog);
@@ -230,6 +267,55 @@ cl_mem State::buffer(const std::string& name, std::size_t bytes, cl_mem_flags fl
     b.bytes = bytes;
   }
   return b.mem;
+}
+
+PinnedBuffer& State::pinned(const std::string& name, std::size_t bytes) {
+  auto& p = pinned_buffers[name];
+  if (p.bytes < bytes) {
+    if (p.mem) {
+      if (p.host) SPECTRASIFT_CL_CHECK(clEnqueueUnmapMemObject(queue, p.mem, p.host, 0, nullptr, nullptr));
+      SPECTRASIFT_CL_CHECK(clFinish(queue));
+      clReleaseMemObject(p.mem);
+      p = PinnedBuffer{};
+    }
+    cl_int err = CL_SUCCESS;
+    p.mem = clCreateBuffer(context, CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE, bytes, nullptr, &err);
+    SPECTRASIFT_CL_CHECK(err);
+    p.host = clEnqueueMapBuffer(queue, p.mem, CL_TRUE, CL_MAP_WRITE, 0, bytes, 0, nullptr, nullptr, &err);
+    SPECTRASIFT_CL_CHECK(err);
+    p.bytes = bytes;
+  }
+  return p;
+}
+
+cl_command_queue State::transfer_queue() {
+  if (!upload_queue) {
+    cl_int err = CL_SUCCESS;
+    upload_queue = clCreateCommandQueue(context, device, CL_QUEUE_PROFILING_ENABLE, &err);
+    SPECTRASIFT_CL_CHECK(err);
+  }
+  return upload_queue;
+}
+
+KernelLimits State::limits(cl_kernel k) const {
+  KernelLimits l;
+  cl_ulong lm = 0;
+  SPECTRASIFT_CL_CHECK(clGetKernelWorkGroupInfo(k, device, CL_KERNEL_WORK_GROUP_SIZE, sizeof l.work_group_size,
+                                                &l.work_group_size, nullptr));
+  SPECTRASIFT_CL_CHECK(clGetKernelWorkGroupInfo(k, device, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
+                                                sizeof l.preferred_multiple, &l.preferred_multiple, nullptr));
+  SPECTRASIFT_CL_CHECK(clGetKernelWorkGroupInfo(k, device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof lm, &lm, nullptr));
+  l.local_mem = std::size_t(lm);
+  if (l.preferred_multiple == 0) l.preferred_multiple = 1;
+  return l;
+}
+
+std::size_t State::work_group_1d(cl_kernel k, std::size_t want) const {
+  const KernelLimits l = limits(k);
+  std::size_t cap = std::min({want, l.work_group_size, max_work_group});
+  if (cap == 0) cap = 1;
+  if (cap >= l.preferred_multiple) cap -= cap % l.preferred_multiple;
+  return cap;
 }
 
 }  // namespace spectrasift::opencl

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "backend/opencl/check.hpp"
 #include "core/context_impl.hpp"
@@ -27,17 +28,54 @@ struct Buffer {
   ~Buffer();
 };
 
+/// A host buffer the driver can DMA from directly (CL_MEM_ALLOC_HOST_PTR, mapped once for the life of
+/// the buffer): the staging area of streamed uploads. Unmapped and released by the State's deleter.
+struct PinnedBuffer {
+  cl_mem mem = nullptr;
+  void* host = nullptr;
+  std::size_t bytes = 0;
+};
+
+/// What the device allows for one compiled kernel (clGetKernelWorkGroupInfo).
+struct KernelLimits {
+  std::size_t work_group_size = 1;     ///< CL_KERNEL_WORK_GROUP_SIZE
+  std::size_t preferred_multiple = 1;  ///< CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE
+  std::size_t local_mem = 0;           ///< CL_KERNEL_LOCAL_MEM_SIZE (static __local arrays)
+};
+
+/// An OpenCL event that releases itself.
+struct Event {
+  cl_event ev = nullptr;
+  Event() = default;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  Event(Event&& o) noexcept : ev(o.ev) { o.ev = nullptr; }
+  Event& operator=(Event&& o) noexcept;
+  ~Event();
+  void reset() noexcept;
+  /// Milliseconds between CL_PROFILING_COMMAND_START and _END (the queue has profiling enabled).
+  double elapsed_ms() const;
+};
+
 struct State {
   cl_platform_id platform = nullptr;
   cl_device_id device = nullptr;
   cl_context context = nullptr;
-  cl_command_queue queue = nullptr;
+  cl_command_queue queue = nullptr;           ///< in-order, profiling: kernels and downloads
+  cl_command_queue upload_queue = nullptr;    ///< second in-order queue (created on first use): uploads
   bool is_cpu = false;               ///< PoCL and other CPU devices take their own kernel variants
   std::size_t max_work_group = 0;
   std::size_t local_mem = 0;
+  std::size_t global_mem = 0;
+  std::size_t max_alloc = 0;                  ///< CL_DEVICE_MAX_MEM_ALLOC_SIZE
+  /// Streamed uploads go through pinned host staging (GPU default) or straight from the caller's memory
+  /// with rectangular copies (default on a CPU device, where a staging copy is only an extra memcpy).
+  bool host_staging = true;
+  std::size_t program_builds = 0;             ///< clBuildProgram calls so far (the cache is tested with it)
   std::map<std::string, cl_program> programs;  ///< key: source name + '\n' + options
   std::map<std::string, cl_kernel> kernels;    ///< key: program key + '\n' + kernel name
   std::map<std::string, Buffer> buffers;
+  std::map<std::string, PinnedBuffer> pinned_buffers;
 
   /// Builds (once) the program of an embedded .cl source with the given -D options. Every program
   /// gets "-cl-std=CL1.2", the numeric headers inlined in place of their #include lines, and no
@@ -47,6 +85,15 @@ struct State {
   cl_kernel kernel(const std::string& source_name, const std::string& kernel_name, const std::string& options = {});
   /// A named buffer of at least `bytes`, reused across calls; contents are lost when it grows.
   cl_mem buffer(const std::string& name, std::size_t bytes, cl_mem_flags flags = CL_MEM_READ_WRITE);
+  /// A named pinned staging buffer of at least `bytes`, mapped for host writes; reused across calls.
+  PinnedBuffer& pinned(const std::string& name, std::size_t bytes);
+  /// The upload queue (created once).
+  cl_command_queue transfer_queue();
+  /// The device's limits for one kernel.
+  KernelLimits limits(cl_kernel k) const;
+  /// A 1-D work-group size for a kernel: the largest multiple of its preferred multiple that is at most
+  /// min(want, the kernel's and the device's limits) (at least 1).
+  std::size_t work_group_1d(cl_kernel k, std::size_t want) const;
 };
 
 State& state(detail::ContextImpl& ctx);

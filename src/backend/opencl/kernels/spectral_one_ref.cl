@@ -1,0 +1,148 @@
+/* spectral_one_ref.cl — the bandwidth-bound kernels of spectral matching: they read a chunk of the cube
+ * in its native ENVI type and byte order and convert it on the device (numeric/spectral_metrics.h).
+ *
+ * Build options (set by src/backend/opencl/spectral.cpp):
+ *   -DSAMPLE_TYPE=<ENVI code>      1 2 3 4 5 12 13 14 15
+ *   -DSAMPLE_BIG_ENDIAN=0|1        ENVI "byte order"
+ *   -DMETRIC=<0..3>                SPECTRAL_METRIC_ED/SAM/SCC/SID
+ *   -DREF_IN_LOCAL=0|1             1 when the reference fits in __local memory (sized by the host)
+ *   -DSPECTRASIFT_CPU_DEVICE       on CPU devices (PoCL); no change of results, only of code shape
+ *
+ * A chunk holds whole lines of the cube as the file stores them (bsq planes were copied with one
+ * rectangular copy, so the plane pitch of a chunk is lines_in_chunk * samples). Element (line l of the
+ * chunk, sample x, band b) is raw[l * ls + x * ss + b * bs]: every interleave is read in place. */
+#include "spectral_metrics.h"
+
+#if SAMPLE_TYPE == SPECTRAL_TYPE_U8
+typedef uchar raw_t;
+#elif SAMPLE_TYPE == SPECTRAL_TYPE_I16 || SAMPLE_TYPE == SPECTRAL_TYPE_U16
+typedef ushort raw_t;
+#elif SAMPLE_TYPE == SPECTRAL_TYPE_I32 || SAMPLE_TYPE == SPECTRAL_TYPE_U32 || SAMPLE_TYPE == SPECTRAL_TYPE_F32
+typedef uint raw_t;
+#else
+typedef ulong raw_t;
+#endif
+
+/* The element's bits in host order. The chunk buffer starts at offset 0 of a cl_mem, so every element
+ * is naturally aligned and one typed load reads it; big-endian data is byte-swapped here. */
+inline ulong spectral_raw_bits(__global const raw_t* raw, ulong i) {
+  raw_t v = raw[i];
+#if SAMPLE_BIG_ENDIAN
+#if SAMPLE_TYPE == SPECTRAL_TYPE_U8
+  /* one byte: nothing to swap */
+#elif SAMPLE_TYPE == SPECTRAL_TYPE_I16 || SAMPLE_TYPE == SPECTRAL_TYPE_U16
+  v = (raw_t)((v >> 8) | (v << 8));
+#elif SAMPLE_TYPE == SPECTRAL_TYPE_I32 || SAMPLE_TYPE == SPECTRAL_TYPE_U32 || SAMPLE_TYPE == SPECTRAL_TYPE_F32
+  v = ((v & 0x000000ffu) << 24) | ((v & 0x0000ff00u) << 8) | ((v & 0x00ff0000u) >> 8) | ((v & 0xff000000u) >> 24);
+#else
+  v = ((v & 0x00000000000000fful) << 56) | ((v & 0x000000000000ff00ul) << 40) |
+      ((v & 0x0000000000ff0000ul) << 24) | ((v & 0x00000000ff000000ul) << 8) |
+      ((v & 0x000000ff00000000ul) >> 8) | ((v & 0x0000ff0000000000ul) >> 24) |
+      ((v & 0x00ff000000000000ul) >> 40) | ((v & 0xff00000000000000ul) >> 56);
+#endif
+#endif
+  return (ulong)v;
+}
+
+/* spectral_one_ref — every pixel of a chunk against ONE reference, in one pass over the bands.
+ * Launch: 1-D NDRange, global = npix rounded up to the work-group size, local = a multiple of the
+ * kernel's preferred multiple chosen from CL_KERNEL_WORK_GROUP_SIZE (host: State::work_group_1d).
+ * One work-item = one pixel: it loads the pixel's used bands, converts them, sums the pixel statistics
+ * (double) and the pair accumulator, and writes the score (and for best/top-1/threshold the index).
+ * The work-group first copies the reference (values, values2) into __local memory (ref_local, sized
+ * 2 * n floats by the host) when REF_IN_LOCAL.
+ * mode (a run-time argument, so that one program serves every reduction): 0 score only (Reduction::kAll),
+ * 1 score and index (best, top-1), 3 threshold (index -1 and NaN for a score that fails `threshold`).
+ * Outputs: out_s[p] (and out_i[p] unless mode == 0), p < npix; index 0 or -1 (no data/rejected). */
+__kernel void spectral_one_ref(__global const raw_t* raw, ulong ls, ulong ss, ulong bs, int samples, int npix,
+                               __global const int* band_index, int n, float scale, int has_ignore,
+                               float ignore_value, __global const float* ref_values,
+                               __global const float* ref_values2, double ref_constant, int mode,
+                               float threshold, __local float* ref_local, __global float* out_s, __global int* out_i) {
+#if REF_IN_LOCAL
+  for (int u = (int)get_local_id(0); u < n; u += (int)get_local_size(0)) {
+    ref_local[u] = ref_values[u];
+#if METRIC == SPECTRAL_METRIC_SID
+    ref_local[n + u] = ref_values2[u];
+#endif
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  __local const float* r1 = ref_local;
+  __local const float* r2 = ref_local + n;
+#else
+  __global const float* r1 = ref_values;
+  __global const float* r2 = ref_values2;
+#endif
+  const int p = (int)get_global_id(0);
+  if (p >= npix) return;
+  const int line = p / samples;
+  const int x = p - line * samples;
+  const ulong base = (ulong)line * ls + (ulong)x * ss;
+
+  SpectralPixelStats st;
+  spectral_stats_init(&st);
+  SpectralPairAcc acc;
+  spectral_pair_init(&acc);
+  int nodata = 0;
+  for (int u = 0; u < n; ++u) {
+    const float v = spectral_sample_from_bits(SAMPLE_TYPE, spectral_raw_bits(raw, base + (ulong)band_index[u] * bs));
+    nodata |= spectral_is_ignored(v, has_ignore, ignore_value);
+    const float pv = v * scale;
+    spectral_stats_add(&st, METRIC, pv);
+#if METRIC == SPECTRAL_METRIC_SID
+    spectral_pair_add(&acc, METRIC, pv, r1[u], r2[u]);
+#else
+    spectral_pair_add(&acc, METRIC, pv, r1[u], 0.0f);
+#endif
+  }
+  float s = nodata ? SPECTRASIFT_NAN_F : spectral_finalise(METRIC, &st, &acc, n, ref_constant);
+  if (mode == 0) {
+    out_s[p] = s;
+  } else if (mode == 3) {
+    const int pass = spectral_passes(s, threshold, spectral_higher_is_better(METRIC));
+    out_s[p] = pass ? s : SPECTRASIFT_NAN_F;
+    out_i[p] = pass ? 0 : -1;
+  } else {
+    out_s[p] = s;
+    out_i[p] = (s != s) ? -1 : 0;
+  }
+}
+
+/* spectral_prepare — the first stage of the many-reference path: converts a chunk to the float matrices
+ * the tiled product reads, and sums the per-pixel statistics.
+ * Launch: 1-D NDRange, global = npix rounded up to the work-group size, local from
+ * State::work_group_1d. One work-item = one pixel.
+ * Outputs (pitch = pixels of a full chunk, band-major so that the product's tile loads are coalesced):
+ *   x1[u * pitch + p] = scaled value (sid: p' = max(p, eps)); x2[u * pitch + p] = log p' (sid only);
+ *   stats[p], stats[pitch + p], stats[2 * pitch + p] = sum_p, sum_p2, sum_plp; nodata[p] = 0|1. */
+__kernel void spectral_prepare(__global const raw_t* raw, ulong ls, ulong ss, ulong bs, int samples, int npix,
+                               int pitch, __global const int* band_index, int n, float scale, int has_ignore,
+                               float ignore_value, __global float* x1, __global float* x2,
+                               __global double* stats, __global int* nodata_out) {
+  const int p = (int)get_global_id(0);
+  if (p >= npix) return;
+  const int line = p / samples;
+  const int x = p - line * samples;
+  const ulong base = (ulong)line * ls + (ulong)x * ss;
+  SpectralPixelStats st;
+  spectral_stats_init(&st);
+  int nodata = 0;
+  for (int u = 0; u < n; ++u) {
+    const float v = spectral_sample_from_bits(SAMPLE_TYPE, spectral_raw_bits(raw, base + (ulong)band_index[u] * bs));
+    nodata |= spectral_is_ignored(v, has_ignore, ignore_value);
+    const float pv = v * scale;
+    spectral_stats_add(&st, METRIC, pv);
+#if METRIC == SPECTRAL_METRIC_SID
+    /* the same clamp and log as spectral_pair_add's sid branch, hoisted out of the product */
+    const float c = spectral_sid_clamp(pv);
+    x1[(size_t)u * (size_t)pitch + (size_t)p] = c;
+    x2[(size_t)u * (size_t)pitch + (size_t)p] = spectral_sid_log(c);
+#else
+    x1[(size_t)u * (size_t)pitch + (size_t)p] = pv;
+#endif
+  }
+  stats[p] = st.sum_p;
+  stats[pitch + p] = st.sum_p2;
+  stats[2 * pitch + p] = st.sum_plp;
+  nodata_out[p] = nodata;
+}
