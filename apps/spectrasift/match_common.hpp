@@ -1,0 +1,130 @@
+// Pieces shared by `spectrasift match` and `spectrasift register`: SIFT options on the command line,
+// reading an input as an image or a feature file, and writing several outputs all-or-nothing.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "spectrasift/error.hpp"
+#include "spectrasift/io.hpp"
+#include "spectrasift/sift.hpp"
+
+namespace spectrasift::cli {
+
+/// Milliseconds since `t0`.
+inline double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// The SIFT options a matching command takes (same names and defaults as `spectrasift sift`).
+inline void add_sift_options(CLI::App& sub, SiftOptions& o) {
+  sub.add_option("--max-features", o.max_features, "keep the N strongest features per image, 0 = all (default 0)");
+  sub.add_option("--contrast-threshold", o.contrast_threshold, "SIFT contrast threshold (default 0.04)");
+  sub.add_option("--edge-threshold", o.edge_threshold, "SIFT edge threshold (default 10)");
+  sub.add_option("--octave-layers", o.octave_layers, "SIFT layers per octave (default 3)");
+  sub.add_option("--sigma", o.sigma, "SIFT base blur in pixels (default 1.6)");
+  sub.add_flag("--root-sift", o.root_sift, "use RootSIFT descriptors (default off)");
+}
+
+/// One input of a matching command: its features, and the image when the input was an image.
+struct FeatureInput {
+  std::filesystem::path path;
+  Features features;
+  Image image;
+  bool from_image = false;
+  double read_ms = 0;
+  double sift_ms = 0;
+};
+
+/// Reads `path` as an image and runs SIFT on it; when the file is not an image it is read as a
+/// feature file (.key, .json or .bin, recognised by its content).
+inline FeatureInput load_input(Context& ctx, const std::filesystem::path& path, const SiftOptions& sift,
+                               bool require_image) {
+  require_input_file(path);
+  FeatureInput in;
+  in.path = path;
+  auto t0 = std::chrono::steady_clock::now();
+  try {
+    ImageLimits limits;
+    limits.max_pixels = ctx.options().max_pixels;
+    in.image = read_image(path, limits);
+    in.from_image = true;
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kBadFormat && e.code() != ErrorCode::kUnsupported) throw;
+    if (require_image) throw;
+    try {
+      in.features = read_features(path);
+    } catch (const Error& e2) {
+      throw Error(e2.code(), path.string() + ": neither an image (" + e.what() + ") nor a feature file (" +
+                                 e2.what() + ")");
+    }
+  }
+  in.read_ms = ms_since(t0);
+  if (in.from_image) {
+    t0 = std::chrono::steady_clock::now();
+    in.features = detect_and_compute(ctx, in.image, sift);
+    in.sift_ms = ms_since(t0);
+  }
+  return in;
+}
+
+/// Lower-case extension of a path (".png").
+inline std::string lower_extension(const std::filesystem::path& p) {
+  std::string e = p.extension().string();
+  std::transform(e.begin(), e.end(), e.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return e;
+}
+
+/// Throws Error(kInvalidArgument) unless `p` names a PNG or (when supported) TIFF file.
+inline void check_image_output(const std::filesystem::path& p, const char* option) {
+  const std::string e = lower_extension(p);
+  if (e == ".png") return;
+  if (e == ".tif" || e == ".tiff") {
+    if (!tiff_supported())
+      throw Error(ErrorCode::kUnsupported, p.string() + ": this build has no TIFF support (" + option +
+                                               "); write a .png instead");
+    return;
+  }
+  throw Error(ErrorCode::kInvalidArgument,
+              p.string() + ": " + option + " must end in .png" + (tiff_supported() ? ", .tif or .tiff" : ""));
+}
+
+/// Outputs written to temporary files first and renamed onto their targets only when every one of
+/// them has been written, so that a failure leaves none of them (nor a partial file) behind.
+class OutputSet {
+ public:
+  void add_image(const std::filesystem::path& target, const Image& image) {
+    auto out = std::make_unique<AtomicOutput>(target);
+    if (lower_extension(target) == ".png") write_png(out->temp_path(), image);
+    else write_tiff(out->temp_path(), image);
+    outputs_.push_back(std::move(out));
+  }
+  void add_text(const std::filesystem::path& target, const std::string& text) {
+    auto out = std::make_unique<AtomicOutput>(target);
+    {
+      std::ofstream f(out->temp_path(), std::ios::binary);
+      f << text;
+      f.flush();
+      if (!f) throw Error(ErrorCode::kIo, target.string() + ": cannot write");
+    }
+    outputs_.push_back(std::move(out));
+  }
+  void commit() {
+    for (auto& o : outputs_) o->commit();
+  }
+
+ private:
+  std::vector<std::unique_ptr<AtomicOutput>> outputs_;
+};
+
+}  // namespace spectrasift::cli
