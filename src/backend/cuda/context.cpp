@@ -45,6 +45,29 @@ cublasHandle_t State::cublas_handle() {
   return cublas;
 }
 
+HostCopyPool& State::host_copy_pool(int threads) {
+  if (!host_pool) host_pool = std::make_unique<HostCopyPool>(threads > 1 ? threads - 1 : 0);
+  return *host_pool;
+}
+
+cudaEvent_t State::event(std::size_t i) {
+  while (events.size() <= i) {
+    cudaEvent_t e = nullptr;
+    SPECTRASIFT_CUDA_CHECK(cudaEventCreate(&e));
+    events.push_back(e);
+  }
+  return events[i];
+}
+
+cudaEvent_t State::sync_event(std::size_t i) {
+  while (sync_events.size() <= i) {
+    cudaEvent_t e = nullptr;
+    SPECTRASIFT_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    sync_events.push_back(e);
+  }
+  return sync_events[i];
+}
+
 DeviceBuffer& State::buffer(const std::string& name, std::size_t bytes) {
   auto& b = buffers[name];
   b.reserve(bytes);
@@ -70,9 +93,13 @@ void StateDeleter::operator()(State* s) const noexcept {
   cudaDeviceSynchronize();
   s->buffers.clear();
   s->pinned.clear();
+  s->host_pool.reset();
+  for (cudaEvent_t e : s->events) cudaEventDestroy(e);
+  for (cudaEvent_t e : s->sync_events) cudaEventDestroy(e);
   if (s->cublas) cublasDestroy(s->cublas);
   if (s->compute) cudaStreamDestroy(s->compute);
   if (s->copy) cudaStreamDestroy(s->copy);
+  if (s->aux) cudaStreamDestroy(s->aux);
   delete s;
 }
 
@@ -124,6 +151,7 @@ std::unique_ptr<State, StateDeleter> create_state(int device, DeviceInfo& info) 
   SPECTRASIFT_CUDA_CHECK(cudaGetDeviceProperties(&s->props, device));
   SPECTRASIFT_CUDA_CHECK(cudaStreamCreateWithFlags(&s->compute, cudaStreamNonBlocking));
   SPECTRASIFT_CUDA_CHECK(cudaStreamCreateWithFlags(&s->copy, cudaStreamNonBlocking));
+  SPECTRASIFT_CUDA_CHECK(cudaStreamCreateWithFlags(&s->aux, cudaStreamNonBlocking));
   info = info_from(device, s->props);
   return s;
 }

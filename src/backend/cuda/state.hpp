@@ -7,7 +7,11 @@
 
 #include <cstddef>
 #include <map>
+#include <memory>
 #include <string>
+#include <vector>
+
+#include "backend/cuda/host_copy.hpp"
 
 #include "core/context_impl.hpp"
 
@@ -46,12 +50,26 @@ struct State {
   cudaDeviceProp props{};
   cudaStream_t compute = nullptr;
   cudaStream_t copy = nullptr;
+  cudaStream_t aux = nullptr;       ///< a second compute stream (e.g. a GEMM epilogue overlapping the next GEMM)
   cublasHandle_t cublas = nullptr;  ///< created on first use by cublas_handle()
   /// Named scratch buffers, reused across calls of the same operation ("spectral.cube0", ...).
   std::map<std::string, DeviceBuffer> buffers;
   std::map<std::string, PinnedBuffer> pinned;
 
+  /// Host threads for the staging copies (mmap -> pinned), created on first use.
+  std::unique_ptr<HostCopyPool> host_pool;
+  /// Timing events, created on first use and reused (event(i) for i < any count).
+  std::vector<cudaEvent_t> events;
+  /// Bytes of one GEMM score block of spectral matching (two are used). Large enough for an efficient
+  /// GEMM, small enough that the pair of blocks mostly stays in L2 between the GEMM and its selection.
+  std::size_t score_block_bytes = std::size_t(24) << 20;
+  /// Ordering-only events (no timing), created on first use and reused.
+  std::vector<cudaEvent_t> sync_events;
+
   cublasHandle_t cublas_handle();
+  HostCopyPool& host_copy_pool(int threads);
+  cudaEvent_t event(std::size_t i);
+  cudaEvent_t sync_event(std::size_t i);
   DeviceBuffer& buffer(const std::string& name, std::size_t bytes);
   PinnedBuffer& pinned_buffer(const std::string& name, std::size_t bytes);
   /// Makes this state's device current on the calling thread.

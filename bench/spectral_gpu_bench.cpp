@@ -1,0 +1,614 @@
+// spectral_gpu_bench — the CUDA backend of spectral matching on an AVIRIS-sized cube (issue 4, item 7).
+//
+// The cube is SYNTHETIC but built from real spectra: 256 pixel spectra of the AVIRIS ABU urban-2 scene
+// (bench/data/abu_urban_2_spectra_256x198.i16, see bench/NOTES.md) interpolated from 198 to 224 bands,
+// mixed in spatial patches with noise, 614 samples x 512 lines x 224 bands, int16 (140.8 MB). It is
+// written to --dir in BSQ, BIL and BIP (and a big-endian BIP) so that the streamed path reads a real
+// file from the page cache, and so that bench/pytorch_spectral.py can read the same bytes.
+//
+// Measured (CUDA events on the device, steady clock on the host; medians after a warm-up):
+//   ceilings     device-to-device copy bandwidth (read + write), pinned upload of the raw cube
+//   one ref      device compute with the cube resident (per metric, per interleave) against the
+//                memory floor = cube bytes / copy bandwidth; end to end from a fresh mmap of the file
+//                (streamed, chunk sweep) against the pinned upload of the raw cube
+//   3000 refs    best match, TF32 + exact rescoring, FP32 GEMM + rescoring, and the exact kernel; the
+//                fraction of pixels whose best reference equals the exact FP32 kernel's and a float64
+//                CPU computation's (sampled pixels)
+// Usage: spectral_gpu_bench [--dir DIR] [--reps N] [--refs N] [--quick] [--json FILE]
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/spectral_backend.hpp"
+#include "spectrasift/context.hpp"
+#include "spectrasift/error.hpp"
+#include "spectrasift/spectral.hpp"
+#ifdef SPECTRASIFT_HAVE_CUDA
+#include "backend/cuda/bench_support.hpp"
+#endif
+
+namespace fs = std::filesystem;
+using namespace spectrasift;
+
+#ifndef SPECTRASIFT_HAVE_CUDA
+int main() {
+  std::printf("spectral_gpu_bench: the CUDA backend is not compiled into this build; nothing to measure\n");
+  return 0;
+}
+#else
+
+namespace {
+
+constexpr int kSamples = 614, kLines = 512, kBands = 224;
+constexpr int kTableSpectra = 256, kTableBands = 198;
+
+struct Rng {  // splitmix64: the same numbers on every machine
+  std::uint64_t s;
+  std::uint64_t next() {
+    std::uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return double(next() >> 11) * (1.0 / 9007199254740992.0); }
+  double normal() {  // Box-Muller
+    const double u = std::max(uniform(), 1e-300), v = uniform();
+    return std::sqrt(-2.0 * std::log(u)) * std::cos(6.283185307179586 * v);
+  }
+};
+
+std::vector<double> load_table(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(ErrorCode::kIo, path + ": cannot open the spectra table");
+  std::vector<std::int16_t> raw(std::size_t(kTableSpectra) * kTableBands);
+  f.read(reinterpret_cast<char*>(raw.data()), std::streamsize(raw.size() * 2));
+  if (!f) throw Error(ErrorCode::kBadFormat, path + ": truncated spectra table");
+  // 198 -> 224 bands by linear interpolation along the band axis.
+  std::vector<double> t(std::size_t(kTableSpectra) * kBands);
+  for (int s = 0; s < kTableSpectra; ++s)
+    for (int b = 0; b < kBands; ++b) {
+      const double pos = double(b) * (kTableBands - 1) / (kBands - 1);
+      const int i0 = std::min(int(pos), kTableBands - 2);
+      const double w = pos - i0;
+      t[std::size_t(s) * kBands + b] =
+          (1 - w) * raw[std::size_t(s) * kTableBands + i0] + w * raw[std::size_t(s) * kTableBands + i0 + 1];
+    }
+  return t;
+}
+
+/// BIP int16 cube: patches of 32x32 pixels, each a blend of two table spectra that varies across the
+/// patch, times a brightness factor, plus 1% noise.
+std::vector<std::int16_t> make_cube(const std::vector<double>& table) {
+  std::vector<std::int16_t> cube(std::size_t(kSamples) * kLines * kBands);
+  const int px = (kSamples + 31) / 32, py = (kLines + 31) / 32;
+  std::vector<int> a(px * py), b(px * py);
+  Rng r{42};
+  for (int i = 0; i < px * py; ++i) {
+    a[i] = int(r.next() % kTableSpectra);
+    b[i] = int(r.next() % kTableSpectra);
+  }
+  for (int y = 0; y < kLines; ++y) {
+    Rng rr{std::uint64_t(1000 + y)};
+    for (int x = 0; x < kSamples; ++x) {
+      const int patch = (y / 32) * px + x / 32;
+      const double w = ((x % 32) + (y % 32)) / 62.0;
+      const double bright = 0.8 + 0.4 * rr.uniform();
+      std::int16_t* out = cube.data() + (std::size_t(y) * kSamples + x) * kBands;
+      for (int k = 0; k < kBands; ++k) {
+        const double v = (1 - w) * table[std::size_t(a[patch]) * kBands + k] + w * table[std::size_t(b[patch]) * kBands + k];
+        const double noisy = bright * v * (1.0 + 0.01 * rr.normal());
+        out[k] = std::int16_t(std::lround(std::clamp(noisy, -32768.0, 32767.0)));
+      }
+    }
+  }
+  return cube;
+}
+
+std::vector<float> make_refs(const std::vector<double>& table, int count) {
+  std::vector<float> refs(std::size_t(count) * kBands);
+  Rng r{7};
+  for (int i = 0; i < count; ++i) {
+    const int a = int(r.next() % kTableSpectra), b = int(r.next() % kTableSpectra);
+    const double w = r.uniform();
+    for (int k = 0; k < kBands; ++k) {
+      const double v = (1 - w) * table[std::size_t(a) * kBands + k] + w * table[std::size_t(b) * kBands + k];
+      refs[std::size_t(i) * kBands + k] = float(v * (1.0 + 0.005 * r.normal()));
+    }
+  }
+  return refs;
+}
+
+void write_file(const fs::path& p, const void* data, std::size_t bytes) {
+  std::ofstream f(p, std::ios::binary);
+  f.write(static_cast<const char*>(data), std::streamsize(bytes));
+  if (!f) throw Error(ErrorCode::kIo, p.string() + ": write failed");
+}
+
+void write_header(const fs::path& p, const char* interleave, int byte_order) {
+  std::ofstream f(p);
+  f << "ENVI\ndescription = {spectrasift synthetic AVIRIS-sized cube from real ABU urban-2 spectra}\n"
+    << "samples = " << kSamples << "\nlines = " << kLines << "\nbands = " << kBands
+    << "\nheader offset = 0\nfile type = ENVI Standard\ndata type = 2\ninterleave = " << interleave
+    << "\nbyte order = " << byte_order << "\n";
+}
+
+/// A read-only mapping of a whole file (what EnviCube does), fresh for every end-to-end run.
+struct Mapping {
+  void* ptr = nullptr;
+  std::size_t bytes = 0;
+  explicit Mapping(const fs::path& p) {
+    const int fd = ::open(p.c_str(), O_RDONLY);
+    if (fd < 0) throw Error(ErrorCode::kIo, p.string() + ": cannot open");
+    struct stat sb {};
+    ::fstat(fd, &sb);
+    bytes = std::size_t(sb.st_size);
+    ptr = ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+    ::close(fd);
+    if (ptr == MAP_FAILED) throw Error(ErrorCode::kIo, p.string() + ": mmap failed");
+  }
+  ~Mapping() { if (ptr && ptr != MAP_FAILED) ::munmap(ptr, bytes); }
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+};
+
+detail::CubeView view_of(const void* data, Interleave il, bool big_endian) {
+  detail::CubeView v;
+  v.data = static_cast<const std::uint8_t*>(data);
+  v.type = SampleType::kI16;
+  v.interleave = il;
+  v.big_endian = big_endian;
+  v.samples = kSamples;
+  v.lines = kLines;
+  v.bands = kBands;
+  const std::size_t S = kSamples, B = kBands, L = kLines;
+  switch (il) {
+    case Interleave::kBsq: v.line_stride = S; v.sample_stride = 1; v.band_stride = S * L; break;
+    case Interleave::kBil: v.line_stride = S * B; v.sample_stride = 1; v.band_stride = S; break;
+    case Interleave::kBip: v.line_stride = S * B; v.sample_stride = B; v.band_stride = 1; break;
+  }
+  return v;
+}
+
+/// The references in the metric's input form (numeric/spectral_metrics.h section 3), in double.
+detail::PreparedReferences prepare(const std::vector<float>& raw, int count, Metric m) {
+  detail::PreparedReferences p;
+  p.count = count;
+  p.used_bands = kBands;
+  p.metric = m;
+  p.band_index.resize(kBands);
+  for (int b = 0; b < kBands; ++b) p.band_index[b] = b;
+  p.values.resize(std::size_t(count) * kBands);
+  if (m == Metric::kInformationDivergence) p.values2.resize(p.values.size());
+  p.norm.resize(count);
+  p.mean.resize(count);
+  p.constant.resize(count);
+  for (int i = 0; i < count; ++i) {
+    const float* r = raw.data() + std::size_t(i) * kBands;
+    float* v = p.values.data() + std::size_t(i) * kBands;
+    double sum = 0, sum2 = 0;
+    for (int b = 0; b < kBands; ++b) { sum += r[b]; sum2 += double(r[b]) * r[b]; }
+    const double mean = sum / kBands;
+    p.mean[i] = float(mean);
+    switch (m) {
+      case Metric::kEuclidean:
+        for (int b = 0; b < kBands; ++b) v[b] = r[b];
+        p.constant[i] = sum2;
+        p.norm[i] = float(std::sqrt(sum2));
+        break;
+      case Metric::kSpectralAngle: {
+        const double n = std::sqrt(sum2);
+        for (int b = 0; b < kBands; ++b) v[b] = float(r[b] / n);
+        p.constant[i] = n;
+        p.norm[i] = float(n);
+        break;
+      }
+      case Metric::kCorrelation: {
+        double c2 = 0;
+        for (int b = 0; b < kBands; ++b) c2 += (r[b] - mean) * (r[b] - mean);
+        const double n = std::sqrt(c2);
+        for (int b = 0; b < kBands; ++b) v[b] = float((r[b] - mean) / n);
+        p.constant[i] = n;
+        p.norm[i] = float(n);
+        break;
+      }
+      case Metric::kInformationDivergence: {
+        double s = 0;
+        for (int b = 0; b < kBands; ++b) s += std::max(double(r[b]), 1e-12);
+        double c = 0;
+        float* v2 = p.values2.data() + std::size_t(i) * kBands;
+        for (int b = 0; b < kBands; ++b) {
+          const double bb = std::max(double(r[b]), 1e-12) / s;
+          v[b] = float(bb);
+          v2[b] = float(std::log(bb));
+          c += bb * std::log(bb);
+        }
+        p.constant[i] = c;
+        p.norm[i] = float(s);
+        break;
+      }
+    }
+  }
+  return p;
+}
+
+SpectralResult sized_result(int refs, const SpectralOptions& o) {
+  SpectralResult r;
+  r.samples = kSamples;
+  r.lines = kLines;
+  r.references = refs;
+  r.reduction = o.reduction;
+  r.k = o.reduction == Reduction::kAll ? refs : o.reduction == Reduction::kTopK ? o.top_k : 1;
+  r.scores.assign(std::size_t(r.k) * kSamples * kLines, 0.0f);
+  if (o.reduction != Reduction::kAll) r.index.assign(r.scores.size(), 0);
+  return r;
+}
+
+/// float64 score of pixel p (BIP cube) against raw reference r, by the definitions of spectral.hpp.
+double score64(const std::int16_t* px, const float* r, Metric m) {
+  double s = 0;
+  switch (m) {
+    case Metric::kEuclidean:
+      for (int b = 0; b < kBands; ++b) s += (px[b] - double(r[b])) * (px[b] - double(r[b]));
+      return std::sqrt(s);
+    case Metric::kSpectralAngle: {
+      double pp = 0, rr = 0;
+      for (int b = 0; b < kBands; ++b) { s += px[b] * double(r[b]); pp += double(px[b]) * px[b]; rr += double(r[b]) * r[b]; }
+      return std::acos(std::clamp(s / std::sqrt(pp * rr), -1.0, 1.0));
+    }
+    case Metric::kCorrelation: {
+      double mp = 0, mr = 0;
+      for (int b = 0; b < kBands; ++b) { mp += px[b]; mr += r[b]; }
+      mp /= kBands; mr /= kBands;
+      double pp = 0, rr = 0;
+      for (int b = 0; b < kBands; ++b) { s += (px[b] - mp) * (r[b] - mr); pp += (px[b] - mp) * (px[b] - mp); rr += (r[b] - mr) * (r[b] - mr); }
+      return s / std::sqrt(pp * rr);
+    }
+    case Metric::kInformationDivergence: {
+      double P = 0, R = 0;
+      for (int b = 0; b < kBands; ++b) { P += std::max(double(px[b]), 1e-12); R += std::max(double(r[b]), 1e-12); }
+      for (int b = 0; b < kBands; ++b) {
+        const double a = std::max(double(px[b]), 1e-12) / P, c = std::max(double(r[b]), 1e-12) / R;
+        s += (a - c) * (std::log(a) - std::log(c));
+      }
+      return s;
+    }
+  }
+  return 0;
+}
+
+const char* metric_name(Metric m) {
+  switch (m) {
+    case Metric::kEuclidean: return "ed";
+    case Metric::kSpectralAngle: return "sam";
+    case Metric::kCorrelation: return "scc";
+    case Metric::kInformationDivergence: return "sid";
+  }
+  return "?";
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+std::string fmt(double v, int prec = 3) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.*f", prec, v);
+  return b;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  fs::path dir = "/tmp/spectrasift_gpu_bench";
+  std::string table_path = std::string(SPECTRASIFT_DATA_DIR) + "/../bench/data/abu_urban_2_spectra_256x198.i16";
+  int reps = 20, nrefs = 3000;
+  bool quick = false;
+  std::string json_path;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) throw Error(ErrorCode::kInvalidArgument, a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--dir") dir = next();
+    else if (a == "--reps") reps = std::stoi(next());
+    else if (a == "--refs") nrefs = std::stoi(next());
+    else if (a == "--spectra") table_path = next();
+    else if (a == "--quick") quick = true;
+    else if (a == "--json") json_path = next();
+    else { std::fprintf(stderr, "usage: spectral_gpu_bench [--dir DIR] [--reps N] [--refs N] [--quick] [--json FILE]\n"); return 2; }
+  }
+  try {
+    ContextOptions co;
+    co.backend = Backend::kCuda;
+    Context ctx(co);
+    std::printf("# spectral_gpu_bench on %s\n", ctx.describe().c_str());
+    fs::create_directories(dir);
+
+    // ---- data ----
+    const auto table = load_table(table_path);
+    const auto bip = make_cube(table);
+    const std::size_t N = bip.size(), cube_bytes = N * 2;
+    std::vector<std::int16_t> tmp(N);
+    const std::size_t S = kSamples, L = kLines, B = kBands;
+    for (std::size_t y = 0; y < L; ++y)
+      for (std::size_t x = 0; x < S; ++x)
+        for (std::size_t b = 0; b < B; ++b) tmp[b * S * L + y * S + x] = bip[(y * S + x) * B + b];
+    write_file(dir / "cube_bsq.img", tmp.data(), cube_bytes);
+    write_header(dir / "cube_bsq.hdr", "bsq", 0);
+    for (std::size_t y = 0; y < L; ++y)
+      for (std::size_t x = 0; x < S; ++x)
+        for (std::size_t b = 0; b < B; ++b) tmp[y * S * B + b * S + x] = bip[(y * S + x) * B + b];
+    write_file(dir / "cube_bil.img", tmp.data(), cube_bytes);
+    write_header(dir / "cube_bil.hdr", "bil", 0);
+    write_file(dir / "cube_bip.img", bip.data(), cube_bytes);
+    write_header(dir / "cube_bip.hdr", "bip", 0);
+    for (std::size_t i = 0; i < N; ++i) {
+      const auto u = std::uint16_t(bip[i]);
+      tmp[i] = std::int16_t(std::uint16_t((u >> 8) | (u << 8)));
+    }
+    write_file(dir / "cube_bip_be.img", tmp.data(), cube_bytes);
+    write_header(dir / "cube_bip_be.hdr", "bip", 1);
+    tmp.clear();
+    tmp.shrink_to_fit();
+    const auto refs_raw = make_refs(table, nrefs);
+    write_file(dir / "refs.f32", refs_raw.data(), refs_raw.size() * 4);
+    // One reference: the mean of a 9x9 window of the cube.
+    std::vector<float> ref1(kBands, 0.0f);
+    {
+      std::vector<double> acc(kBands, 0.0);
+      for (int y = 100; y < 109; ++y)
+        for (int x = 200; x < 209; ++x)
+          for (int b = 0; b < kBands; ++b) acc[b] += bip[(std::size_t(y) * S + x) * B + b];
+      for (int b = 0; b < kBands; ++b) ref1[b] = float(acc[b] / 81.0);
+    }
+    write_file(dir / "ref1.f32", ref1.data(), ref1.size() * 4);
+    std::printf("cube: %d samples x %d lines x %d bands int16 (%.1f MB), synthetic from real AVIRIS spectra; %d refs\n",
+                kSamples, kLines, kBands, cube_bytes / 1e6, nrefs);
+
+    std::ostringstream md;  // the RESULTS.md tables, printed section by section
+    auto flush = [&md] {
+      std::printf("%s", md.str().c_str());
+      std::fflush(stdout);
+      md.str("");
+    };
+    std::ostringstream js;  // one JSON object per line
+    // ---- ceilings ----
+    const double copy_gbps = cuda::bench::device_copy_gbps(ctx, std::size_t(1) << 30, reps);
+    const double up_ms = cuda::bench::pinned_upload_ms(ctx, cube_bytes, reps);
+    const double floor_ms = double(cube_bytes) / (copy_gbps * 1e6);
+    md << "| ceiling | value |\n|---|---|\n"
+       << "| device copy bandwidth (1 GiB D2D, read+write) | " << fmt(copy_gbps, 0) << " GB/s |\n"
+       << "| pinned upload of the raw cube (" << fmt(cube_bytes / 1e6, 1) << " MB) | " << fmt(up_ms) << " ms ("
+       << fmt(cube_bytes / (up_ms * 1e6), 1) << " GB/s) |\n"
+       << "| memory floor of one pass (cube bytes / copy bandwidth) | " << fmt(floor_ms * 1e3, 1) << " us |\n\n";
+    js << "{\"copy_gbps\":" << copy_gbps << ",\"pinned_upload_ms\":" << up_ms << ",\"floor_ms\":" << floor_ms << "}\n";
+
+    // ---- one reference: device compute, resident ----
+    Mapping m_bsq(dir / "cube_bsq.img"), m_bil(dir / "cube_bil.img"), m_bip(dir / "cube_bip.img"),
+        m_be(dir / "cube_bip_be.img");
+    struct Il { const char* name; Interleave il; const void* data; bool be; };
+    const Il ils[] = {{"bsq", Interleave::kBsq, m_bsq.ptr, false}, {"bil", Interleave::kBil, m_bil.ptr, false},
+                      {"bip", Interleave::kBip, m_bip.ptr, false}, {"bip-be", Interleave::kBip, m_be.ptr, true}};
+    const Metric metrics[] = {Metric::kSpectralAngle, Metric::kEuclidean, Metric::kCorrelation, Metric::kInformationDivergence};
+    md << "One reference, device compute with the cube resident (median of " << reps << "), against the memory floor "
+       << fmt(floor_ms * 1e3, 1) << " us; max error against float64 on every 61st pixel (sam: on cos):\n\n"
+       << "| metric | interleave | compute (us) | x floor | effective GB/s | identical to bsq | max err vs f64 |\n|---|---|---|---|---|---|---|\n";
+    for (Metric m : metrics) {
+      if (quick && m != Metric::kSpectralAngle) continue;
+      const auto prep = prepare(ref1, 1, m);
+      SpectralOptions o;
+      o.metric = m;
+      o.reduction = Reduction::kBest;
+      std::vector<float> first;
+      for (const auto& il : ils) {
+        auto res = sized_result(1, o);
+        const double ms = cuda::bench::resident_compute_ms(ctx, view_of(il.data, il.il, il.be), prep, o, reps, &res);
+        bool same = true;
+        if (first.empty()) first = res.scores;
+        else same = std::memcmp(first.data(), res.scores.data(), first.size() * 4) == 0;
+        double max_err = 0;
+        for (std::size_t p = 0; p < S * L; p += 61) {
+          double t = score64(bip.data() + p * B, ref1.data(), m), g = res.scores[p];
+          if (m == Metric::kSpectralAngle) { t = std::cos(t); g = std::cos(g); }
+          max_err = std::max(max_err, std::isnan(g) ? 1e30 : std::abs(g - t) / std::max(1.0, std::abs(t)));
+        }
+        md << "| " << metric_name(m) << " | " << il.name << " | " << fmt(ms * 1e3, 1) << " | " << fmt(ms / floor_ms, 2) << " | "
+           << fmt(cube_bytes / (ms * 1e6), 0) << " | " << (same ? "yes" : "NO") << " | " << max_err << " |\n";
+        js << "{\"case\":\"one_ref_resident\",\"metric\":\"" << metric_name(m) << "\",\"interleave\":\"" << il.name
+           << "\",\"ms\":" << ms << ",\"identical\":" << (same ? "true" : "false") << "}\n";
+      }
+    }
+    md << "\n";
+    flush();
+
+    // ---- one reference end to end (fresh mmap of the file, streamed) ----
+    const int e2e_reps = quick ? 3 : 7;
+    md << "One reference (sam, best), end to end from a fresh mmap of the file in the page cache (median of " << e2e_reps
+       << "), against the pinned upload of the raw cube " << fmt(up_ms) << " ms:\n\n"
+       << "| interleave | chunk lines | end to end (ms) | x pinned upload | host copy (ms) | upload (ms) | compute (ms) | download (ms) |\n|---|---|---|---|---|---|---|---|\n";
+    {
+      const auto prep = prepare(ref1, 1, Metric::kSpectralAngle);
+      std::vector<int> chunks = {0, 8, 16, 32, 64};
+      if (quick) chunks = {0};
+      for (const auto& il : ils) {
+        if (il.be) continue;
+        const fs::path file = dir / (std::string("cube_") + il.name + ".img");
+        for (int cl : chunks) {
+          if (cl != 0 && il.il == Interleave::kBil) continue;
+          SpectralOptions o;
+          o.metric = Metric::kSpectralAngle;
+          o.reduction = Reduction::kBest;
+          o.chunk_lines = cl;
+          std::vector<double> tot, rd, upl, cmp, dl;
+          for (int r = 0; r <= e2e_reps; ++r) {
+            auto res = sized_result(1, o);
+            const auto t0 = std::chrono::steady_clock::now();
+            Mapping mp(file);
+            cuda::spectral_match(ctx.impl(), view_of(mp.ptr, il.il, false), prep, o, res, {});
+            const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+            if (r == 0) continue;  // warm-up (allocations of the plan)
+            tot.push_back(ms); rd.push_back(res.times.read_ms); upl.push_back(res.times.upload_ms);
+            cmp.push_back(res.times.compute_ms); dl.push_back(res.times.download_ms);
+          }
+          const double t = median(tot);
+          md << "| " << il.name << " | " << (cl ? std::to_string(cl) : std::string("auto (4 MB)")) << " | " << fmt(t) << " | "
+             << fmt(t / up_ms, 2) << " | " << fmt(median(rd)) << " | " << fmt(median(upl)) << " | " << fmt(median(cmp))
+             << " | " << fmt(median(dl)) << " |\n";
+          js << "{\"case\":\"one_ref_e2e\",\"interleave\":\"" << il.name << "\",\"chunk_lines\":" << cl << ",\"ms\":" << t
+             << ",\"read_ms\":" << median(rd) << ",\"upload_ms\":" << median(upl) << ",\"compute_ms\":" << median(cmp) << "}\n";
+        }
+      }
+    }
+    md << "\n(host copy / upload / compute are sums over the chunks; they overlap, so they add up to more than the end-to-end time)\n\n";
+    {
+      Mapping mp(dir / "cube_bip.img");
+      const auto rt = cuda::bench::host_register_timing(ctx, mp.ptr, cube_bytes);
+      md << "cudaHostRegister of a fresh mmap of the file (read-only), then one upload straight from it: ";
+      if (rt.register_ms < 0) md << "refused (" << rt.error << ")\n\n";
+      else md << "register " << fmt(rt.register_ms) << " ms, upload " << fmt(rt.upload_ms) << " ms, unregister "
+              << fmt(rt.unregister_ms) << " ms\n\n";
+    }
+    flush();
+
+    // ---- many references ----
+    md << "Best of " << nrefs << " references, device compute with the cube resident (bsq), median of " << reps
+       << "; agreement = pixels whose best reference equals the exact FP32 kernel's / a float64 CPU computation's (every 61st pixel):\n\n"
+       << "| metric | path | compute (ms) | = exact FP32 | = float64 (sampled) |\n|---|---|---|---|---|\n";
+    for (Metric m : metrics) {
+      if (quick && m != Metric::kSpectralAngle) continue;
+      const auto prep = prepare(refs_raw, nrefs, m);
+      SpectralOptions o;
+      o.metric = m;
+      o.reduction = Reduction::kBest;
+      const auto view = view_of(m_bsq.ptr, Interleave::kBsq, false);
+      // float64 truth on sampled pixels
+      std::vector<std::size_t> sample;
+      for (std::size_t p = 0; p < S * L; p += 61) sample.push_back(p);
+      std::vector<int> truth(sample.size());
+      const bool higher = m == Metric::kCorrelation;
+      // sid: the references' b and log b once (the per-pair formula is then a dot product)
+      std::vector<double> rb(refs_raw.size()), rlb(refs_raw.size());
+      if (m == Metric::kInformationDivergence)
+        for (int r = 0; r < nrefs; ++r) {
+          double R = 0;
+          for (int b = 0; b < kBands; ++b) R += std::max(double(refs_raw[std::size_t(r) * B + b]), 1e-12);
+          for (int b = 0; b < kBands; ++b) {
+            rb[std::size_t(r) * B + b] = std::max(double(refs_raw[std::size_t(r) * B + b]), 1e-12) / R;
+            rlb[std::size_t(r) * B + b] = std::log(rb[std::size_t(r) * B + b]);
+          }
+        }
+#pragma omp parallel for schedule(dynamic, 16)
+      for (long i = 0; i < long(sample.size()); ++i) {
+        const std::int16_t* px = bip.data() + sample[i] * B;
+        double best = 0;
+        int bi = -1;
+        double pa[kBands], pla[kBands];
+        if (m == Metric::kInformationDivergence) {
+          double P = 0;
+          for (int b = 0; b < kBands; ++b) P += std::max(double(px[b]), 1e-12);
+          for (int b = 0; b < kBands; ++b) { pa[b] = std::max(double(px[b]), 1e-12) / P; pla[b] = std::log(pa[b]); }
+        }
+        for (int r = 0; r < nrefs; ++r) {
+          double s = 0;
+          if (m == Metric::kInformationDivergence) {
+            const double* b_ = rb.data() + std::size_t(r) * B;
+            const double* lb_ = rlb.data() + std::size_t(r) * B;
+            for (int b = 0; b < kBands; ++b) s += (pa[b] - b_[b]) * (pla[b] - lb_[b]);
+          } else {
+            s = score64(px, refs_raw.data() + std::size_t(r) * B, m);
+          }
+          if (bi < 0 || (higher ? s > best : s < best)) { best = s; bi = r; }
+        }
+        truth[i] = bi;
+      }
+      auto exact = sized_result(nrefs, o);
+      const int exact_reps = quick ? 1 : 3;
+      const double t_exact = cuda::bench::resident_compute_ms(ctx, view, prep, o, exact_reps, &exact, true);
+      struct P { const char* name; bool tf32; bool exact; };
+      const P paths[] = {{"TF32 GEMM + exact rescoring", true, false}, {"FP32 GEMM + exact rescoring", false, false},
+                         {"exact FP32 kernel (no GEMM)", false, true}};
+      for (const auto& pth : paths) {
+        SpectralOptions oo = o;
+        oo.allow_tensor_cores = pth.tf32;
+        SpectralResult res = exact;
+        double ms = t_exact;
+        if (!pth.exact) {
+          res = sized_result(nrefs, oo);
+          ms = cuda::bench::resident_compute_ms(ctx, view, prep, oo, reps, &res);
+        }
+        std::size_t same = 0, same64 = 0;
+        for (std::size_t p = 0; p < S * L; ++p) same += res.index[p] == exact.index[p];
+        for (std::size_t i = 0; i < sample.size(); ++i) same64 += res.index[sample[i]] == truth[i];
+        const double f = 100.0 * double(same) / double(S * L), f64 = 100.0 * double(same64) / double(sample.size());
+        md << "| " << metric_name(m) << " | " << pth.name << " | " << fmt(ms) << " | " << fmt(f, 4) << "% (" << (S * L - same)
+           << " differ) | " << fmt(f64, 3) << "% of " << sample.size() << " |\n";
+        js << "{\"case\":\"many_refs_resident\",\"metric\":\"" << metric_name(m) << "\",\"path\":\"" << pth.name << "\",\"ms\":" << ms
+           << ",\"agree_exact\":" << f << ",\"agree_f64\":" << f64 << "}\n";
+        flush();
+      }
+    }
+    md << "\nScore block sweep (sam, TF32, best of " << nrefs << ", resident bsq):";
+    {
+      const auto prep = prepare(refs_raw, nrefs, Metric::kSpectralAngle);
+      SpectralOptions o;
+      o.metric = Metric::kSpectralAngle;
+      o.reduction = Reduction::kBest;
+      for (std::size_t mb : {6, 12, 24, 48, 96}) {
+        cuda::bench::set_score_block_bytes(ctx, mb << 20);
+        const double ms = cuda::bench::resident_compute_ms(ctx, view_of(m_bsq.ptr, Interleave::kBsq, false), prep, o, reps);
+        md << " " << mb << " MiB: " << fmt(ms) << " ms;";
+      }
+      cuda::bench::set_score_block_bytes(ctx, std::size_t(24) << 20);
+    }
+    md << "\n\n";
+    flush();
+    {
+      // many references, end to end (streamed from the file)
+      const auto prep = prepare(refs_raw, nrefs, Metric::kSpectralAngle);
+      SpectralOptions o;
+      o.metric = Metric::kSpectralAngle;
+      o.reduction = Reduction::kBest;
+      std::vector<double> tot, cmp;
+      for (int r = 0; r <= 3; ++r) {
+        auto res = sized_result(nrefs, o);
+        const auto t0 = std::chrono::steady_clock::now();
+        Mapping mp(dir / "cube_bsq.img");
+        cuda::spectral_match(ctx.impl(), view_of(mp.ptr, Interleave::kBsq, false), prep, o, res, {});
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        if (r == 0) continue;
+        tot.push_back(ms);
+        cmp.push_back(res.times.compute_ms);
+      }
+      md << "Best of " << nrefs << " (sam, TF32), end to end from a fresh mmap (bsq, auto chunks): " << fmt(median(tot))
+         << " ms (device compute summed over chunks " << fmt(median(cmp)) << " ms)\n";
+      js << "{\"case\":\"many_refs_e2e\",\"ms\":" << median(tot) << ",\"compute_ms\":" << median(cmp) << "}\n";
+    }
+    md << "\n";
+    flush();
+    if (!json_path.empty()) {
+      std::ofstream f(json_path);
+      f << js.str();
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "spectral_gpu_bench: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
+#endif

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Builds spectrasift on the GPU machine for the H200 (sm_90), runs every test and the benchmarks there,
+# and writes every log and table to ${OUT:-out}/ (at most 8 files):
+#   system.txt   machine, driver, toolchain, `spectrasift devices`
+#   build.log    configure + build
+#   ctest.log    the whole test suite (CUDA tests run here; CI has no GPU)
+#   bench.log    every benchmark's full output
+#   tables.md    the benchmark tables (for bench/RESULTS.md)
+#   summary.txt  one line per step with its status and duration
+# Usage (from the repository root): bash scripts/device-check.sh [--quick] [--no-tests] [--no-bench]
+# Environment: OUT (output folder, default out), BUILD (build folder, default build-device), JOBS (default nproc).
+# Steps that cannot run (a benchmark not built, no PyTorch) are skipped and say so; the script keeps going
+# after a failing step and exits non-zero at the end if any step failed.
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-out}
+BUILD=${BUILD:-build-device}
+JOBS=${JOBS:-$(nproc)}
+quick=0; run_tests=1; run_bench=1
+for a in "$@"; do
+  case "$a" in
+    --quick) quick=1 ;;
+    --no-tests) run_tests=0 ;;
+    --no-bench) run_bench=0 ;;
+    *) echo "usage: $0 [--quick] [--no-tests] [--no-bench]" >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$OUT"
+summary="$OUT/summary.txt"; : >"$summary"
+failed=0
+t_all=$(date +%s)
+
+# step NAME LOG CMD...: runs CMD with stdout+stderr appended to LOG, records status and duration.
+step() {
+  local name=$1 log=$2; shift 2
+  local t0=$(date +%s)
+  echo "==== $name: $*" >>"$log"
+  "$@" >>"$log" 2>&1
+  local rc=$?
+  local dt=$(( $(date +%s) - t0 ))
+  if [ $rc -eq 0 ]; then echo "ok      ${dt}s  $name" >>"$summary"
+  else echo "FAILED  ${dt}s  $name (exit $rc, see $(basename "$log"))" >>"$summary"; failed=1; fi
+  return $rc
+}
+skip() { echo "skipped       $1" >>"$summary"; }
+
+if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
+
+# ---- the machine ----
+{
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown) $(git status --porcelain 2>/dev/null | grep -q . && echo '(with uncommitted changes)')"
+  echo "host: $(uname -a)"
+  echo "cpus: $(nproc); $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null)"
+  echo; nvidia-smi 2>&1 || echo "nvidia-smi: not available"
+  echo; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem,power.limit --format=csv 2>&1
+  echo; nvcc --version 2>&1 | tail -2; cmake --version | head -1; g++ --version | head -1
+  echo "python3: $(command -v python3) $(python3 -c 'import sys, numpy; print(sys.version.split()[0], "numpy", numpy.__version__)' 2>&1)"
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.is_available())' 2>&1
+} >"$OUT/system.txt" 2>&1
+
+# ---- build ----
+build_log="$OUT/build.log"; : >"$build_log"
+if ! step configure "$build_log" cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DSPECTRASIFT_WITH_CUDA=ON \
+     -DSPECTRASIFT_CUDA_ARCH=90 -DSPECTRASIFT_WERROR=OFF; then
+  echo "configure failed: see $build_log"; cat "$summary"; exit 1
+fi
+# Build everything; if a target fails, still build and run what can be built.
+step build "$build_log" cmake --build "$BUILD" -j"$JOBS" || step build-keep-going "$build_log" cmake --build "$BUILD" -j"$JOBS" -- -k
+grep -E "warning|error" "$build_log" | grep -v "^====" | sort | uniq -c | sort -rn | head -40 >"$OUT/build-warnings.txt" || true
+[ -s "$OUT/build-warnings.txt" ] || rm -f "$OUT/build-warnings.txt"
+cli="$BUILD/bin/spectrasift"
+{
+  echo; echo "---- spectrasift devices ----"
+  if [ -x "$cli" ]; then "$cli" devices 2>&1; "$cli" devices --json 2>&1; else echo "CLI not built"; fi
+} >>"$OUT/system.txt"
+
+# ---- tests ----
+if [ $run_tests = 1 ]; then
+  step ctest "$OUT/ctest.log" ctest --test-dir "$BUILD" --output-on-failure -j4 --timeout 300
+  grep -E "tests passed|tests failed|Failed|\*\*\*" "$OUT/ctest.log" | tail -30 >>"$summary"
+else
+  skip "ctest (--no-tests)"
+fi
+
+# ---- benchmarks ----
+bench_log="$OUT/bench.log"; : >"$bench_log"
+tables="$OUT/tables.md"
+{
+  echo "# device-check tables, $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null)"
+  echo "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1); $(nproc) host cores"
+  echo
+} >"$tables"
+# bench_args NAME: the short settings of each known benchmark (others run with no argument).
+bench_args() {
+  case "$1" in
+    spectral_gpu_bench) if [ $quick = 1 ]; then echo "--quick --reps 5"; else echo "--reps 20"; fi ;;
+    *) echo "" ;;
+  esac
+}
+if [ $run_bench = 1 ]; then
+  found=0
+  # spectral_gpu_bench first: it writes the cube that pytorch_spectral.py reads.
+  for b in "$BUILD/bin/spectral_gpu_bench" $(ls "$BUILD"/bin/*_bench 2>/dev/null | grep -v '/spectral_gpu_bench$'); do
+    [ -x "$b" ] || continue
+    found=1
+    name=$(basename "$b")
+    args=$(bench_args "$name")
+    echo "## $name $args" >>"$tables"
+    tmp=$(mktemp)
+    # shellcheck disable=SC2086
+    step "$name" "$bench_log" bash -o pipefail -c "timeout 240 '$b' $args 2>&1 | tee '$tmp'"
+    # Keep the Markdown tables (and their captions) of the output.
+    grep -E '^\||^[A-Z#].*:$|^(One|Best|cube|#)' "$tmp" >>"$tables"; echo >>"$tables"
+    rm -f "$tmp"
+  done
+  [ $found = 1 ] || skip "benchmarks (none built)"
+  if [ -f bench/pytorch_spectral.py ] && python3 -c 'import torch' 2>/dev/null && [ -f /tmp/spectrasift_gpu_bench/cube_bip.img ]; then
+    echo "## bench/pytorch_spectral.py" >>"$tables"
+    tmp=$(mktemp)
+    step pytorch_spectral "$bench_log" bash -o pipefail -c "PYTHONUNBUFFERED=1 timeout 240 python3 bench/pytorch_spectral.py 2>&1 | tee '$tmp'"
+    grep -E '^\|' "$tmp" >>"$tables"; echo >>"$tables"
+    rm -f "$tmp"
+  else
+    skip "pytorch_spectral.py (no torch, or no cube from spectral_gpu_bench)"
+  fi
+else
+  skip "benchmarks (--no-bench)"
+fi
+
+echo "total $(( $(date +%s) - t_all ))s" >>"$summary"
+echo; echo "==== tables"; cat "$tables"; echo; echo "==== summary"; cat "$summary"
+exit $failed

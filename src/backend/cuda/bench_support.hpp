@@ -1,0 +1,37 @@
+// Measurement hooks of the CUDA backend for bench/ programs (no CUDA header here, so that a benchmark
+// compiled by the host compiler can include it). Defined in spectral.cu; present only in CUDA builds
+// (benchmarks see SPECTRASIFT_HAVE_CUDA). Times are medians of `reps` runs after one warm-up, measured
+// with CUDA events on the context's streams.
+#pragma once
+
+#include <cstddef>
+
+#include "core/spectral_backend.hpp"
+#include "spectrasift/context.hpp"
+
+namespace spectrasift::cuda::bench {
+
+/// Device-to-device cudaMemcpy of `bytes`: GB/s counting the bytes read plus the bytes written.
+double device_copy_gbps(Context& ctx, std::size_t bytes, int reps);
+/// Tuning knob of the many-reference path: bytes of one GEMM score block (default 24 MiB).
+void set_score_block_bytes(Context& ctx, std::size_t bytes);
+/// Pinned host -> device cudaMemcpyAsync of `bytes`: milliseconds.
+double pinned_upload_ms(Context& ctx, std::size_t bytes, int reps);
+
+/// cudaHostRegister of a memory-mapped file range (read-only): time to register, time of one upload
+/// straight from it, time to unregister (all -1 and `error` set when registering is refused).
+struct RegisterTiming {
+  double register_ms = -1, upload_ms = -1, unregister_ms = -1;
+  const char* error = "";
+};
+RegisterTiming host_register_timing(Context& ctx, const void* ptr, std::size_t bytes);
+
+/// The device compute alone: the whole cube is uploaded once (as one chunk) and the kernels of
+/// spectral matching run `reps` times over it; median milliseconds. `result` (sized as for
+/// spectral_match) receives the outputs of the last run when not null. force_exact: many references
+/// go through the exact multi-reference kernel instead of the GEMM (the FP32 ground truth of the GEMM path).
+double resident_compute_ms(Context& ctx, const detail::CubeView& cube, const detail::PreparedReferences& refs,
+                           const SpectralOptions& options, int reps, SpectralResult* result = nullptr,
+                           bool force_exact = false);
+
+}  // namespace spectrasift::cuda::bench

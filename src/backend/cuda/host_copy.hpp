@@ -1,0 +1,54 @@
+// A small pool of host threads for the staging copies of the CUDA backend (mmap'd file -> pinned
+// buffer). Plain C++ (no CUDA header) so that it compiles with the host compiler and its OpenMP-free
+// threads never depend on the caller's OpenMP settings. Work is split into independent pieces, so
+// the bytes copied never depend on which thread copies which piece.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace spectrasift::cuda {
+
+/// One contiguous copy of `bytes` bytes.
+struct CopyPiece {
+  void* dst = nullptr;
+  const void* src = nullptr;
+  std::size_t bytes = 0;
+};
+
+class HostCopyPool {
+ public:
+  /// threads: workers besides the calling thread (0 = the caller copies alone).
+  explicit HostCopyPool(int threads);
+  ~HostCopyPool();
+  HostCopyPool(const HostCopyPool&) = delete;
+  HostCopyPool& operator=(const HostCopyPool&) = delete;
+
+  int threads() const noexcept { return int(workers_.size()) + 1; }
+  /// Runs fn(i) for i in [0, n) on the workers and the calling thread; returns when all are done.
+  void parallel_for(int n, const std::function<void(int)>& fn);
+  /// Copies every piece, pieces larger than `split_bytes` being split further; blocks until done.
+  void copy(const std::vector<CopyPiece>& pieces, std::size_t split_bytes = std::size_t(1) << 18);
+
+ private:
+  void worker_loop();
+  void drain(const std::function<void(int)>& fn, int n);
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  const std::function<void(int)>* job_ = nullptr;
+  int job_n_ = 0;
+  std::atomic<int> next_{0};
+  std::atomic<int> finished_{0};
+  std::atomic<unsigned> generation_{0};
+  int busy_workers_ = 0;
+  bool stop_ = false;
+  std::vector<CopyPiece> split_;  // scratch of copy()
+};
+
+}  // namespace spectrasift::cuda

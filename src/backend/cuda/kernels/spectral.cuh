@@ -1,0 +1,534 @@
+// CUDA kernels of spectral matching. Every per-element formula comes from numeric/spectral_metrics.h
+// (the same code the CPU and OpenCL backends run); these kernels only decide who computes what.
+//
+// Chunk layout on the device. A chunk is `lines` whole lines of the cube, uploaded without any host
+// reorganisation, so element (line yl of the chunk, sample x, stored band b) sits at
+//   yl * ls + x * ss + b * bs          (elements, ChunkLayout)
+//   BSQ: only the used bands travel, one plane after another: ls = samples, ss = 1, bs = lines*samples
+//        (and b counts used bands, band_index = identity);
+//   BIL: ls = bands*samples, ss = 1, bs = samples;     BIP: ls = samples*bands, ss = bands, bs = 1.
+// Pixels of a chunk are numbered p = yl * samples + x (the order of the output bands).
+//
+// Kernels (all with 256-thread blocks):
+//   spectral_one_ref   8 threads per pixel, native samples -> one score (bandwidth-bound path)
+//   spectral_convert   one thread per pixel, native samples -> float planes F[j][p] + stats + no-data flag
+//   spectral_gemm_rows 32x32 tiles, F -> the GEMM operand X, one row per pixel (sid: [p'/P, log p'])
+//   spectral_multi     one thread per pixel, F against references tiled through shared memory
+//   spectral_select    one warp per pixel, GEMM scores -> top candidates -> exact rescoring -> reduction
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "numeric/spectral_metrics.h"
+
+namespace spectrasift::cuda::kernels {
+
+constexpr int kBlock = 256;          ///< threads per block of every kernel here
+constexpr int kMultiTile = 16;       ///< references per shared-memory tile in spectral_multi
+constexpr int kCandidates = 32;      ///< GEMM candidates rescored exactly per pixel (one per lane, spectral_select)
+
+/// What a kernel writes per pixel (SpectralOptions::reduction, same order as the enum).
+enum OutMode : int { kOutAll = 0, kOutBest = 1, kOutTopK = 2, kOutThreshold = 3 };
+
+struct ChunkLayout {
+  long long ls = 0, ss = 0, bs = 0;
+};
+
+/// Where a kernel writes: score band t of chunk pixel p at score[t * stride + p] (index likewise).
+/// `score`/`index` already point at the chunk's first pixel of band 0.
+struct OutView {
+  float* score = nullptr;
+  int* index = nullptr;
+  long long stride = 0;  ///< elements between output bands
+  int k = 1;             ///< number of index/score bands (top-k), 1 for best/threshold
+  int mode = kOutAll;
+  float threshold = 0;
+};
+
+// ---- samples: raw bits of the stored element type, byte swap, conversion by the shared formula ----
+
+template <int kType> struct Storage;
+template <> struct Storage<SPECTRAL_TYPE_U8> { using type = unsigned char; };
+template <> struct Storage<SPECTRAL_TYPE_I16> { using type = unsigned short; };
+template <> struct Storage<SPECTRAL_TYPE_U16> { using type = unsigned short; };
+template <> struct Storage<SPECTRAL_TYPE_I32> { using type = unsigned int; };
+template <> struct Storage<SPECTRAL_TYPE_U32> { using type = unsigned int; };
+template <> struct Storage<SPECTRAL_TYPE_F32> { using type = unsigned int; };
+template <> struct Storage<SPECTRAL_TYPE_F64> { using type = unsigned long long; };
+template <> struct Storage<SPECTRAL_TYPE_I64> { using type = unsigned long long; };
+template <> struct Storage<SPECTRAL_TYPE_U64> { using type = unsigned long long; };
+
+__device__ __forceinline__ unsigned char byte_swap(unsigned char v) { return v; }
+__device__ __forceinline__ unsigned short byte_swap(unsigned short v) {
+  return (unsigned short)(((unsigned)v >> 8) | ((unsigned)v << 8));
+}
+__device__ __forceinline__ unsigned int byte_swap(unsigned int v) { return __byte_perm(v, 0u, 0x0123); }
+__device__ __forceinline__ unsigned long long byte_swap(unsigned long long v) {
+  const unsigned lo = (unsigned)v, hi = (unsigned)(v >> 32);
+  return ((unsigned long long)__byte_perm(lo, 0u, 0x0123) << 32) | __byte_perm(hi, 0u, 0x0123);
+}
+
+/// The converted (unscaled) value of element i; `big_endian` is uniform across the grid.
+template <int kType>
+__device__ __forceinline__ float load_sample(const typename Storage<kType>::type* __restrict__ base, long long i,
+                                             int big_endian) {
+  typename Storage<kType>::type v = __ldg(base + i);
+  if (big_endian) v = byte_swap(v);
+  return spectral_sample_from_bits(kType, (spectral_u64)v);
+}
+
+/// Reference data of spectral_one_ref, copied to shared memory by the block.
+struct OneRef {
+  const float* v1 = nullptr;       ///< refs.values row (used bands)
+  const float* v2 = nullptr;       ///< refs.values2 row (sid), else nullptr
+  const int* band_index = nullptr; ///< used bands -> stored bands of the chunk
+  int n = 0;                       ///< used bands
+  double constant = 0;             ///< refs.constant
+};
+
+/// Cube constants shared by the per-pixel kernels.
+struct CubeConst {
+  int samples = 0;
+  int npix = 0;          ///< pixels of the chunk
+  float scale = 1.0f;
+  int has_ignore = 0;
+  float ignore = 0;
+  int big_endian = 0;
+};
+
+/// One reference: the best is reference 0 unless its score is NaN (no data, undefined, or rejected by
+/// the threshold, which the caller already turned into NaN).
+__device__ __forceinline__ void write_single(const OutView& out, int p, float score) {
+  out.score[p] = score;
+  if (out.mode != kOutAll) out.index[p] = (score == score) ? 0 : -1;
+}
+
+/// Partial sums of one pixel over a subset of its bands; merged in a fixed order (deterministic). For
+/// integer-valued data every double sum is exact, so the merge order cannot change ed or the statistics.
+struct Partial {
+  SpectralPixelStats st;
+  SpectralPairAcc acc;
+  int ignored;
+};
+
+constexpr int kOneRefGroups = 8;                       ///< band groups (one per warp) of spectral_one_ref
+constexpr int kOneRefPixels = kBlock / kOneRefGroups;  ///< pixels per block of spectral_one_ref
+
+/* spectral_one_ref<kType, kMetric>: every pixel of a chunk against ONE reference, reading the chunk in
+ * its native type. Launch: grid ceil(npix / 32), block 256, dynamic shared memory n * 12 bytes (the
+ * reference rows and the band indices) + the static partial sums. A block handles 32 pixels; its 256
+ * threads split each pixel's bands into 8 groups, so that a thread walks ~n/8 bands (short dependency
+ * chains, ~8 times more threads than pixels: enough loads in flight to run at the memory bandwidth):
+ *   ss == 1 (BSQ, BIL): warp g = band group g (contiguous band range), lane = pixel: a warp reads 32
+ *                       consecutive samples of one band (coalesced);
+ *   ss != 1 (BIP):      8 consecutive threads share a pixel and read bands j = lane%8, +8, +16, ...:
+ *                       8 consecutive bands of 4 pixels per warp load.
+ * The 8 partial sums of a pixel are merged in group order by one thread, which finalises the score with
+ * the shared formulas. Each element of the chunk is read exactly once. */
+template <int kType, int kMetric>
+__global__ void __launch_bounds__(kBlock) spectral_one_ref(const typename Storage<kType>::type* __restrict__ chunk,
+                                                           ChunkLayout layout, CubeConst cube, OneRef ref,
+                                                           OutView out) {
+  extern __shared__ float smem[];
+  __shared__ Partial part[kOneRefGroups][kOneRefPixels];
+  float* r1 = smem;
+  float* r2 = smem + ref.n;
+  int* bidx = reinterpret_cast<int*>(smem + 2 * ref.n);
+  for (int j = threadIdx.x; j < ref.n; j += blockDim.x) {
+    r1[j] = ref.v1[j];
+    r2[j] = ref.v2 ? ref.v2[j] : 0.0f;
+    bidx[j] = ref.band_index[j];
+  }
+  __syncthreads();
+  int slot, group, j0, j1, step;
+  if (layout.ss == 1) {
+    slot = threadIdx.x & 31;
+    group = threadIdx.x >> 5;
+    const int per = (ref.n + kOneRefGroups - 1) / kOneRefGroups;
+    j0 = group * per;
+    j1 = min(ref.n, j0 + per);
+    step = 1;
+  } else {
+    slot = threadIdx.x / kOneRefGroups;
+    group = threadIdx.x % kOneRefGroups;
+    j0 = group;
+    j1 = ref.n;
+    step = kOneRefGroups;
+  }
+  const int p = blockIdx.x * kOneRefPixels + slot;
+  Partial pt;
+  spectral_stats_init(&pt.st);
+  spectral_pair_init(&pt.acc);
+  pt.ignored = 0;
+  if (p < cube.npix) {
+    const int yl = p / cube.samples, x = p - yl * cube.samples;
+    const long long base = (long long)yl * layout.ls + (long long)x * layout.ss;
+#pragma unroll 4
+    for (int j = j0; j < j1; j += step) {
+      const float v = load_sample<kType>(chunk, base + (long long)bidx[j] * layout.bs, cube.big_endian);
+      pt.ignored |= spectral_is_ignored(v, cube.has_ignore, cube.ignore);
+      const float pv = v * cube.scale;
+      spectral_stats_add(&pt.st, kMetric, pv);
+      spectral_pair_add(&pt.acc, kMetric, pv, r1[j], r2[j]);
+    }
+  }
+  part[group][slot] = pt;
+  __syncthreads();
+  if (threadIdx.x >= kOneRefPixels) return;
+  const int q = blockIdx.x * kOneRefPixels + threadIdx.x;
+  if (q >= cube.npix) return;
+  Partial t = part[0][threadIdx.x];
+  for (int g = 1; g < kOneRefGroups; ++g) {
+    const Partial& o = part[g][threadIdx.x];
+    t.st.sum_p += o.st.sum_p;
+    t.st.sum_p2 += o.st.sum_p2;
+    t.st.sum_plp += o.st.sum_plp;
+    t.acc.d2 += o.acc.d2;
+    t.acc.dot += o.acc.dot;
+    t.acc.dot2 += o.acc.dot2;
+    t.ignored |= o.ignored;
+  }
+  float score = t.ignored ? SPECTRASIFT_NAN_F : spectral_finalise(kMetric, &t.st, &t.acc, ref.n, ref.constant);
+  if (out.mode == kOutThreshold && !spectral_passes(score, out.threshold, spectral_higher_is_better(kMetric)))
+    score = SPECTRASIFT_NAN_F;
+  write_single(out, q, score);
+}
+
+/// Per-pixel products of spectral_convert, for the multi-reference paths.
+struct PixelPlanes {
+  float* f = nullptr;            ///< F[j * pitch + p]: scaled value of used band j
+  long long pitch = 0;           ///< elements between planes (>= npix, a multiple of 32 for aligned GEMM rows)
+  double* sum_p = nullptr;       ///< SpectralPixelStats per pixel
+  double* sum_p2 = nullptr;
+  double* sum_plp = nullptr;
+  unsigned char* valid = nullptr;  ///< 0 = no data (ignore value in a used band)
+};
+
+/* spectral_convert<kType>: native chunk -> float planes, statistics and no-data flags.
+ * Launch: grid ceil(npix / 256), block 256, one thread per pixel; no shared memory. Writes are
+ * coalesced (plane j is contiguous in p). */
+template <int kType>
+__global__ void __launch_bounds__(kBlock) spectral_convert(const typename Storage<kType>::type* __restrict__ chunk,
+                                                           ChunkLayout layout, CubeConst cube,
+                                                           const int* __restrict__ band_index, int n, int metric,
+                                                           PixelPlanes planes) {
+  const int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p >= cube.npix) return;
+  const int yl = p / cube.samples, x = p - yl * cube.samples;
+  const long long base = (long long)yl * layout.ls + (long long)x * layout.ss;
+  SpectralPixelStats st;
+  spectral_stats_init(&st);
+  int ignored = 0;
+#pragma unroll 4
+  for (int j = 0; j < n; ++j) {
+    const float v = load_sample<kType>(chunk, base + (long long)__ldg(band_index + j) * layout.bs, cube.big_endian);
+    ignored |= spectral_is_ignored(v, cube.has_ignore, cube.ignore);
+    const float pv = v * cube.scale;
+    planes.f[(long long)j * planes.pitch + p] = pv;
+    spectral_stats_add(&st, metric, pv);
+  }
+  planes.sum_p[p] = st.sum_p;
+  planes.sum_p2[p] = st.sum_p2;
+  planes.sum_plp[p] = st.sum_plp;
+  planes.valid[p] = ignored ? 0 : 1;
+}
+
+/* spectral_gemm_rows: the GEMM operand X, one row of kpad floats per pixel (pixel-major, so that the
+ * product is a "TN" GEMM with the pixels' rows contiguous): ed/sam/scc: the pixel's values; sid:
+ * [p'_j / P (j < n), log p'_j] (see numeric/spectral_metrics.h, sid without a second pass); zeros up
+ * to kpad. Launch: grid (ceil(npix / 32), ceil(kpad / 32)), block (32, 8): a 32 x 32 tile goes through
+ * shared memory so that both the plane reads and the row writes are coalesced. */
+__global__ void __launch_bounds__(kBlock) spectral_gemm_rows(PixelPlanes planes, int npix, int n, int kdim, int kpad,
+                                                             int sid, float* __restrict__ x) {
+  __shared__ float tile[32][33];
+  const int p0 = blockIdx.x * 32, c0 = blockIdx.y * 32;
+  for (int i = threadIdx.y; i < 32; i += 8) {
+    const int c = c0 + i, p = p0 + threadIdx.x;
+    float v = 0.0f;
+    if (p < npix && c < kdim) {
+      if (!sid) {
+        v = planes.f[(long long)c * planes.pitch + p];
+      } else if (c < n) {
+        v = (float)((double)spectral_sid_clamp(planes.f[(long long)c * planes.pitch + p]) / planes.sum_p[p]);
+      } else {
+        v = spectral_sid_log(spectral_sid_clamp(planes.f[(long long)(c - n) * planes.pitch + p]));
+      }
+    }
+    tile[i][threadIdx.x] = v;
+  }
+  __syncthreads();
+  for (int i = threadIdx.y; i < 32; i += 8) {
+    const int p = p0 + i, c = c0 + threadIdx.x;
+    if (p < npix && c < kpad) x[(long long)p * kpad + c] = tile[threadIdx.x][i];
+  }
+}
+
+/// References of the multi-reference kernels (device arrays of PreparedReferences).
+struct RefSet {
+  const float* v1 = nullptr;        ///< count * n
+  const float* v2 = nullptr;        ///< count * n (sid) or nullptr
+  const double* constant = nullptr; ///< count
+  int count = 0;
+  int n = 0;
+};
+
+__device__ __forceinline__ void load_stats(const PixelPlanes& planes, int p, SpectralPixelStats* st) {
+  st->sum_p = planes.sum_p[p];
+  st->sum_p2 = planes.sum_p2[p];
+  st->sum_plp = planes.sum_plp[p];
+}
+
+/// Inserts (score, idx) into the k-list of pixel p kept in the output bands (best first); the same rule
+/// as spectral_topk_insert of numeric/spectral_metrics.h, on strided storage.
+__device__ __forceinline__ void topk_insert_strided(const OutView& out, int p, float score, int idx, int higher) {
+  if (score != score) return;
+  float* s = out.score + p;
+  int* ix = out.index + p;
+  const long long st = out.stride;
+  const int k = out.k;
+  if (ix[(k - 1) * st] >= 0 && !spectral_better(score, idx, s[(k - 1) * st], ix[(k - 1) * st], higher)) return;
+  int i = k - 1;
+  while (i > 0 && (ix[(i - 1) * st] < 0 || spectral_better(score, idx, s[(i - 1) * st], ix[(i - 1) * st], higher))) {
+    s[i * st] = s[(i - 1) * st];
+    ix[i * st] = ix[(i - 1) * st];
+    --i;
+  }
+  s[i * st] = score;
+  ix[i * st] = idx;
+}
+
+/* spectral_multi<kMetric>: every pixel against every reference, exactly (the single-pass formulas),
+ * for kAll and for small reference counts. Launch: grid ceil(npix / 256), block 256, one thread per
+ * pixel; the references pass through shared memory kMultiTile at a time (dynamic shared memory
+ * 2 * kMultiTile * n floats). A thread keeps kMultiTile accumulators and reads its pixel's planes once
+ * per tile (coalesced). Outputs: kAll writes every score band; kBest/kThreshold keep the running best in
+ * registers (references visited in increasing index, ties to the lower index); kTopK inserts into the
+ * output bands, which the host initialised to (NaN, -1). */
+template <int kMetric>
+__global__ void __launch_bounds__(kBlock) spectral_multi(PixelPlanes planes, int npix, RefSet refs, OutView out) {
+  extern __shared__ float smem[];
+  float* t1 = smem;
+  float* t2 = smem + kMultiTile * refs.n;
+  const int p = blockIdx.x * blockDim.x + threadIdx.x;
+  const bool live = p < npix;
+  const int higher = spectral_higher_is_better(kMetric);
+  SpectralPixelStats st;
+  spectral_stats_init(&st);
+  bool valid = false;
+  if (live) {
+    load_stats(planes, p, &st);
+    valid = planes.valid[p] != 0;
+  }
+  float best_s = SPECTRASIFT_NAN_F;
+  int best_i = -1;
+  for (int r0 = 0; r0 < refs.count; r0 += kMultiTile) {
+    const int tile = min(kMultiTile, refs.count - r0);
+    __syncthreads();  // the previous tile is no longer read
+    for (int e = threadIdx.x; e < tile * refs.n; e += blockDim.x) {
+      t1[e] = refs.v1[(long long)r0 * refs.n + e];
+      t2[e] = refs.v2 ? refs.v2[(long long)r0 * refs.n + e] : 0.0f;
+    }
+    __syncthreads();
+    if (!live) continue;
+    SpectralPairAcc acc[kMultiTile];
+#pragma unroll
+    for (int t = 0; t < kMultiTile; ++t) spectral_pair_init(&acc[t]);
+    for (int j = 0; j < refs.n; ++j) {
+      const float pv = planes.f[(long long)j * planes.pitch + p];
+#pragma unroll
+      for (int t = 0; t < kMultiTile; ++t) {
+        if (t < tile) spectral_pair_add(&acc[t], kMetric, pv, t1[t * refs.n + j], t2[t * refs.n + j]);
+      }
+    }
+#pragma unroll
+    for (int t = 0; t < kMultiTile; ++t) {
+      if (t >= tile) continue;
+      const int r = r0 + t;
+      const float s = valid ? spectral_finalise(kMetric, &st, &acc[t], refs.n, refs.constant[r]) : SPECTRASIFT_NAN_F;
+      if (out.mode == kOutAll) {
+        out.score[(long long)r * out.stride + p] = s;
+      } else if (out.mode == kOutTopK) {
+        topk_insert_strided(out, p, s, r, higher);
+      } else if (spectral_better(s, r, best_s, best_i, higher)) {
+        best_s = s;
+        best_i = r;
+      }
+    }
+  }
+  if (!live) return;
+  if (out.mode == kOutBest || out.mode == kOutThreshold) {
+    if (out.mode == kOutThreshold && !spectral_passes(best_s, out.threshold, higher)) {
+      best_s = SPECTRASIFT_NAN_F;
+      best_i = -1;
+    }
+    if (best_s != best_s) best_i = -1;
+    out.score[p] = best_s;
+    out.index[p] = best_i;
+  }
+}
+
+// ---- many references: GEMM candidates, exact rescoring -------------------------------------------
+
+/// (key, index) ordering of the GEMM stage: higher key first, then lower index; index -1 = empty.
+__device__ __forceinline__ bool key_before(float ka, int ia, float kb, int ib) {
+  if (ia < 0) return false;
+  if (ib < 0) return true;
+  if (ka != ka) return false;
+  if (kb != kb) return true;
+  if (ka == kb) return ia < ib;
+  return ka > kb;
+}
+
+constexpr int kLaneList = 8;  ///< best keys kept per lane while scanning (the warp merges them)
+
+/// Inserts (key, idx) into a lane's sorted list (registers: compile-time indices only).
+__device__ __forceinline__ void lane_insert(float (&ks)[kLaneList], int (&ki)[kLaneList], float key, int idx) {
+  if (!key_before(key, idx, ks[kLaneList - 1], ki[kLaneList - 1])) return;
+  ks[kLaneList - 1] = key;
+  ki[kLaneList - 1] = idx;
+#pragma unroll
+  for (int i = kLaneList - 1; i > 0; --i) {
+    if (key_before(ks[i], ki[i], ks[i - 1], ki[i - 1])) {
+      const float tk = ks[i]; ks[i] = ks[i - 1]; ks[i - 1] = tk;
+      const int ti = ki[i]; ki[i] = ki[i - 1]; ki[i - 1] = ti;
+    }
+  }
+}
+
+/// Rows of the exact rescoring: the pixel's values (pixel-major X rows for ed/sam/scc) and the reference
+/// rows padded to a multiple of 4 floats, so that both are read 16 bytes at a time.
+struct RescoreRows {
+  const float* x = nullptr;   ///< X rows (kpad floats per pixel); nullptr for sid (planes are used)
+  int kpad = 0;
+  const float* v1 = nullptr;  ///< count rows of npad floats
+  const float* v2 = nullptr;  ///< sid: count rows of npad floats
+  int npad = 0;
+};
+
+/* spectral_select<kMetric>: the epilogue of the many-reference path. C holds the GEMM keys' dot part for
+ * each pixel of a sub-chunk (column-major R x nsub, C[r + q * ldc]); key_r = C + w[r] orders the
+ * references like the metric, higher = better (see spectral.cu). Launch: grid ceil(nsub / 8), block
+ * 256 = 8 warps, one warp per pixel, no shared memory, no atomics.
+ *   scan:    lane l reads references 4l..4l+3, +128, ... (16-byte loads) and keeps its kLaneList best;
+ *   merge:   kCandidates rounds of a warp-wide best head: candidate i goes to lane i;
+ *   rescore: each lane rescores its candidate EXACTLY with the single-pass formulas (bands in order,
+ *            as the CPU backend), reading 16 bytes of pixel and reference at a time;
+ *   reduce:  best / top-k / threshold on the exact scores with spectral_better (ties: lower index). */
+template <int kMetric>
+__global__ void __launch_bounds__(kBlock) spectral_select(const float* __restrict__ c, int ldc,
+                                                          const float* __restrict__ w, PixelPlanes planes, int npix,
+                                                          int q0, int nsub, RefSet refs, RescoreRows rows,
+                                                          OutView out) {
+  const int lane = threadIdx.x & 31;
+  const int q = blockIdx.x * (kBlock / 32) + (threadIdx.x >> 5);
+  if (q >= nsub) return;  // whole warps leave together
+  const int p = q0 + q;   // pixel of the chunk
+  const int higher = spectral_higher_is_better(kMetric);
+  const bool valid = planes.valid[p] != 0;
+
+  float ks[kLaneList];
+  int ki[kLaneList];
+#pragma unroll
+  for (int i = 0; i < kLaneList; ++i) {
+    ks[i] = 0.0f;
+    ki[i] = -1;
+  }
+  if (valid) {
+    const float* col = c + (long long)q * ldc;
+    const int R = refs.count;
+    // Two 16-byte loads in flight per lane before they are used.
+    for (int r0 = 4 * lane; r0 < R; r0 += 256) {
+      const float4 a = *reinterpret_cast<const float4*>(col + r0);
+      const int r1 = r0 + 128;
+      float4 b = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (r1 < R) b = *reinterpret_cast<const float4*>(col + r1);
+      const float av[4] = {a.x, a.y, a.z, a.w};
+      const float bv[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        if (r0 + e < R) lane_insert(ks, ki, av[e] + __ldg(w + r0 + e), r0 + e);
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        if (r1 + e < R) lane_insert(ks, ki, bv[e] + __ldg(w + r1 + e), r1 + e);
+    }
+  }
+  // Merge: kCandidates rounds of a warp-wide "best head"; the owner pops its head.
+  int my_cand = -1;
+#pragma unroll 1
+  for (int round = 0; round < kCandidates; ++round) {
+    float bk = ks[0];
+    int bi = ki[0];
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+      const float ok = __shfl_xor_sync(0xffffffffu, bk, off);
+      const int oi = __shfl_xor_sync(0xffffffffu, bi, off);
+      if (key_before(ok, oi, bk, bi)) { bk = ok; bi = oi; }
+    }
+    if (bi < 0) break;  // uniform: every lane is empty
+    if (lane == round) my_cand = bi;
+    if (ki[0] == bi) {
+#pragma unroll
+      for (int i = 0; i < kLaneList - 1; ++i) { ks[i] = ks[i + 1]; ki[i] = ki[i + 1]; }
+      ks[kLaneList - 1] = 0.0f;
+      ki[kLaneList - 1] = -1;
+    }
+  }
+  // Exact rescoring of one candidate per lane.
+  float score = SPECTRASIFT_NAN_F;
+  if (my_cand >= 0) {
+    SpectralPixelStats st;
+    load_stats(planes, p, &st);
+    SpectralPairAcc acc;
+    spectral_pair_init(&acc);
+    const int n = refs.n;
+    if (rows.x) {
+      const float* xp = rows.x + (long long)p * rows.kpad;
+      const float* vp = rows.v1 + (long long)my_cand * rows.npad;
+      const int n4 = n & ~3;
+#pragma unroll 2
+      for (int j = 0; j < n4; j += 4) {
+        const float4 xv = *reinterpret_cast<const float4*>(xp + j);
+        const float4 rv = __ldg(reinterpret_cast<const float4*>(vp + j));
+        spectral_pair_add(&acc, kMetric, xv.x, rv.x, 0.0f);
+        spectral_pair_add(&acc, kMetric, xv.y, rv.y, 0.0f);
+        spectral_pair_add(&acc, kMetric, xv.z, rv.z, 0.0f);
+        spectral_pair_add(&acc, kMetric, xv.w, rv.w, 0.0f);
+      }
+      for (int j = n4; j < n; ++j) spectral_pair_add(&acc, kMetric, xp[j], __ldg(vp + j), 0.0f);
+    } else {
+      const float* v1 = rows.v1 + (long long)my_cand * rows.npad;
+      const float* v2 = rows.v2 + (long long)my_cand * rows.npad;
+#pragma unroll 4
+      for (int j = 0; j < n; ++j)
+        spectral_pair_add(&acc, kMetric, planes.f[(long long)j * planes.pitch + p], __ldg(v1 + j), __ldg(v2 + j));
+    }
+    score = spectral_finalise(kMetric, &st, &acc, n, refs.constant[my_cand]);
+  }
+  int idx = (score == score) ? my_cand : -1;
+  // Reduction on the exact scores: k rounds of a warp-wide spectral_better; the winner drops out.
+  const int rounds = out.mode == kOutTopK ? out.k : 1;
+  for (int t = 0; t < rounds; ++t) {
+    float bs = score;
+    int bi = idx;
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+      const float os = __shfl_xor_sync(0xffffffffu, bs, off);
+      const int oi = __shfl_xor_sync(0xffffffffu, bi, off);
+      if (oi >= 0 && (bi < 0 || spectral_better(os, oi, bs, bi, higher))) { bs = os; bi = oi; }
+    }
+    if (bi >= 0 && idx == bi) { score = SPECTRASIFT_NAN_F; idx = -1; }
+    if (lane == 0) {
+      if (bi < 0) bs = SPECTRASIFT_NAN_F;
+      if (out.mode == kOutThreshold && !spectral_passes(bs, out.threshold, higher)) {
+        bs = SPECTRASIFT_NAN_F;
+        bi = -1;
+      }
+      out.score[(long long)t * out.stride + p] = bs;
+      out.index[(long long)t * out.stride + p] = bi;
+    }
+  }
+}
+
+}  // namespace spectrasift::cuda::kernels

@@ -1,0 +1,622 @@
+// Spectral matching on CUDA (DESIGN.md "Data flow", issue 4).
+//
+// Streaming. The cube is cut into chunks of whole lines. For chunk k the calling thread (helped by the
+// context's host copy pool) copies the chunk's bytes, in their native type and byte order, from the
+// memory-mapped file into pinned staging buffer k%2; the copy stream uploads it to device buffer k%2 and
+// the compute stream converts and matches it. The staging copy of chunk k+1 and its upload overlap the
+// compute of chunk k (two streams, events between them); a buffer is refilled only after the event that
+// says its previous contents were consumed. The host copy is the only host pass over the data: BSQ
+// chunks gather the used band planes (one run of lines*samples elements per band, the plane pitch apart),
+// BIL and BIP chunks are one contiguous run. Nothing is reorganised on the host.
+//
+// Paths, by reference count and reduction:
+//   one reference              spectral_one_ref: native samples straight into the metric (bandwidth-bound)
+//   kAll, or < kGemmMinRefs    spectral_convert + spectral_multi: exact formulas, references tiled in
+//                              shared memory
+//   many references            spectral_convert + cuBLAS GEMM of the pixels against the references
+//   (kBest/kTopK/kThreshold)   (TF32 tensor cores when allowed, else FP32) into an L2-sized block of scores
+//                              + spectral_select: the kCandidates best GEMM keys per pixel are rescored
+//                              exactly with the shared formulas, and the reduction is taken on the exact
+//                              scores. The full score cube is never written.
+// GEMM keys (higher = better; the per-pixel terms that do not change the order are left out):
+//   ed  p.r - |r|^2/2      sam p.r^      scc p.r~      sid (p'/P).log b + log p'.b - sum b log b
+// Results are deterministic: no atomics, fixed reduction orders, cuBLAS is run-to-run reproducible.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "backend/cuda/bench_support.hpp"
+#include "backend/cuda/check.hpp"
+#include "backend/cuda/kernels/spectral.cuh"
+#include "backend/cuda/state.hpp"
+#include "core/spectral_backend.hpp"
+#include "spectrasift/error.hpp"
+
+namespace spectrasift::cuda {
+namespace {
+
+using namespace kernels;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kGemmMinRefs = 3 * kCandidates;        ///< fewer references: the exact spectral_multi path
+constexpr int kGemmMaxTopK = kCandidates;            ///< larger k: the exact spectral_multi path
+constexpr std::size_t kDefaultChunkBytes = 16u << 20; ///< raw bytes per streamed chunk when chunk_lines == 0
+constexpr std::size_t kPinnedResultMax = 256u << 20; ///< larger results are downloaded straight to pageable memory
+
+double ms_between(cudaEvent_t a, cudaEvent_t b) {
+  float ms = 0;
+  SPECTRASIFT_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+  return ms;
+}
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+template <class T> T round_up(T v, T m) { return (v + m - 1) / m * m; }
+
+template <class F> void with_type(SampleType t, F&& f) {
+  switch (t) {
+    case SampleType::kU8: f(std::integral_constant<int, SPECTRAL_TYPE_U8>{}); break;
+    case SampleType::kI16: f(std::integral_constant<int, SPECTRAL_TYPE_I16>{}); break;
+    case SampleType::kU16: f(std::integral_constant<int, SPECTRAL_TYPE_U16>{}); break;
+    case SampleType::kI32: f(std::integral_constant<int, SPECTRAL_TYPE_I32>{}); break;
+    case SampleType::kU32: f(std::integral_constant<int, SPECTRAL_TYPE_U32>{}); break;
+    case SampleType::kF32: f(std::integral_constant<int, SPECTRAL_TYPE_F32>{}); break;
+    case SampleType::kF64: f(std::integral_constant<int, SPECTRAL_TYPE_F64>{}); break;
+    case SampleType::kI64: f(std::integral_constant<int, SPECTRAL_TYPE_I64>{}); break;
+    case SampleType::kU64: f(std::integral_constant<int, SPECTRAL_TYPE_U64>{}); break;
+    default: throw Error(ErrorCode::kUnsupported, "CUDA spectral matching: unsupported sample type", "cuda");
+  }
+}
+template <class F> void with_metric(Metric m, F&& f) {
+  switch (m) {
+    case Metric::kEuclidean: f(std::integral_constant<int, SPECTRAL_METRIC_ED>{}); break;
+    case Metric::kSpectralAngle: f(std::integral_constant<int, SPECTRAL_METRIC_SAM>{}); break;
+    case Metric::kCorrelation: f(std::integral_constant<int, SPECTRAL_METRIC_SCC>{}); break;
+    case Metric::kInformationDivergence: f(std::integral_constant<int, SPECTRAL_METRIC_SID>{}); break;
+  }
+}
+
+int out_bands(const SpectralOptions& o, int refs) {
+  switch (o.reduction) {
+    case Reduction::kAll: return refs;
+    case Reduction::kTopK: return o.top_k;
+    default: return 1;
+  }
+}
+
+/// Everything one call needs on the device, sized for the largest chunk. Buffers come from the
+/// context's named pools, so a second call of the same shape allocates nothing.
+struct Plan {
+  State* st = nullptr;
+  const detail::CubeView* cube = nullptr;
+  const detail::PreparedReferences* refs = nullptr;
+  SpectralOptions opt;
+  int n = 0;                  ///< used bands
+  int k = 1;                  ///< output bands
+  std::size_t es = 0;         ///< bytes per stored element
+  bool one_ref = false, gemm = false;
+  int chunk_lines = 0, nchunks = 0;
+  std::size_t chunk_bytes = 0;    ///< bytes of the largest chunk as it travels
+  // references
+  int* band_index = nullptr;  ///< used band -> stored band of a chunk (identity for BSQ)
+  float* v1 = nullptr;
+  float* v2 = nullptr;
+  double* constant = nullptr;
+  float* gemm_refs = nullptr; ///< R x kpad rows (sid: [log b, b]) minus their mean row (centred)
+  float* gemm_w = nullptr;    ///< per reference key offset
+  int kdim = 0;               ///< GEMM inner dimension (n, or 2n for sid)
+  int kpad = 0;               ///< kdim padded to 4
+  int ldc = 0;                ///< score block leading dimension (references padded to 4)
+  int sub_pix = 0;            ///< pixels per GEMM score block
+  float* scores_block[2] = {nullptr, nullptr};
+  RescoreRows rescore;        ///< padded reference rows for the exact rescoring
+  // per chunk
+  PixelPlanes planes;
+  float* x_rows = nullptr;    ///< the GEMM operand, kpad floats per pixel
+  // outputs
+  bool out_whole = true;      ///< outputs for the whole cube stay on the device until the end
+  long long out_stride = 0;   ///< elements between output bands on the device
+  float* out_score = nullptr;
+  int* out_index = nullptr;
+};
+
+ChunkLayout layout_of(const detail::CubeView& c, int lines, int n) {
+  ChunkLayout l;
+  switch (c.interleave) {
+    case Interleave::kBsq:  // used band planes only
+      l.ls = c.samples; l.ss = 1; l.bs = (long long)lines * c.samples;
+      (void)n;
+      break;
+    case Interleave::kBil:
+      l.ls = (long long)c.bands * c.samples; l.ss = 1; l.bs = c.samples;
+      break;
+    case Interleave::kBip:
+      l.ls = (long long)c.samples * c.bands; l.ss = c.bands; l.bs = 1;
+      break;
+  }
+  return l;
+}
+
+/// Bytes of a chunk of `lines` lines as it travels.
+std::size_t chunk_travel_bytes(const detail::CubeView& c, int lines, int n, std::size_t es) {
+  const std::size_t per_line_band = std::size_t(c.samples) * es;
+  return std::size_t(lines) * per_line_band * std::size_t(c.interleave == Interleave::kBsq ? n : c.bands);
+}
+
+/// The host pieces of chunk [y0, y0+lines) in travel order, copied into `dst`.
+void chunk_pieces(const Plan& pl, int y0, int lines, void* dst, std::vector<CopyPiece>& pieces) {
+  const auto& c = *pl.cube;
+  pieces.clear();
+  auto* out = static_cast<std::uint8_t*>(dst);
+  if (c.interleave == Interleave::kBsq) {
+    const std::size_t run = std::size_t(lines) * c.samples * pl.es;
+    for (int j = 0; j < pl.n; ++j) {
+      const std::size_t b = std::size_t(pl.refs->band_index[j]);
+      const std::uint8_t* src = c.data + (b * c.band_stride + std::size_t(y0) * c.line_stride) * pl.es;
+      pieces.push_back({out + std::size_t(j) * run, src, run});
+    }
+  } else {
+    const std::size_t bytes = std::size_t(lines) * c.line_stride * pl.es;
+    pieces.push_back({out, c.data + std::size_t(y0) * c.line_stride * pl.es, bytes});
+  }
+}
+
+void check_view(const detail::CubeView& c) {
+  const std::size_t S = std::size_t(c.samples), B = std::size_t(c.bands), L = std::size_t(c.lines);
+  bool ok = false;
+  switch (c.interleave) {
+    case Interleave::kBsq: ok = c.sample_stride == 1 && c.line_stride == S && c.band_stride == S * L; break;
+    case Interleave::kBil: ok = c.sample_stride == 1 && c.band_stride == S && c.line_stride == S * B; break;
+    case Interleave::kBip: ok = c.band_stride == 1 && c.sample_stride == B && c.line_stride == S * B; break;
+  }
+  if (!ok) throw Error(ErrorCode::kInternal, "CUDA spectral matching: cube strides do not match its interleave", "cuda");
+}
+
+/// Uploads the references and sizes every buffer. `max_lines`: lines of the largest chunk.
+Plan make_plan(State& st, const detail::CubeView& cube, const detail::PreparedReferences& refs,
+               const SpectralOptions& opt, int max_lines, bool whole_output_required, bool force_exact = false) {
+  check_view(cube);
+  Plan pl;
+  pl.st = &st;
+  pl.cube = &cube;
+  pl.refs = &refs;
+  pl.opt = opt;
+  pl.n = refs.used_bands;
+  pl.k = out_bands(opt, refs.count);
+  pl.es = std::size_t(spectral_sample_size(int(cube.type)));
+  pl.one_ref = refs.count == 1;
+  pl.gemm = !force_exact && !pl.one_ref && opt.reduction != Reduction::kAll && refs.count >= kGemmMinRefs &&
+            (opt.reduction != Reduction::kTopK || opt.top_k <= kGemmMaxTopK);
+  pl.chunk_lines = std::max(1, std::min(max_lines, cube.lines));
+  pl.nchunks = (cube.lines + pl.chunk_lines - 1) / pl.chunk_lines;
+  pl.chunk_bytes = chunk_travel_bytes(cube, pl.chunk_lines, pl.n, pl.es);
+  const int n = pl.n, R = refs.count;
+  const std::size_t chunk_pix = std::size_t(pl.chunk_lines) * cube.samples;
+  cudaStream_t s = st.compute;
+
+  // Band indices: BSQ chunks carry the used planes in order.
+  std::vector<int> bidx(n);
+  for (int j = 0; j < n; ++j) bidx[j] = cube.interleave == Interleave::kBsq ? j : refs.band_index[j];
+  pl.band_index = st.buffer("spectral.band_index", sizeof(int) * n).as<int>();
+  SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(pl.band_index, bidx.data(), sizeof(int) * n, cudaMemcpyHostToDevice, s));
+  pl.v1 = st.buffer("spectral.v1", sizeof(float) * std::size_t(R) * n).as<float>();
+  SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(pl.v1, refs.values.data(), sizeof(float) * std::size_t(R) * n,
+                                         cudaMemcpyHostToDevice, s));
+  if (!refs.values2.empty()) {
+    pl.v2 = st.buffer("spectral.v2", sizeof(float) * std::size_t(R) * n).as<float>();
+    SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(pl.v2, refs.values2.data(), sizeof(float) * std::size_t(R) * n,
+                                           cudaMemcpyHostToDevice, s));
+  }
+  pl.constant = st.buffer("spectral.constant", sizeof(double) * R).as<double>();
+  SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(pl.constant, refs.constant.data(), sizeof(double) * R,
+                                         cudaMemcpyHostToDevice, s));
+
+  if (!pl.one_ref) {
+    const long long pitch = round_up<long long>((long long)chunk_pix, 32);
+    pl.planes.pitch = pitch;
+    pl.planes.f = st.buffer("spectral.planes", sizeof(float) * std::size_t(pitch) * n).as<float>();
+    pl.planes.sum_p = st.buffer("spectral.sum_p", sizeof(double) * pitch).as<double>();
+    pl.planes.sum_p2 = st.buffer("spectral.sum_p2", sizeof(double) * pitch).as<double>();
+    pl.planes.sum_plp = st.buffer("spectral.sum_plp", sizeof(double) * pitch).as<double>();
+    pl.planes.valid = st.buffer("spectral.valid", std::size_t(pitch)).as<unsigned char>();
+  }
+  if (pl.gemm) {
+    const bool sid = refs.metric == Metric::kInformationDivergence;
+    pl.kdim = sid ? 2 * n : n;
+    pl.kpad = round_up(pl.kdim, 4);
+    pl.ldc = round_up(R, 4);
+    // GEMM rows v_r (sid: [log b, b]) and key offsets w_r, so that key_r = x . v_r + w_r ranks like the
+    // metric (higher = better). The rows are CENTRED: x . v_r = x . m + x . (v_r - m) with m the mean row,
+    // and x . m is the same for every reference of a pixel, so only x . (v_r - m) is computed. The
+    // references of a library are alike, |v_r - m| << |v_r|, and the TF32 rounding error, proportional
+    // to |x| |v_r - m|, shrinks with it (fewer candidates are needed for the exact rescoring).
+    std::vector<double> mean(pl.kpad, 0.0);
+    std::vector<float> a(std::size_t(R) * pl.kpad, 0.0f), w(R, 0.0f);
+    auto row_value = [&](int r, int j) -> double {
+      const std::size_t o = std::size_t(r) * n;
+      if (sid) return j < n ? refs.values2[o + j] : refs.values[o + j - n];  // log b pairs with p'/P
+      return refs.values[o + j];
+    };
+    for (int r = 0; r < R; ++r)
+      for (int j = 0; j < pl.kdim; ++j) mean[j] += row_value(r, j);
+    for (int j = 0; j < pl.kdim; ++j) mean[j] /= R;
+    for (int r = 0; r < R; ++r) {
+      for (int j = 0; j < pl.kdim; ++j) a[std::size_t(r) * pl.kpad + j] = float(row_value(r, j) - mean[j]);
+      if (sid) w[r] = float(-refs.constant[r]);
+      else if (refs.metric == Metric::kEuclidean) w[r] = float(-0.5 * refs.constant[r]);
+    }
+    pl.gemm_refs = st.buffer("spectral.gemm_refs", sizeof(float) * a.size()).as<float>();
+    SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(pl.gemm_refs, a.data(), sizeof(float) * a.size(), cudaMemcpyHostToDevice, s));
+    pl.gemm_w = st.buffer("spectral.gemm_w", sizeof(float) * R).as<float>();
+    SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(pl.gemm_w, w.data(), sizeof(float) * R, cudaMemcpyHostToDevice, s));
+    // Reference rows padded to 4 floats for the rescoring's 16-byte loads.
+    const int npad = round_up(n, 4);
+    std::vector<float> v1p(std::size_t(R) * npad, 0.0f), v2p;
+    for (int r = 0; r < R; ++r) std::copy_n(refs.values.data() + std::size_t(r) * n, n, v1p.data() + std::size_t(r) * npad);
+    pl.rescore.npad = npad;
+    float* dv1 = st.buffer("spectral.v1pad", sizeof(float) * v1p.size()).as<float>();
+    SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(dv1, v1p.data(), sizeof(float) * v1p.size(), cudaMemcpyHostToDevice, s));
+    pl.rescore.v1 = dv1;
+    if (sid) {
+      v2p.assign(std::size_t(R) * npad, 0.0f);
+      for (int r = 0; r < R; ++r)
+        std::copy_n(refs.values2.data() + std::size_t(r) * n, n, v2p.data() + std::size_t(r) * npad);
+      float* dv2 = st.buffer("spectral.v2pad", sizeof(float) * v2p.size()).as<float>();
+      SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(dv2, v2p.data(), sizeof(float) * v2p.size(), cudaMemcpyHostToDevice, s));
+      pl.rescore.v2 = dv2;
+    }
+    pl.x_rows = st.buffer("spectral.x_rows", sizeof(float) * chunk_pix * pl.kpad).as<float>();
+    pl.rescore.x = sid ? nullptr : pl.x_rows;  // sid rescoring needs the pixel's values: the planes
+    pl.rescore.kpad = pl.kpad;
+    std::size_t sub = st.score_block_bytes / (sizeof(float) * std::size_t(pl.ldc));
+    sub = std::max<std::size_t>(256, std::min<std::size_t>(sub, chunk_pix));
+    pl.sub_pix = int(round_up<std::size_t>(sub, 32));
+    for (int i = 0; i < 2; ++i)
+      pl.scores_block[i] = st.buffer(i ? "spectral.scores_block1" : "spectral.scores_block0",
+                                     sizeof(float) * std::size_t(pl.ldc) * pl.sub_pix).as<float>();
+    st.cublas_handle();
+  }
+
+  // Outputs: the whole image on the device when it fits comfortably, else one chunk at a time.
+  const std::size_t total_pix = std::size_t(cube.samples) * cube.lines;
+  const bool with_index = opt.reduction != Reduction::kAll;
+  const std::size_t per_pix = sizeof(float) + (with_index ? sizeof(int) : 0);
+  std::size_t free_b = 0, total_b = 0;
+  SPECTRASIFT_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  pl.out_whole = whole_output_required || per_pix * pl.k * total_pix <= free_b / 3;
+  const std::size_t out_pix = pl.out_whole ? total_pix : chunk_pix;
+  pl.out_stride = (long long)out_pix;
+  pl.out_score = st.buffer("spectral.out_score", sizeof(float) * out_pix * pl.k).as<float>();
+  if (with_index) pl.out_index = st.buffer("spectral.out_index", sizeof(int) * out_pix * pl.k).as<int>();
+  return pl;
+}
+
+/// Enqueues the matching of one chunk (already on the device) on `s`. Outputs go to the chunk's
+/// place in the device output (whole image) or to its start (one chunk at a time).
+void compute_chunk(Plan& pl, const void* d_chunk, int y0, int lines, cudaStream_t s) {
+  const auto& cube = *pl.cube;
+  const auto& refs = *pl.refs;
+  const int npix = lines * cube.samples;
+  const int blocks = (npix + kBlock - 1) / kBlock;
+  CubeConst cc;
+  cc.samples = cube.samples;
+  cc.npix = npix;
+  cc.scale = cube.scale;
+  cc.has_ignore = cube.has_ignore ? 1 : 0;
+  cc.ignore = float(cube.ignore_value);
+  cc.big_endian = cube.big_endian ? 1 : 0;
+  const ChunkLayout layout = layout_of(cube, lines, pl.n);
+
+  OutView out;
+  const long long off = pl.out_whole ? (long long)y0 * cube.samples : 0;
+  out.score = pl.out_score + off;
+  out.index = pl.out_index ? pl.out_index + off : nullptr;
+  out.stride = pl.out_stride;
+  out.k = pl.k;
+  out.mode = int(pl.opt.reduction);
+  out.threshold = float(pl.opt.threshold);
+  if (pl.opt.reduction == Reduction::kTopK && !pl.gemm && !pl.one_ref) {
+    // (NaN, -1) everywhere: all bits set is a NaN float and the int -1.
+    SPECTRASIFT_CUDA_CHECK(cudaMemset2DAsync(out.score, sizeof(float) * pl.out_stride, 0xff, sizeof(float) * npix, pl.k, s));
+    SPECTRASIFT_CUDA_CHECK(cudaMemset2DAsync(out.index, sizeof(int) * pl.out_stride, 0xff, sizeof(int) * npix, pl.k, s));
+  }
+
+  if (pl.one_ref) {
+    OneRef r;
+    r.v1 = pl.v1;
+    r.v2 = pl.v2;
+    r.band_index = pl.band_index;
+    r.n = pl.n;
+    r.constant = refs.constant[0];
+    const std::size_t smem = std::size_t(pl.n) * (2 * sizeof(float) + sizeof(int));
+    with_type(cube.type, [&](auto T) {
+      using U = typename Storage<decltype(T)::value>::type;
+      with_metric(refs.metric, [&](auto M) {
+        spectral_one_ref<decltype(T)::value, decltype(M)::value>
+            <<<(npix + kOneRefPixels - 1) / kOneRefPixels, kBlock, smem, s>>>(static_cast<const U*>(d_chunk), layout, cc, r, out);
+      });
+    });
+    SPECTRASIFT_CUDA_CHECK_LAUNCH();
+    return;
+  }
+
+  with_type(cube.type, [&](auto T) {
+    using U = typename Storage<decltype(T)::value>::type;
+    spectral_convert<decltype(T)::value><<<blocks, kBlock, 0, s>>>(static_cast<const U*>(d_chunk), layout, cc,
+                                                                    pl.band_index, pl.n, int(refs.metric), pl.planes);
+  });
+  SPECTRASIFT_CUDA_CHECK_LAUNCH();
+  RefSet rs;
+  rs.v1 = pl.v1;
+  rs.v2 = pl.v2;
+  rs.constant = pl.constant;
+  rs.count = refs.count;
+  rs.n = pl.n;
+
+  if (!pl.gemm) {
+    const std::size_t smem = sizeof(float) * 2 * kMultiTile * std::size_t(pl.n);
+    with_metric(refs.metric, [&](auto M) {
+      auto kern = spectral_multi<decltype(M)::value>;
+      if (smem > 48 * 1024)
+        SPECTRASIFT_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+      kern<<<blocks, kBlock, smem, s>>>(pl.planes, npix, rs, out);
+    });
+    SPECTRASIFT_CUDA_CHECK_LAUNCH();
+    return;
+  }
+
+  // Many references: X rows, then per block of sub_pix pixels a GEMM into score block i%2 on `s` and the
+  // selection on the aux stream, so that the GEMM of block i+1 overlaps the selection of block i. A score
+  // block is overwritten only after the selection that read it (events, no host synchronisation).
+  State& st = *pl.st;
+  const bool sid = refs.metric == Metric::kInformationDivergence;
+  {
+    dim3 grid((npix + 31) / 32, (pl.kpad + 31) / 32), block(32, 8);
+    spectral_gemm_rows<<<grid, block, 0, s>>>(pl.planes, npix, pl.n, pl.kdim, pl.kpad, sid ? 1 : 0, pl.x_rows);
+    SPECTRASIFT_CUDA_CHECK_LAUNCH();
+  }
+  cublasHandle_t h = st.cublas_handle();
+  SPECTRASIFT_CUBLAS_CHECK(cublasSetStream(h, s));
+  const float one = 1.0f, zero = 0.0f;
+  const cublasComputeType_t ct = pl.opt.allow_tensor_cores ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  // sync events: 0/1 GEMM into block 0/1 done, 2/3 selection of block 0/1 done, 4 aux finished.
+  int i = 0;
+  for (int q0 = 0; q0 < npix; q0 += pl.sub_pix, ++i) {
+    const int b = i % 2;
+    const int nsub = std::min(pl.sub_pix, npix - q0);
+    if (i >= 2) SPECTRASIFT_CUDA_CHECK(cudaStreamWaitEvent(s, st.sync_event(2 + b), 0));
+    // scores (R x nsub, column-major, ldc) = centred refs (kpad x R, column-major)^T * X rows (kpad x nsub)
+    SPECTRASIFT_CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, refs.count, nsub, pl.kpad, &one, pl.gemm_refs,
+                                          CUDA_R_32F, pl.kpad, pl.x_rows + std::size_t(q0) * pl.kpad, CUDA_R_32F,
+                                          pl.kpad, &zero, pl.scores_block[b], CUDA_R_32F, pl.ldc, ct,
+                                          CUBLAS_GEMM_DEFAULT));
+    SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.sync_event(b), s));
+    SPECTRASIFT_CUDA_CHECK(cudaStreamWaitEvent(st.aux, st.sync_event(b), 0));
+    const int sblocks = (nsub + (kBlock / 32) - 1) / (kBlock / 32);
+    with_metric(refs.metric, [&](auto M) {
+      spectral_select<decltype(M)::value><<<sblocks, kBlock, 0, st.aux>>>(pl.scores_block[b], pl.ldc, pl.gemm_w,
+                                                                           pl.planes, npix, q0, nsub, rs, pl.rescore, out);
+    });
+    SPECTRASIFT_CUDA_CHECK_LAUNCH();
+    SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.sync_event(2 + b), st.aux));
+  }
+  // The chunk is done when the aux stream is: join it back into `s`.
+  SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.sync_event(4), st.aux));
+  SPECTRASIFT_CUDA_CHECK(cudaStreamWaitEvent(s, st.sync_event(4), 0));
+}
+
+/// Copies the device outputs of pixels [p0, p0+npix) (device offset d0) into the result.
+void download(Plan& pl, SpectralResult& result, std::size_t p0, std::size_t npix, std::size_t d0) {
+  const std::size_t total = std::size_t(pl.cube->samples) * pl.cube->lines;
+  auto& st = *pl.st;
+  const bool with_index = pl.out_index != nullptr;
+  const std::size_t bytes = npix * pl.k * (sizeof(float) + (with_index ? sizeof(int) : 0));
+  if (pl.out_whole && npix == total && bytes <= kPinnedResultMax) {
+    // Through a pinned buffer: the device copy runs at full speed, the host copy is parallel.
+    auto& pin = st.pinned_buffer("spectral.result", bytes);
+    auto* ps = pin.as<float>();
+    auto* pi = reinterpret_cast<int*>(ps + npix * pl.k);
+    SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(ps, pl.out_score, sizeof(float) * npix * pl.k, cudaMemcpyDeviceToHost, st.copy));
+    if (with_index)
+      SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(pi, pl.out_index, sizeof(int) * npix * pl.k, cudaMemcpyDeviceToHost, st.copy));
+    SPECTRASIFT_CUDA_CHECK(cudaStreamSynchronize(st.copy));
+    std::vector<CopyPiece> pieces{{result.scores.data(), ps, sizeof(float) * npix * pl.k}};
+    if (with_index) pieces.push_back({result.index.data(), pi, sizeof(int) * npix * pl.k});
+    st.host_pool->copy(pieces);
+    return;
+  }
+  SPECTRASIFT_CUDA_CHECK(cudaMemcpy2D(result.scores.data() + p0, sizeof(float) * total, pl.out_score + d0,
+                                      sizeof(float) * pl.out_stride, sizeof(float) * npix, pl.k, cudaMemcpyDeviceToHost));
+  if (with_index)
+    SPECTRASIFT_CUDA_CHECK(cudaMemcpy2D(result.index.data() + p0, sizeof(int) * total, pl.out_index + d0,
+                                        sizeof(int) * pl.out_stride, sizeof(int) * npix, pl.k, cudaMemcpyDeviceToHost));
+}
+
+void check_result_sizes(const SpectralResult& result, const Plan& pl) {
+  const std::size_t total = std::size_t(pl.cube->samples) * pl.cube->lines * pl.k;
+  if (result.scores.size() != total || (pl.opt.reduction != Reduction::kAll && result.index.size() != total))
+    throw Error(ErrorCode::kInternal, "CUDA spectral matching: result buffers are not sized for the output", "cuda");
+}
+
+int default_chunk_lines(const detail::CubeView& cube, int n) {
+  const std::size_t line = chunk_travel_bytes(cube, 1, n, std::size_t(spectral_sample_size(int(cube.type))));
+  return int(std::max<std::size_t>(1, kDefaultChunkBytes / std::max<std::size_t>(1, line)));
+}
+
+}  // namespace
+
+void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, const detail::PreparedReferences& refs,
+                    const SpectralOptions& options, SpectralResult& result, const ProgressFn& progress) {
+  const auto t_start = Clock::now();
+  State& st = state(ctx);
+  st.activate();
+  const int lines = options.chunk_lines > 0 ? options.chunk_lines : default_chunk_lines(cube, refs.used_bands);
+  Plan pl = make_plan(st, cube, refs, options, lines, false);
+  check_result_sizes(result, pl);
+  HostCopyPool& pool = st.host_copy_pool(ctx.cpu_threads());
+  ctx.log(std::string("cuda spectral: ") + (pl.one_ref ? "one-reference kernel" : pl.gemm ?
+          (options.allow_tensor_cores ? "GEMM (TF32) + exact rescoring" : "GEMM (FP32) + exact rescoring") :
+          "exact multi-reference kernel") + ", " + std::to_string(pl.nchunks) + " chunks of " +
+          std::to_string(pl.chunk_lines) + " lines");
+
+  // Double buffers: pinned staging and device chunks; events say when each may be reused.
+  PinnedBuffer* pin[2] = {&st.pinned_buffer("spectral.stage0", pl.chunk_bytes), &st.pinned_buffer("spectral.stage1", pl.chunk_bytes)};
+  DeviceBuffer* dev[2] = {&st.buffer("spectral.chunk0", pl.chunk_bytes), &st.buffer("spectral.chunk1", pl.chunk_bytes)};
+  // Events per chunk k: 4k upload start, 4k+1 upload end, 4k+2 compute start, 4k+3 compute end.
+  for (int i = 0; i < 4 * pl.nchunks; ++i) st.event(std::size_t(i));
+  SPECTRASIFT_CUDA_CHECK(cudaStreamSynchronize(st.compute));  // references uploaded, pads cleared
+
+  double read_ms = 0, download_ms = 0;
+  std::vector<CopyPiece> pieces;
+  for (int c = 0; c < pl.nchunks; ++c) {
+    const int y0 = c * pl.chunk_lines;
+    const int nl = std::min(pl.chunk_lines, cube.lines - y0);
+    const int b = c % 2;
+    if (c >= 2) SPECTRASIFT_CUDA_CHECK(cudaEventSynchronize(st.event(4 * (c - 2) + 1)));  // staging b was uploaded
+    const auto t_read = Clock::now();
+    chunk_pieces(pl, y0, nl, pin[b]->ptr, pieces);
+    std::size_t bytes = 0;
+    for (const auto& p : pieces) bytes += p.bytes;
+    pool.copy(pieces);
+    read_ms += ms_since(t_read);
+    if (c >= 2) SPECTRASIFT_CUDA_CHECK(cudaStreamWaitEvent(st.copy, st.event(4 * (c - 2) + 3), 0));  // device b consumed
+    SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(4 * c), st.copy));
+    SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(dev[b]->ptr, pin[b]->ptr, bytes, cudaMemcpyHostToDevice, st.copy));
+    SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(4 * c + 1), st.copy));
+    SPECTRASIFT_CUDA_CHECK(cudaStreamWaitEvent(st.compute, st.event(4 * c + 1), 0));
+    SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(4 * c + 2), st.compute));
+    compute_chunk(pl, dev[b]->ptr, y0, nl, st.compute);
+    SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(4 * c + 3), st.compute));
+    if (!pl.out_whole) {
+      SPECTRASIFT_CUDA_CHECK(cudaEventSynchronize(st.event(4 * c + 3)));
+      const auto t_dl = Clock::now();
+      download(pl, result, std::size_t(y0) * cube.samples, std::size_t(nl) * cube.samples, 0);
+      download_ms += ms_since(t_dl);
+    }
+    if (progress) progress(double(y0 + nl) / cube.lines);
+  }
+  SPECTRASIFT_CUDA_CHECK(cudaStreamSynchronize(st.compute));
+  if (pl.out_whole) {
+    const auto t_dl = Clock::now();
+    download(pl, result, 0, std::size_t(cube.samples) * cube.lines, 0);
+    download_ms += ms_since(t_dl);
+  }
+  double upload_ms = 0, compute_ms = 0;
+  for (int c = 0; c < pl.nchunks; ++c) {
+    upload_ms += ms_between(st.event(4 * c), st.event(4 * c + 1));
+    compute_ms += ms_between(st.event(4 * c + 2), st.event(4 * c + 3));
+  }
+  result.times.read_ms = read_ms;
+  result.times.upload_ms = upload_ms;
+  result.times.compute_ms = compute_ms;
+  result.times.download_ms = download_ms;
+  result.times.total_ms = ms_since(t_start);
+}
+
+// ---- bench hooks -----------------------------------------------------------------------------------
+namespace bench {
+namespace {
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+}  // namespace
+
+double device_copy_gbps(Context& ctx, std::size_t bytes, int reps) {
+  State& st = state(ctx.impl());
+  st.activate();
+  auto& a = st.buffer("bench.copy_a", bytes);
+  auto& b = st.buffer("bench.copy_b", bytes);
+  SPECTRASIFT_CUDA_CHECK(cudaMemsetAsync(a.ptr, 1, bytes, st.compute));
+  std::vector<double> t;
+  for (int i = 0; i <= reps; ++i) {
+    SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(0), st.compute));
+    SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(b.ptr, a.ptr, bytes, cudaMemcpyDeviceToDevice, st.compute));
+    SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(1), st.compute));
+    SPECTRASIFT_CUDA_CHECK(cudaEventSynchronize(st.event(1)));
+    if (i > 0) t.push_back(ms_between(st.event(0), st.event(1)));
+  }
+  return 2.0 * double(bytes) / (median(t) * 1e6);
+}
+
+RegisterTiming host_register_timing(Context& ctx, const void* ptr, std::size_t bytes) {
+  State& st = state(ctx.impl());
+  st.activate();
+  RegisterTiming r;
+  const std::size_t page = 4096;
+  auto* base = reinterpret_cast<std::uint8_t*>(reinterpret_cast<std::uintptr_t>(ptr) / page * page);
+  const std::size_t len = round_up<std::size_t>(std::size_t(static_cast<const std::uint8_t*>(ptr) - base) + bytes, page);
+  auto t0 = Clock::now();
+  cudaError_t e = cudaHostRegister(base, len, cudaHostRegisterReadOnly);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    r.error = cudaGetErrorName(e);
+    return r;
+  }
+  r.register_ms = ms_since(t0);
+  auto& d = st.buffer("bench.upload", bytes);
+  SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(0), st.copy));
+  SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(d.ptr, ptr, bytes, cudaMemcpyHostToDevice, st.copy));
+  SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(1), st.copy));
+  SPECTRASIFT_CUDA_CHECK(cudaEventSynchronize(st.event(1)));
+  r.upload_ms = ms_between(st.event(0), st.event(1));
+  t0 = Clock::now();
+  SPECTRASIFT_CUDA_CHECK(cudaHostUnregister(base));
+  r.unregister_ms = ms_since(t0);
+  return r;
+}
+
+void set_score_block_bytes(Context& ctx, std::size_t bytes) { state(ctx.impl()).score_block_bytes = bytes; }
+
+double pinned_upload_ms(Context& ctx, std::size_t bytes, int reps) {
+  State& st = state(ctx.impl());
+  st.activate();
+  auto& h = st.pinned_buffer("bench.pinned", bytes);
+  std::memset(h.ptr, 1, bytes);
+  auto& d = st.buffer("bench.upload", bytes);
+  std::vector<double> t;
+  for (int i = 0; i <= reps; ++i) {
+    SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(0), st.copy));
+    SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(d.ptr, h.ptr, bytes, cudaMemcpyHostToDevice, st.copy));
+    SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(1), st.copy));
+    SPECTRASIFT_CUDA_CHECK(cudaEventSynchronize(st.event(1)));
+    if (i > 0) t.push_back(ms_between(st.event(0), st.event(1)));
+  }
+  return median(t);
+}
+
+double resident_compute_ms(Context& ctx, const detail::CubeView& cube, const detail::PreparedReferences& refs,
+                           const SpectralOptions& options, int reps, SpectralResult* result, bool force_exact) {
+  State& st = state(ctx.impl());
+  st.activate();
+  Plan pl = make_plan(st, cube, refs, options, cube.lines, true, force_exact);
+  HostCopyPool& pool = st.host_copy_pool(ctx.impl().cpu_threads());
+  auto& pin = st.pinned_buffer("bench.cube", pl.chunk_bytes);
+  auto& dev = st.buffer("bench.cube_dev", pl.chunk_bytes);
+  std::vector<CopyPiece> pieces;
+  chunk_pieces(pl, 0, cube.lines, pin.ptr, pieces);
+  pool.copy(pieces);
+  SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(dev.ptr, pin.ptr, pl.chunk_bytes, cudaMemcpyHostToDevice, st.compute));
+  std::vector<double> t;
+  for (int i = 0; i <= reps; ++i) {
+    SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(0), st.compute));
+    compute_chunk(pl, dev.ptr, 0, cube.lines, st.compute);
+    SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(1), st.compute));
+    SPECTRASIFT_CUDA_CHECK(cudaEventSynchronize(st.event(1)));
+    if (i > 0) t.push_back(ms_between(st.event(0), st.event(1)));
+  }
+  if (result) {
+    check_result_sizes(*result, pl);
+    download(pl, *result, 0, std::size_t(cube.samples) * cube.lines, 0);
+  }
+  return median(t);
+}
+
+}  // namespace bench
+}  // namespace spectrasift::cuda

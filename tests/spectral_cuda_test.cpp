@@ -1,0 +1,284 @@
+// CUDA backend of spectral matching, against the CPU backend and the float64 oracle of
+// spectral_test_util.hpp. Runs where a CUDA device is present (scripts/device-check.sh on the GPU
+// machine); skipped elsewhere with a message.
+//   - every ENVI type, both byte orders, every interleave, an odd header offset (misaligned map):
+//     identical bits on CUDA, ed bit-identical to the CPU backend (integer cube), sam within tolerance;
+//   - streaming with chunks that do not divide the lines changes no bit;
+//   - every metric and reduction (all, best, top-k, threshold) on the exact path (few references) and the
+//     GEMM path (many references; TF32 and FP32) agrees with the CPU backend: scores within the tolerance
+//     table, indices equal except for near ties (the CPU score of CUDA's pick equals the CPU best within
+//     tolerance);
+//   - no-data pixels give NaN / -1;
+//   - on a real scene (HYDICE) with 200 real reference spectra, the TF32 path picks the CPU's best reference.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "spectral_test_util.hpp"
+#include "spectrasift/context.hpp"
+#include "spectrasift/envi.hpp"
+#include "spectrasift/error.hpp"
+#include "spectrasift/spectral.hpp"
+#include "tolerances.hpp"
+
+namespace spectrasift::test {
+namespace {
+
+bool have_cuda() {
+  for (const auto& d : list_devices())
+    if (d.backend == Backend::kCuda) return true;
+  return false;
+}
+
+Context make_ctx(Backend b) {
+  ContextOptions o;
+  o.backend = b;
+  o.threads = 2;
+  return Context(o);
+}
+
+bool bits_equal(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+const char* type_name(int t) {
+  switch (t) {
+    case 1: return "u8"; case 2: return "i16"; case 3: return "i32"; case 4: return "f32"; case 5: return "f64";
+    case 12: return "u16"; case 13: return "u32"; case 14: return "i64"; case 15: return "u64";
+  }
+  return "?";
+}
+
+class SpectralCuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!have_cuda()) GTEST_SKIP() << "no CUDA device on this machine (or the CUDA backend is not compiled in)";
+  }
+};
+
+/// Compares a CUDA result with the CPU result of the same call: scores within tolerance (NaN with NaN);
+/// indices equal, or a near tie: the CPU's score of CUDA's pick agrees with the CPU's score at that rank.
+/// `cpu_all` (the CPU's kAll scores, band per reference) decides near ties. Returns the exact index matches.
+std::size_t expect_agree(const SpectralResult& cuda, const SpectralResult& cpu, const SpectralResult* cpu_all, Metric m,
+                         const std::string& what) {
+  const Tolerance tol = backend_vs_cpu(Backend::kCuda, m);
+  EXPECT_EQ(cuda.scores.size(), cpu.scores.size()) << what;
+  EXPECT_EQ(cuda.index.size(), cpu.index.size()) << what;
+  if (cuda.scores.size() != cpu.scores.size() || cuda.index.size() != cpu.index.size()) return 0;
+  int bad = 0;
+  for (std::size_t i = 0; i < cpu.scores.size(); ++i)
+    if (!scores_agree(m, cuda.scores[i], cpu.scores[i], tol) && ++bad <= 5)
+      ADD_FAILURE() << what << ": score " << i << " cuda " << cuda.scores[i] << " cpu " << cpu.scores[i];
+  EXPECT_EQ(bad, 0) << what;
+  std::size_t same = 0;
+  const std::size_t plane = std::size_t(cpu.samples) * cpu.lines;
+  int bad_index = 0;
+  for (std::size_t i = 0; i < cpu.index.size(); ++i) {
+    if (cuda.index[i] == cpu.index[i]) {
+      ++same;
+      continue;
+    }
+    bool near_tie = false;
+    if (cpu_all && cuda.index[i] >= 0 && cpu.index[i] >= 0) {
+      const std::size_t p = i % plane;
+      const float mine = cpu_all->scores[std::size_t(cuda.index[i]) * plane + p];
+      near_tie = scores_agree(m, mine, cpu.scores[i], tol);
+    }
+    if (!near_tie && ++bad_index <= 5)
+      ADD_FAILURE() << what << ": index " << i << " cuda " << cuda.index[i] << " cpu " << cpu.index[i];
+  }
+  EXPECT_EQ(bad_index, 0) << what;
+  return same;
+}
+
+// Every ENVI type in both byte orders and every interleave, with an odd header offset so that the map is
+// misaligned: the CUDA scores are the same bits for every encoding; ed equals the CPU's bit for bit
+// (integer cube: the squared distance is exact), sam agrees within the tolerance table.
+TEST_F(SpectralCuda, EveryTypeInterleaveAndByteOrder) {
+  TempDir dir("cuda-types");
+  const TestCube c = TestCube::random(37, 23, 19, 11, /*integer=*/true, /*scale=*/80.0);  // 0..~190: fits u8
+  const SpectralLibrary ref = library_of({pixel_spectrum(c, 5, 7)});
+  Context gpu = make_ctx(Backend::kCuda), cpu = make_ctx(Backend::kCpu);
+  const EnviCube base = open_envi(write_cube(dir.path(), "base", c, 1, "bsq", false));
+  for (Metric m : {Metric::kEuclidean, Metric::kSpectralAngle}) {
+    SpectralOptions opt;
+    opt.metric = m;
+    opt.reduction = Reduction::kBest;
+    opt.chunk_lines = 7;  // 23 = 7 + 7 + 7 + 2
+    const SpectralResult want_cpu = spectral_match(cpu, base, ref, opt);
+    const SpectralResult want = spectral_match(gpu, base, ref, opt);
+    if (m == Metric::kEuclidean) {
+      EXPECT_TRUE(bits_equal(want.scores, want_cpu.scores)) << "ed u8 bsq: CUDA vs CPU bits";
+    }
+    expect_agree(want, want_cpu, nullptr, m, std::string("u8 bsq ") + to_string(m));
+    int cubes = 0;
+    for (int t : {1, 2, 3, 4, 5, 12, 13, 14, 15})
+      for (const char* il : {"bsq", "bil", "bip"})
+        for (bool be : {false, true}) {
+          const std::string name = std::string(type_name(t)) + "_" + il + (be ? "_be" : "_le");
+          const EnviCube cube = open_envi(write_cube(dir.path(), name, c, t, il, be, {}, 3));
+          const SpectralResult got = spectral_match(gpu, cube, ref, opt);
+          EXPECT_TRUE(bits_equal(got.scores, want.scores)) << to_string(m) << " " << name;
+          EXPECT_EQ(got.index, want.index) << to_string(m) << " " << name;
+          ++cubes;
+        }
+    EXPECT_EQ(cubes, 54);
+  }
+}
+
+// Chunks of 1, 5 and 7 lines (none divides 23), the whole cube, and the automatic size give the same bits
+// for every metric, on the one-reference kernel, the exact multi-reference kernel and the GEMM path.
+TEST_F(SpectralCuda, StreamingChunksDoNotChangeABit) {
+  TempDir dir("cuda-chunks");
+  const TestCube c = TestCube::random(29, 23, 31, 5, /*integer=*/false);
+  std::vector<std::vector<double>> spectra;
+  for (int i = 0; i < 120; ++i) spectra.push_back(pixel_spectrum(c, (i * 7) % 29, (i * 3) % 23));
+  const SpectralLibrary many = library_of(spectra);
+  const SpectralLibrary one = library_of({spectra[3]});
+  const SpectralLibrary few = library_of({spectra[0], spectra[1], spectra[2], spectra[3], spectra[4]});
+  Context gpu = make_ctx(Backend::kCuda);
+  for (const char* il : {"bsq", "bip"}) {
+    const EnviCube cube = open_envi(write_cube(dir.path(), std::string("c_") + il, c, 4, il, false));
+    for (Metric m : all_metrics())
+      for (const SpectralLibrary* lib : {&one, &few, &many}) {
+        SpectralOptions opt;
+        opt.metric = m;
+        opt.reduction = lib == &few ? Reduction::kAll : Reduction::kBest;
+        opt.chunk_lines = 23;
+        const SpectralResult want = spectral_match(gpu, cube, *lib, opt);
+        for (int chunk : {1, 5, 7, 0}) {
+          opt.chunk_lines = chunk;
+          const SpectralResult got = spectral_match(gpu, cube, *lib, opt);
+          EXPECT_TRUE(bits_equal(got.scores, want.scores)) << il << " " << to_string(m) << " refs " << lib->count << " chunk " << chunk;
+          EXPECT_EQ(got.index, want.index) << il << " " << to_string(m) << " refs " << lib->count << " chunk " << chunk;
+        }
+      }
+  }
+}
+
+// Every metric and every reduction against the CPU backend, on the exact path (5 references) and on the
+// GEMM path (150 references, TF32 and FP32), on a BIL cube with a bad band and a reflectance scale factor.
+TEST_F(SpectralCuda, EveryMetricAndReductionAgreesWithCpu) {
+  TempDir dir("cuda-reductions");
+  const TestCube c = TestCube::random(31, 27, 40, 9, /*integer=*/true);
+  std::string bbl = "bbl = {";
+  for (int b = 0; b < 40; ++b) bbl += std::string(b ? ", " : "") + (b == 13 ? "0" : "1");
+  bbl += "}\nreflectance scale factor = 1000\n";
+  const EnviCube cube = open_envi(write_cube(dir.path(), "c", c, 2, "bil", false, bbl));
+  const TestCube scaled = read_values(cube);
+  std::vector<std::vector<double>> spectra;
+  for (int i = 0; i < 150; ++i) {
+    auto s = pixel_spectrum(scaled, (i * 11) % 31, (i * 5) % 27);
+    for (auto& v : s) v *= 1.0 + 0.01 * ((i * 37) % 7);
+    spectra.push_back(s);
+  }
+  const SpectralLibrary many = library_of(spectra);
+  const SpectralLibrary few = library_of({spectra[0], spectra[10], spectra[20], spectra[30], spectra[40]});
+  Context gpu = make_ctx(Backend::kCuda), cpu = make_ctx(Backend::kCpu);
+  for (Metric m : all_metrics()) {
+    for (const SpectralLibrary* lib : {&few, &many}) {
+      SpectralOptions all;
+      all.metric = m;
+      all.reduction = Reduction::kAll;
+      const SpectralResult cpu_all = spectral_match(cpu, cube, *lib, all);
+      if (lib == &few) {
+        const SpectralResult g = spectral_match(gpu, cube, *lib, all);
+        expect_agree(g, cpu_all, nullptr, m, std::string("all ") + to_string(m));
+      }
+      for (bool tf32 : {true, false}) {
+        if (lib == &few && !tf32) continue;  // no GEMM on the exact path
+        for (Reduction r : {Reduction::kBest, Reduction::kTopK, Reduction::kThreshold}) {
+          SpectralOptions opt;
+          opt.metric = m;
+          opt.reduction = r;
+          opt.top_k = 3;
+          opt.allow_tensor_cores = tf32;
+          // A threshold that keeps about half of the pixels: the median of the CPU's best scores.
+          SpectralOptions best = opt;
+          best.reduction = Reduction::kBest;
+          const SpectralResult cpu_best = spectral_match(cpu, cube, *lib, best);
+          // (in the widest gap of the middle half of the sorted scores, so that no pixel sits on it)
+          std::vector<float> sorted;
+          for (float v : cpu_best.scores)
+            if (!std::isnan(v)) sorted.push_back(v);
+          std::sort(sorted.begin(), sorted.end());
+          std::size_t gap = sorted.size() / 4;
+          for (std::size_t i = sorted.size() / 4; i + 1 < 3 * sorted.size() / 4; ++i)
+            if (sorted[i + 1] - sorted[i] > sorted[gap + 1] - sorted[gap]) gap = i;
+          opt.threshold = 0.5 * (double(sorted[gap]) + double(sorted[gap + 1]));
+          const SpectralResult want = spectral_match(cpu, cube, *lib, opt);
+          const SpectralResult got = spectral_match(gpu, cube, *lib, opt);
+          const std::string what = std::string(to_string(m)) + (r == Reduction::kBest ? " best" : r == Reduction::kTopK ? " top3" : " threshold") +
+                                   " refs " + std::to_string(lib->count) + (tf32 ? " tf32" : " fp32");
+          const std::size_t same = expect_agree(got, want, &cpu_all, m, what);
+          EXPECT_GE(double(same), 0.99 * double(want.index.size())) << what;
+        }
+      }
+    }
+  }
+}
+
+// A pixel holding the data ignore value in a used band gives NaN and index -1 on every path.
+TEST_F(SpectralCuda, NoDataPixels) {
+  TempDir dir("cuda-nodata");
+  TestCube c = TestCube::random(13, 11, 17, 3, /*integer=*/true);
+  c.at(4, 6, 9) = -999;
+  c.at(10, 0, 0) = -999;
+  const EnviCube cube = open_envi(write_cube(dir.path(), "c", c, 2, "bip", false, "data ignore value = -999\n"));
+  std::vector<std::vector<double>> spectra;
+  for (int i = 0; i < 100; ++i) spectra.push_back(pixel_spectrum(c, i % 13, (i / 13) % 11 == 4 ? 5 : (i / 13) % 11));
+  Context gpu = make_ctx(Backend::kCuda);
+  for (int count : {1, 5, 100})
+    for (Metric m : all_metrics()) {
+      std::vector<std::vector<double>> s(spectra.begin(), spectra.begin() + count);
+      SpectralOptions opt;
+      opt.metric = m;
+      opt.reduction = Reduction::kBest;
+      const SpectralResult r = spectral_match(gpu, cube, library_of(s), opt);
+      for (auto [x, y] : {std::pair{6, 4}, std::pair{0, 10}}) {
+        const std::size_t p = std::size_t(y) * 13 + x;
+        EXPECT_TRUE(std::isnan(r.scores[p])) << to_string(m) << " refs " << count;
+        EXPECT_EQ(r.index[p], -1) << to_string(m) << " refs " << count;
+      }
+      EXPECT_FALSE(std::isnan(r.scores[0])) << to_string(m) << " refs " << count;
+    }
+}
+
+// A real scene (HYDICE urban, uint16, 162 bands) against 200 real spectra of the scene (pixels and
+// mixtures of pixels): the TF32 GEMM path with exact rescoring picks the CPU's best reference (near ties
+// aside) on every pixel, and exactly the same reference on at least 99.9% of them.
+TEST_F(SpectralCuda, Tf32BestMatchesCpuOnRealScene) {
+  const EnviCube cube = open_envi(fs::path(SPECTRASIFT_TEST_DATA) / "hydice_data.hdr");
+  const TestCube v = read_values(cube);
+  std::vector<std::vector<double>> spectra;
+  for (int i = 0; i < 200; ++i) {
+    const auto a = pixel_spectrum(v, (i * 13) % v.samples, (i * 7) % v.lines);
+    const auto b = pixel_spectrum(v, (i * 29 + 3) % v.samples, (i * 17 + 5) % v.lines);
+    std::vector<double> s(a.size());
+    const double w = (i % 5) / 8.0;
+    for (std::size_t k = 0; k < s.size(); ++k) s[k] = (1 - w) * a[k] + w * b[k];
+    spectra.push_back(s);
+  }
+  const SpectralLibrary lib = library_of(spectra);
+  Context gpu = make_ctx(Backend::kCuda), cpu = make_ctx(Backend::kCpu);
+  for (Metric m : all_metrics()) {
+    SpectralOptions all;
+    all.metric = m;
+    all.reduction = Reduction::kAll;
+    const SpectralResult cpu_all = spectral_match(cpu, cube, lib, all);
+    SpectralOptions opt;
+    opt.metric = m;
+    opt.reduction = Reduction::kBest;
+    const SpectralResult want = spectral_match(cpu, cube, lib, opt);
+    const SpectralResult got = spectral_match(gpu, cube, lib, opt);
+    const std::size_t same = expect_agree(got, want, &cpu_all, m, std::string("hydice tf32 ") + to_string(m));
+    EXPECT_GE(double(same), 0.999 * double(want.index.size())) << to_string(m);
+  }
+}
+
+}  // namespace
+}  // namespace spectrasift::test
