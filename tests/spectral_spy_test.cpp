@@ -1,0 +1,100 @@
+// Spectral Python (Debian's python3-spectral, run with /usr/bin/python3) against the CPU backend on the
+// real HYDICE scene of tests/data: spectral_angles with the mean target spectrum and five pixel spectra.
+// Skipped with a message when /usr/bin/python3 or its spectral module is missing (e.g. the GPU machine).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+
+#include "spectral_test_util.hpp"
+#include "spectrasift/spectral.hpp"
+
+using namespace spectrasift;
+using namespace spectrasift::test;
+
+namespace {
+
+std::string capture(const std::string& cmd, int& status) {
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) {
+    status = -1;
+    return {};
+  }
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+  const int s = ::pclose(p);
+  status = WIFEXITED(s) ? WEXITSTATUS(s) : -1;
+  return out;
+}
+
+}  // namespace
+
+TEST(SpectralSpy, SpectralAnglesAgreeOnTheHydiceScene) {
+  int status = 0;
+  capture("/usr/bin/python3 -c 'import spectral, numpy' 2>/dev/null", status);
+  if (status != 0) GTEST_SKIP() << "Spectral Python is missing (/usr/bin/python3 with python3-spectral and python3-numpy)";
+
+  const fs::path data = SPECTRASIFT_TEST_DATA;
+  const EnviCube cube = open_envi(data / "hydice_data.hdr");
+  const EnviCube targets = open_envi(data / "hydice_data_targets.hdr");
+  std::vector<std::uint8_t> mask;
+  for (int y = 0; y < 100; ++y)
+    for (int x = 0; x < 80; ++x) mask.push_back(targets.value(y, x, 0) != 0);
+  SpectralLibrary lib = reference_from_mask(cube, mask, "targets");
+  const std::vector<std::pair<int, int>> xy = {{10, 10}, {40, 50}, {79, 99}, {0, 0}, {33, 3}};
+  const SpectralLibrary px = reference_from_pixels(cube, xy);
+  lib.count += px.count;
+  lib.spectra.insert(lib.spectra.end(), px.spectra.begin(), px.spectra.end());
+  ContextOptions co;
+  co.backend = Backend::kCpu;
+  Context ctx(co);
+  SpectralOptions o;
+  o.metric = Metric::kSpectralAngle;
+  const SpectralResult r = spectral_match(ctx, cube, lib, o);
+
+  TempDir dir("spy");
+  {
+    std::ofstream f(dir / "ours.f32", std::ios::binary);
+    f.write(reinterpret_cast<const char*>(r.scores.data()), std::streamsize(r.scores.size() * sizeof(float)));
+  }
+  // (Built piece by piece: GCC 12 warns falsely on literal + std::string chains at -O3.)
+  auto quoted = [](const fs::path& p) {
+    std::string s(1, '"');
+    s += p.string();
+    s += '"';
+    return s;
+  };
+  std::string cmd = "/usr/bin/python3 ";
+  cmd += quoted(fs::path(SPECTRASIFT_TEST_DATA).parent_path() / "spy_compare.py");
+  for (const fs::path& p : {data / "hydice_data.hdr", data / "hydice_data_targets.hdr", dir / "ours.f32"}) {
+    cmd += ' ';
+    cmd += quoted(p);
+  }
+  for (const auto& [x, y] : xy) {
+    cmd += ' ';
+    cmd += std::to_string(x);
+    cmd += ',';
+    cmd += std::to_string(y);
+  }
+  const std::string out = capture(cmd, status);
+  ASSERT_EQ(status, 0) << out;
+  const auto j = nlohmann::json::parse(out);
+  std::cout << "Spectral Python " << j["spy_version"] << ": " << out << "\n";
+  EXPECT_EQ(j["pixels"], 8000);
+  EXPECT_EQ(j["references"], 6);
+  // Stated tolerance (float32 dot products against SPy's float64): 3e-6 on the cosine everywhere; on the
+  // angle 1e-4 rad where SPy's angle exceeds 0.01 rad, and 5e-4 rad overall (near 0, acos turns a 1e-7
+  // error of the cosine into sqrt(2e-7) = 4.5e-4 rad: a reference pixel against itself).
+  EXPECT_LT(j["max_cos_diff"].get<double>(), 3e-6);
+  EXPECT_LT(j["max_abs_diff_rad_above_0_01"].get<double>(), 1e-4);
+  EXPECT_LT(j["max_abs_diff_rad"].get<double>(), 5e-4);
+  // The best of the six references is the same on at least 99.9% of the pixels (only near-ties may differ).
+  EXPECT_GE(j["best_agreement"].get<double>(), 0.999);
+  // The figure of /work/shared/data/README.md for hydice_data, from both implementations.
+  EXPECT_NEAR(j["auc_spy"].get<double>(), 0.9964, 0.00005);
+  EXPECT_NEAR(j["auc_ours"].get<double>(), j["auc_spy"].get<double>(), 1e-6);
+}
