@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <random>
 #include <vector>
@@ -220,6 +221,25 @@ TEST(Matcher, SameResultForAnyThreadCount) {
     ASSERT_EQ(a[i].distance1, c[i].distance1);  // bit for bit
     ASSERT_EQ(a[i].distance2, b[i].distance2);
   }
+}
+
+TEST(Matcher, EverySimdBuildGivesIdenticalResults) {
+  // The CPU kernel exists as AVX-512, AVX2 and SSE2 builds; SPECTRASIFT_MATCH_ISA caps the choice.
+  const Features q = random_features(61, 17, false), t = random_features(203, 18, false);
+  auto ctx = cpu_context();
+  std::vector<std::vector<Top2>> results;
+  for (const char* isa : {"base", "avx2", "avx512"}) {
+    ::setenv("SPECTRASIFT_MATCH_ISA", isa, 1);
+    results.push_back(nearest_two(ctx, q, t));
+  }
+  ::unsetenv("SPECTRASIFT_MATCH_ISA");
+  for (std::size_t k = 1; k < results.size(); ++k)
+    for (std::size_t i = 0; i < q.size(); ++i) {
+      ASSERT_EQ(results[k][i].best1, results[0][i].best1);
+      ASSERT_EQ(results[k][i].best2, results[0][i].best2);
+      ASSERT_EQ(results[k][i].distance1, results[0][i].distance1);  // bit for bit
+      ASSERT_EQ(results[k][i].distance2, results[0][i].distance2);
+    }
 }
 
 TEST(Matcher, EmptyAndSingleTrain) {
