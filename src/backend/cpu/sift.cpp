@@ -5,6 +5,15 @@
 // descriptors run OpenMP over keypoints, each writing its own row. Every keypoint is computed from the
 // pyramid alone, so the set of results does not depend on the thread count or scheduling; the caller
 // sorts it into the canonical order.
+// Let g++ if-convert and vectorise the per-sample loops (the selects of the polynomial atan2): with
+// no-trapping-math a select may compute both arms. It changes no result; fast-math stays off. Set for
+// the whole file (before any include) so that every inline function here is compiled with the same
+// options and can be inlined into the loops. (sqrt stays in the scalar loops: with math-errno, which a
+// pragma cannot turn off for the builtin, g++ does not vectorise it.)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
+
 #include <omp.h>
 
 #include <algorithm>
@@ -55,21 +64,57 @@ SIFT_CLONES void extrema_flags(const float* __restrict p0, const float* __restri
   }
 }
 
-// Gradient samples of a window: dx, dy of each used pixel, then their direction (degrees) and magnitude.
-SIFT_CLONES void direction_magnitude(const float* __restrict dx, const float* __restrict dy, float* __restrict ori,
-                                     float* __restrict mag, int n) {
-  for (int k = 0; k < n; ++k) {
-    ori[k] = sift_atan2_deg(dy[k], dx[k]);
-    mag[k] = std::sqrt(dx[k] * dx[k] + dy[k] * dy[k]);
+// One row of an orientation window, x = x0 .. x0 + n - 1: histogram bin and squared magnitude of the
+// gradient (vectorised), then the weighted magnitudes added to raw[36] in order (scalar).
+SIFT_CLONES void orientation_row(const float* __restrict up, const float* __restrict mid, const float* __restrict dn,
+                                 int x0, int n, const float* __restrict wrow, int* __restrict bin,
+                                 float* __restrict mag2, float* __restrict raw) {
+  for (int t = 0; t < n; ++t) {
+    const int x = x0 + t;
+    const float dx = mid[x + 1] - mid[x - 1];
+    const float dy = up[x] - dn[x];
+    bin[t] = sift_orientation_bin(sift_atan2_deg(dy, dx));
+    mag2[t] = dx * dx + dy * dy;
+  }
+  for (int t = 0; t < n; ++t) raw[bin[t]] += wrow[t] * std::sqrt(mag2[t]);
+}
+
+// Trilinear accumulation of n samples (weights wi * wj[t]) into the descriptor histogram, in sample
+// order (scalar: the 8 targets of a sample may be shared with the next one).
+SIFT_CLONES void descriptor_accumulate_row(float* hist, const float* rbin, const float* cbin, const float* obin,
+                                           const float* mag2, float wi, const float* wj, int n) {
+  for (int t = 0; t < n; ++t)
+    sift_descriptor_accumulate(hist, rbin[t], cbin[t], obin[t], std::sqrt(mag2[t]) * (wi * wj[t]));
+}
+
+// One row i of a descriptor window, for the columns j = j0 .. j0 + n - 1 that are all inside the
+// grid: fractional bins and weighted magnitudes, with OpenCV's float operation order for the bins.
+SIFT_CLONES void descriptor_row(const float* __restrict up, const float* __restrict mid, const float* __restrict dn,
+                                int cx, int j0, int n, float fi, float cos_t, float sin_t, float ori_kp,
+                                float bins_per_deg, float* __restrict rbin, float* __restrict cbin,
+                                float* __restrict obin, float* __restrict mag2) {
+  for (int t = 0; t < n; ++t) {
+    const int j = j0 + t;
+    const int x = cx + j;
+    const float fj = float(j);
+    const float c_rot = fj * cos_t - fi * sin_t;
+    const float r_rot = fj * sin_t + fi * cos_t;
+    rbin[t] = r_rot + 2.0f - 0.5f;
+    cbin[t] = c_rot + 2.0f - 0.5f;
+    const float dx = mid[x + 1] - mid[x - 1];
+    const float dy = up[x] - dn[x];
+    obin[t] = (sift_atan2_deg(dy, dx) - ori_kp) * bins_per_deg;
+    mag2[t] = dx * dx + dy * dy;
   }
 }
 
 // Per-thread scratch of the orientation and descriptor windows.
 struct Scratch {
-  std::vector<float> dx, dy, ori, mag, w, rbin, cbin, ex;
+  std::vector<float> a, b, c, d, ex;
+  std::vector<int> bin;
   void reserve(std::size_t n) {
-    if (dx.size() >= n) return;
-    dx.resize(n); dy.resize(n); ori.resize(n); mag.resize(n); w.resize(n); rbin.resize(n); cbin.resize(n);
+    if (a.size() >= n) return;
+    a.resize(n); b.resize(n); c.resize(n); d.resize(n); bin.resize(n);
   }
 };
 
@@ -88,28 +133,23 @@ void gather27(const std::vector<SiftPlane>& dog, int l, int r, int c, float* n) 
 float orientation_histogram(const SiftPlane& img, int c, int r, int radius, float sigma, float* hist, Scratch& s) {
   const float expf_scale = -1.0f / (2.0f * sigma * sigma);
   const std::size_t side = std::size_t(2 * radius + 1);
-  s.reserve(side * side);
-  s.ex.resize(std::size_t(radius) + 1);
-  // exp(-(i^2 + j^2) / (2 s^2)) = e(i) e(j): radius + 1 exponentials instead of (2 radius + 1)^2.
-  for (int i = 0; i <= radius; ++i) s.ex[std::size_t(i)] = std::exp(float(i * i) * expf_scale);
-  int len = 0;
+  s.reserve(side);
+  // exp(-(i^2 + j^2) / (2 s^2)) = e(i) e(j): 2 radius + 1 exponentials instead of (2 radius + 1)^2.
+  s.ex.resize(side);
+  for (int i = -radius; i <= radius; ++i) s.ex[std::size_t(i + radius)] = std::exp(float(i * i) * expf_scale);
   const int x_lo = std::max(c - radius, 1), x_hi = std::min(c + radius, img.w - 2);
-  for (int i = -radius; i <= radius; ++i) {
-    const int y = r + i;
-    if (y <= 0 || y >= img.h - 1) continue;
-    const float* up = img.row(y - 1);
-    const float* mid = img.row(y);
-    const float* dn = img.row(y + 1);
-    const float wi = s.ex[std::size_t(std::abs(i))];
-    for (int x = x_lo; x <= x_hi; ++x, ++len) {
-      s.dx[std::size_t(len)] = mid[x + 1] - mid[x - 1];
-      s.dy[std::size_t(len)] = up[x] - dn[x];
-      s.w[std::size_t(len)] = wi * s.ex[std::size_t(std::abs(x - c))];
+  const int n = x_hi - x_lo + 1;
+  float raw[SIFT_ORI_HIST_BINS] = {};
+  if (n > 0) {
+    float* wrow = s.c.data();
+    for (int i = -radius; i <= radius; ++i) {
+      const int y = r + i;
+      if (y <= 0 || y >= img.h - 1) continue;
+      const float wi = s.ex[std::size_t(i + radius)];
+      for (int t = 0; t < n; ++t) wrow[t] = wi * s.ex[std::size_t(x_lo + t - c + radius)];
+      orientation_row(img.row(y - 1), img.row(y), img.row(y + 1), x_lo, n, wrow, s.bin.data(), s.b.data(), raw);
     }
   }
-  direction_magnitude(s.dx.data(), s.dy.data(), s.ori.data(), s.mag.data(), len);
-  float raw[SIFT_ORI_HIST_BINS] = {};
-  for (int k = 0; k < len; ++k) raw[sift_orientation_bin(s.ori[std::size_t(k)])] += s.w[std::size_t(k)] * s.mag[std::size_t(k)];
   return sift_orientation_smooth(raw, hist);
 }
 
@@ -275,41 +315,34 @@ void SiftPlan::describe(const std::vector<Keypoint>& keypoints, float* out, int 
       cos_t /= hist_width;
       sin_t /= hist_width;
       const std::size_t side = std::size_t(2 * radius + 1);
-      s.reserve(side * side);
+      s.reserve(side);
       // exp(-(u^2 + v^2) / 8) with u^2 + v^2 = (i^2 + j^2) / hw^2: separable in i and j.
-      s.ex.resize(std::size_t(radius) + 1);
+      s.ex.resize(side);
       const float inv_hw2 = 1.0f / (hist_width * hist_width);
-      for (int i = 0; i <= radius; ++i) s.ex[std::size_t(i)] = std::exp(float(i * i) * inv_hw2 * exp_scale);
-      int len = 0;
+      for (int i = -radius; i <= radius; ++i)
+        s.ex[std::size_t(i + radius)] = std::exp(float(i * i) * inv_hw2 * exp_scale);
+      std::fill(hist, hist + SIFT_DESCR_HIST_LEN, 0.0f);
+      auto inside = [&](int j, float fi) {
+        const float fj = float(j);
+        const float rbin = fj * sin_t + fi * cos_t + 2.0f - 0.5f;
+        const float cbin = fj * cos_t - fi * sin_t + 2.0f - 0.5f;
+        return rbin > -1 && rbin < d && cbin > -1 && cbin < d;
+      };
       for (int i = -radius; i <= radius; ++i) {
         const int y = cy + i;
         if (y <= 0 || y >= img.h - 1) continue;
-        const float* up = img.row(y - 1);
-        const float* mid = img.row(y);
-        const float* dn = img.row(y + 1);
-        const float wi = s.ex[std::size_t(std::abs(i))];
-        for (int j = -radius; j <= radius; ++j) {
-          const float c_rot = float(j) * cos_t - float(i) * sin_t;
-          const float r_rot = float(j) * sin_t + float(i) * cos_t;
-          const float rbin = r_rot + float(d / 2) - 0.5f;
-          const float cbin = c_rot + float(d / 2) - 0.5f;
-          const int x = cx + j;
-          if (rbin > -1 && rbin < d && cbin > -1 && cbin < d && x > 0 && x < img.w - 1) {
-            s.dx[std::size_t(len)] = mid[x + 1] - mid[x - 1];
-            s.dy[std::size_t(len)] = up[x] - dn[x];
-            s.rbin[std::size_t(len)] = rbin;
-            s.cbin[std::size_t(len)] = cbin;
-            s.w[std::size_t(len)] = wi * s.ex[std::size_t(std::abs(j))];
-            ++len;
-          }
-        }
-      }
-      direction_magnitude(s.dx.data(), s.dy.data(), s.ori.data(), s.mag.data(), len);
-      std::fill(hist, hist + SIFT_DESCR_HIST_LEN, 0.0f);
-      for (int t = 0; t < len; ++t) {
-        const float obin = (s.ori[std::size_t(t)] - ori) * bins_per_deg;
-        sift_descriptor_accumulate(hist, s.rbin[std::size_t(t)], s.cbin[std::size_t(t)], obin,
-                                   s.mag[std::size_t(t)] * s.w[std::size_t(t)]);
+        const float fi = float(i);
+        // rbin and cbin are monotone in j (a float product by a constant is monotone), so the samples
+        // of this row inside the grid form one run [j_lo, j_hi]: find its ends with the exact test.
+        int j_lo = std::max(-radius, 1 - cx), j_hi = std::min(radius, img.w - 2 - cx);
+        while (j_lo <= j_hi && !inside(j_lo, fi)) ++j_lo;
+        while (j_hi >= j_lo && !inside(j_hi, fi)) --j_hi;
+        if (j_lo > j_hi) continue;
+        const int n = j_hi - j_lo + 1;
+        descriptor_row(img.row(y - 1), img.row(y), img.row(y + 1), cx, j_lo, n, fi, cos_t, sin_t, ori, bins_per_deg,
+                       s.a.data(), s.b.data(), s.c.data(), s.d.data());
+        descriptor_accumulate_row(hist, s.a.data(), s.b.data(), s.c.data(), s.d.data(), s.ex[std::size_t(i + radius)],
+                                  s.ex.data() + (j_lo + radius), n);
       }
       sift_descriptor_finalize(hist, out + std::size_t(idx) * Features::kDescriptorSize);
     }

@@ -18,8 +18,12 @@
 // multiversioning). With -ffp-contract=off no FMA is formed, so both clones give identical bits.
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
 #define SIFT_CLONES __attribute__((target_clones("avx2", "default")))
+// g++ -O3 "unroll-and-jams" the tap loop around the vectorised column loop and emits scalar code for
+// the result; keep the two-level structure so that the column loop stays vectorised.
+#define SIFT_NO_JAM __attribute__((optimize("no-loop-unroll-and-jam")))
 #else
 #define SIFT_CLONES
+#define SIFT_NO_JAM
 #endif
 
 namespace spectrasift::cpu {
@@ -65,29 +69,62 @@ std::vector<float> sift_gaussian_half_kernel(double sigma) {
 
 namespace {
 
+// Both passes work on blocks of kBlock columns held in a local accumulator, so that the compiler knows
+// that the output does not alias the inputs and vectorises the tap loop.
+constexpr int kBlock = 256;
+
 // out[x] = k0 * c[x] + sum_i k_i * (rows[2i-2][x] + rows[2i-1][x]); rows holds the pairs (y - i, y + i).
-SIFT_CLONES void vertical_pass(float* __restrict out, const float* __restrict c, const float* const* rows,
-                               const float* __restrict k, int r, int w) {
+SIFT_CLONES SIFT_NO_JAM void vertical_pass(float* out, const float* c, const float* const* rows, const float* k, int r, int w) {
+  float acc[kBlock];
   const float k0 = k[0];
-  for (int x = 0; x < w; ++x) out[x] = k0 * c[x];
-  for (int i = 1; i <= r; ++i) {
-    const float* __restrict a = rows[2 * i - 2];
-    const float* __restrict b = rows[2 * i - 1];
-    const float ki = k[i];
-    for (int x = 0; x < w; ++x) out[x] += ki * (a[x] + b[x]);
+  for (int x0 = 0; x0 < w; x0 += kBlock) {
+    const int n = std::min(kBlock, w - x0);
+    for (int x = 0; x < n; ++x) acc[x] = k0 * c[x0 + x];
+    int i = 1;
+    // Two taps per sweep (the same left-to-right summation as one tap at a time). Written out because
+    // g++'s own unroll-and-jam of this loop pair produces scalar code.
+    for (; i + 1 <= r; i += 2) {
+      const float* a = rows[2 * i - 2] + x0;
+      const float* b = rows[2 * i - 1] + x0;
+      const float* a2 = rows[2 * i] + x0;
+      const float* b2 = rows[2 * i + 1] + x0;
+      const float ki = k[i], ki2 = k[i + 1];
+      for (int x = 0; x < n; ++x) acc[x] = (acc[x] + ki * (a[x] + b[x])) + ki2 * (a2[x] + b2[x]);
+    }
+    for (; i <= r; ++i) {
+      const float* a = rows[2 * i - 2] + x0;
+      const float* b = rows[2 * i - 1] + x0;
+      const float ki = k[i];
+      for (int x = 0; x < n; ++x) acc[x] += ki * (a[x] + b[x]);
+    }
+    for (int x = 0; x < n; ++x) out[x0 + x] = acc[x];
   }
 }
 
 // out[x] = k0 * t[x] + sum_i k_i * (t[x - i] + t[x + i]); t is padded by r on both sides.
-SIFT_CLONES void horizontal_pass(float* __restrict out, const float* __restrict t, const float* __restrict k,
-                                 int r, int w) {
+SIFT_CLONES SIFT_NO_JAM void horizontal_pass(float* out, const float* t, const float* k, int r, int w) {
+  float acc[kBlock];
   const float k0 = k[0];
-  for (int x = 0; x < w; ++x) out[x] = k0 * t[x];
-  for (int i = 1; i <= r; ++i) {
-    const float ki = k[i];
-    const float* __restrict a = t - i;
-    const float* __restrict b = t + i;
-    for (int x = 0; x < w; ++x) out[x] += ki * (a[x] + b[x]);
+  for (int x0 = 0; x0 < w; x0 += kBlock) {
+    const int n = std::min(kBlock, w - x0);
+    const float* tb = t + x0;
+    for (int x = 0; x < n; ++x) acc[x] = k0 * tb[x];
+    int i = 1;
+    for (; i + 1 <= r; i += 2) {
+      const float* a = tb - i;
+      const float* b = tb + i;
+      const float* a2 = tb - i - 1;
+      const float* b2 = tb + i + 1;
+      const float ki = k[i], ki2 = k[i + 1];
+      for (int x = 0; x < n; ++x) acc[x] = (acc[x] + ki * (a[x] + b[x])) + ki2 * (a2[x] + b2[x]);
+    }
+    for (; i <= r; ++i) {
+      const float* a = tb - i;
+      const float* b = tb + i;
+      const float ki = k[i];
+      for (int x = 0; x < n; ++x) acc[x] += ki * (a[x] + b[x]);
+    }
+    for (int x = 0; x < n; ++x) out[x0 + x] = acc[x];
   }
 }
 
