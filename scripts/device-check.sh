@@ -49,7 +49,7 @@ if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export 
 # ---- the machine ----
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown) $(git status --porcelain 2>/dev/null | grep -q . && echo '(with uncommitted changes)')"
+  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo "${COMMIT:-unknown (no .git here; set COMMIT)}")"
   echo "host: $(uname -a)"
   echo "cpus: $(nproc); $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null)"
   echo; nvidia-smi 2>&1 || echo "nvidia-smi: not available"
@@ -77,7 +77,7 @@ cli="$BUILD/bin/spectrasift"
 
 # ---- tests ----
 if [ $run_tests = 1 ]; then
-  step ctest "$OUT/ctest.log" ctest --test-dir "$BUILD" --output-on-failure -j4 --timeout 300
+  step ctest "$OUT/ctest.log" ctest --test-dir "$BUILD" --output-on-failure -j"${CTEST_JOBS:-8}" --timeout 300
   grep -E "tests passed|tests failed|Failed|\*\*\*" "$OUT/ctest.log" | tail -30 >>"$summary"
 else
   skip "ctest (--no-tests)"
@@ -87,7 +87,7 @@ fi
 bench_log="$OUT/bench.log"; : >"$bench_log"
 tables="$OUT/tables.md"
 {
-  echo "# device-check tables, $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null)"
+  echo "# device-check tables, $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo "${COMMIT:-unknown}")"
   echo "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1); $(nproc) host cores"
   echo
 } >"$tables"
@@ -95,6 +95,10 @@ tables="$OUT/tables.md"
 bench_args() {
   case "$1" in
     spectral_gpu_bench) if [ $quick = 1 ]; then echo "--quick --reps 5"; else echo "--reps 20"; fi ;;
+    spectral_opencl_bench) if [ $quick = 1 ]; then echo "--quick --reps 5"; else echo "--reps 10"; fi ;;
+    spectral_bench) echo "--backend all --repeat 3" ;;
+    sift_bench) echo "--runs 3 --warmup 1" ;;
+    match_bench) echo "--runs 3" ;;
     *) echo "" ;;
   esac
 }
@@ -109,7 +113,7 @@ if [ $run_bench = 1 ]; then
     echo "## $name $args" >>"$tables"
     tmp=$(mktemp)
     # shellcheck disable=SC2086
-    step "$name" "$bench_log" bash -o pipefail -c "timeout 240 '$b' $args 2>&1 | tee '$tmp'"
+    step "$name" "$bench_log" bash -o pipefail -c "timeout ${BENCH_TIMEOUT:-150} '$b' $args 2>&1 | tee '$tmp'"
     # Keep the Markdown tables (and their captions) of the output.
     grep -E '^\||^[A-Z#].*:$|^(One|Best|cube|#)' "$tmp" >>"$tables"; echo >>"$tables"
     rm -f "$tmp"

@@ -100,6 +100,7 @@ void StateDeleter::operator()(State* s) const noexcept {
   if (s->compute) cudaStreamDestroy(s->compute);
   if (s->copy) cudaStreamDestroy(s->copy);
   if (s->aux) cudaStreamDestroy(s->aux);
+  if (s->download) cudaStreamDestroy(s->download);
   delete s;
 }
 
@@ -152,6 +153,7 @@ std::unique_ptr<State, StateDeleter> create_state(int device, DeviceInfo& info) 
   SPECTRASIFT_CUDA_CHECK(cudaStreamCreateWithFlags(&s->compute, cudaStreamNonBlocking));
   SPECTRASIFT_CUDA_CHECK(cudaStreamCreateWithFlags(&s->copy, cudaStreamNonBlocking));
   SPECTRASIFT_CUDA_CHECK(cudaStreamCreateWithFlags(&s->aux, cudaStreamNonBlocking));
+  SPECTRASIFT_CUDA_CHECK(cudaStreamCreateWithFlags(&s->download, cudaStreamNonBlocking));
   info = info_from(device, s->props);
   return s;
 }

@@ -438,11 +438,104 @@ void download(Plan& pl, SpectralResult& result, std::size_t p0, std::size_t npix
                                         sizeof(int) * pl.out_stride, sizeof(int) * npix, pl.k, cudaMemcpyDeviceToHost));
 }
 
+/// Results small enough go through one pinned buffer, chunk by chunk on the download stream as soon as
+/// each chunk is computed (overlapping the uploads and computes of the next chunks).
+struct PinnedResult {
+  bool on = false;
+  float* score = nullptr;
+  int* index = nullptr;
+};
+
+PinnedResult pinned_result(Plan& pl) {
+  PinnedResult r;
+  const std::size_t total = std::size_t(pl.cube->samples) * pl.cube->lines;
+  const bool with_index = pl.out_index != nullptr;
+  const std::size_t bytes = total * pl.k * (sizeof(float) + (with_index ? sizeof(int) : 0));
+  if (!pl.out_whole || bytes > kPinnedResultMax) return r;
+  auto& pin = pl.st->pinned_buffer("spectral.result", bytes);
+  r.on = true;
+  r.score = pin.as<float>();
+  if (with_index) r.index = reinterpret_cast<int*>(r.score + total * pl.k);
+  return r;
+}
+
+/// Enqueues the download of chunk pixels [p0, p0+npix) (whole-image device output) into the pinned result.
+void download_chunk_async(Plan& pl, const PinnedResult& pr, std::size_t p0, std::size_t npix, cudaStream_t s) {
+  const std::size_t total = std::size_t(pl.cube->samples) * pl.cube->lines;
+  SPECTRASIFT_CUDA_CHECK(cudaMemcpy2DAsync(pr.score + p0, sizeof(float) * total, pl.out_score + p0,
+                                           sizeof(float) * pl.out_stride, sizeof(float) * npix, pl.k,
+                                           cudaMemcpyDeviceToHost, s));
+  if (pr.index)
+    SPECTRASIFT_CUDA_CHECK(cudaMemcpy2DAsync(pr.index + p0, sizeof(int) * total, pl.out_index + p0,
+                                             sizeof(int) * pl.out_stride, sizeof(int) * npix, pl.k,
+                                             cudaMemcpyDeviceToHost, s));
+}
+
 void check_result_sizes(const SpectralResult& result, const Plan& pl) {
   const std::size_t total = std::size_t(pl.cube->samples) * pl.cube->lines * pl.k;
   if (result.scores.size() != total || (pl.opt.reduction != Reduction::kAll && result.index.size() != total))
     throw Error(ErrorCode::kInternal, "CUDA spectral matching: result buffers are not sized for the output", "cuda");
 }
+
+/// Zero-copy staging (State::register_staging; BIL and BIP, whose chunks are contiguous in the file):
+/// the pages of each chunk of the memory-mapped file are page-locked in place with cudaHostRegister and
+/// uploaded straight from the page cache, with no host copy. Chunk c locks the pages from the one holding
+/// its first byte up to (not including) the one holding chunk c+1's first byte, so that no page is locked
+/// twice; the last chunk locks to its end. Everything still locked is released (after the uploads) when
+/// this object goes, also when an exception leaves the call.
+struct RegisteredChunks {
+  State& st;
+  bool on;
+  std::vector<std::uint8_t*> start;
+  std::vector<std::size_t> len;
+  std::vector<char> locked;
+  RegisteredChunks(State& s, const Plan& pl, bool enable) : st(s), on(enable) {
+    if (!on) return;
+    const auto& cube = *pl.cube;
+    const std::size_t page = 4096, line = cube.line_stride * pl.es;
+    auto floor_page = [&](const std::uint8_t* p) {
+      return reinterpret_cast<std::uint8_t*>(reinterpret_cast<std::uintptr_t>(p) / page * page);
+    };
+    for (int c = 0; c < pl.nchunks; ++c) {
+      const std::uint8_t* a = cube.data + std::size_t(c) * pl.chunk_lines * line;
+      const int nl = std::min(pl.chunk_lines, cube.lines - c * pl.chunk_lines);
+      const std::uint8_t* e = a + std::size_t(nl) * line;
+      std::uint8_t* pa = floor_page(a);
+      std::uint8_t* pe = c + 1 == pl.nchunks ? floor_page(e + page - 1) : floor_page(e);
+      start.push_back(pa);
+      len.push_back(pe > pa ? std::size_t(pe - pa) : 0);
+    }
+    locked.assign(start.size(), 0);
+  }
+  ~RegisteredChunks() {
+    if (std::find(locked.begin(), locked.end(), 1) == locked.end()) return;
+    cudaStreamSynchronize(st.copy);
+    for (std::size_t c = 0; c < locked.size(); ++c)
+      if (locked[c]) cudaHostUnregister(start[c]);
+  }
+  /// Locks chunk c's pages (nothing to do past the last chunk or for an empty range); false when refused.
+  bool add(int c) {
+    if (c >= int(start.size()) || len[c] == 0 || locked[c]) return true;
+    const cudaError_t e = cudaHostRegister(start[c], len[c], cudaHostRegisterReadOnly);
+    if (e != cudaSuccess) {
+      cudaGetLastError();  // not sticky: clear it
+      return false;
+    }
+    locked[c] = 1;
+    return true;
+  }
+  void remove(int c) {
+    if (!locked[c]) return;
+    SPECTRASIFT_CUDA_CHECK(cudaHostUnregister(start[c]));
+    locked[c] = 0;
+  }
+  void release_all() {
+    if (!on) return;
+    SPECTRASIFT_CUDA_CHECK(cudaStreamSynchronize(st.copy));
+    for (std::size_t c = 0; c < locked.size(); ++c) remove(int(c));
+    on = false;
+  }
+};
 
 int default_chunk_lines(const detail::CubeView& cube, int n) {
   const std::size_t line = chunk_travel_bytes(cube, 1, n, std::size_t(spectral_sample_size(int(cube.type))));
@@ -472,28 +565,60 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
   for (int i = 0; i < 4 * pl.nchunks; ++i) st.event(std::size_t(i));
   SPECTRASIFT_CUDA_CHECK(cudaStreamSynchronize(st.compute));  // references uploaded, pads cleared
 
+  const PinnedResult pres = pinned_result(pl);
   double read_ms = 0, download_ms = 0;
   std::vector<CopyPiece> pieces;
+  RegisteredChunks reg(st, pl, st.register_staging && cube.interleave != Interleave::kBsq);
+  if (reg.on) {
+    const auto t_read = Clock::now();
+    reg.on = reg.add(0);  // refused (no support, or a mapping the driver cannot lock): copy staging
+    read_ms += ms_since(t_read);
+  }
   for (int c = 0; c < pl.nchunks; ++c) {
     const int y0 = c * pl.chunk_lines;
     const int nl = std::min(pl.chunk_lines, cube.lines - y0);
     const int b = c % 2;
-    if (c >= 2) SPECTRASIFT_CUDA_CHECK(cudaEventSynchronize(st.event(4 * (c - 2) + 1)));  // staging b was uploaded
-    const auto t_read = Clock::now();
-    chunk_pieces(pl, y0, nl, pin[b]->ptr, pieces);
+    const void* src = nullptr;
     std::size_t bytes = 0;
-    for (const auto& p : pieces) bytes += p.bytes;
-    pool.copy(pieces);
-    read_ms += ms_since(t_read);
+    if (reg.on) {
+      // Upload c reads its own pages and the first page of chunk c+1: lock c+1 before enqueueing it.
+      const auto t_read = Clock::now();
+      if (reg.add(c + 1)) {
+        src = cube.data + std::size_t(y0) * cube.line_stride * pl.es;
+        bytes = std::size_t(nl) * cube.line_stride * pl.es;
+      } else {
+        reg.release_all();  // fall back to the copy for the rest of the cube
+      }
+      read_ms += ms_since(t_read);
+    }
+    if (!src) {
+      if (c >= 2) SPECTRASIFT_CUDA_CHECK(cudaEventSynchronize(st.event(4 * (c - 2) + 1)));  // staging b was uploaded
+      const auto t_read = Clock::now();
+      chunk_pieces(pl, y0, nl, pin[b]->ptr, pieces);
+      for (const auto& p : pieces) bytes += p.bytes;
+      pool.copy(pieces);
+      read_ms += ms_since(t_read);
+      src = pin[b]->ptr;
+    }
     if (c >= 2) SPECTRASIFT_CUDA_CHECK(cudaStreamWaitEvent(st.copy, st.event(4 * (c - 2) + 3), 0));  // device b consumed
     SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(4 * c), st.copy));
-    SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(dev[b]->ptr, pin[b]->ptr, bytes, cudaMemcpyHostToDevice, st.copy));
+    SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(dev[b]->ptr, src, bytes, cudaMemcpyHostToDevice, st.copy));
     SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(4 * c + 1), st.copy));
+    if (reg.on && c >= 1) {
+      // Chunk c-1's pages were read by uploads c-2 and c-1 only.
+      const auto t_read = Clock::now();
+      SPECTRASIFT_CUDA_CHECK(cudaEventSynchronize(st.event(4 * (c - 1) + 1)));
+      reg.remove(c - 1);
+      read_ms += ms_since(t_read);
+    }
     SPECTRASIFT_CUDA_CHECK(cudaStreamWaitEvent(st.compute, st.event(4 * c + 1), 0));
     SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(4 * c + 2), st.compute));
     compute_chunk(pl, dev[b]->ptr, y0, nl, st.compute);
     SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(4 * c + 3), st.compute));
-    if (!pl.out_whole) {
+    if (pres.on) {
+      SPECTRASIFT_CUDA_CHECK(cudaStreamWaitEvent(st.download, st.event(4 * c + 3), 0));
+      download_chunk_async(pl, pres, std::size_t(y0) * cube.samples, std::size_t(nl) * cube.samples, st.download);
+    } else if (!pl.out_whole) {
       SPECTRASIFT_CUDA_CHECK(cudaEventSynchronize(st.event(4 * c + 3)));
       const auto t_dl = Clock::now();
       download(pl, result, std::size_t(y0) * cube.samples, std::size_t(nl) * cube.samples, 0);
@@ -502,7 +627,16 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
     if (progress) progress(double(y0 + nl) / cube.lines);
   }
   SPECTRASIFT_CUDA_CHECK(cudaStreamSynchronize(st.compute));
-  if (pl.out_whole) {
+  reg.release_all();
+  if (pres.on) {
+    const auto t_dl = Clock::now();
+    SPECTRASIFT_CUDA_CHECK(cudaStreamSynchronize(st.download));
+    const std::size_t total = std::size_t(cube.samples) * cube.lines * pl.k;
+    std::vector<CopyPiece> out{{result.scores.data(), pres.score, sizeof(float) * total}};
+    if (pres.index) out.push_back({result.index.data(), pres.index, sizeof(int) * total});
+    pool.copy(out, std::size_t(1) << 17);
+    download_ms += ms_since(t_dl);
+  } else if (pl.out_whole) {
     const auto t_dl = Clock::now();
     download(pl, result, 0, std::size_t(cube.samples) * cube.lines, 0);
     download_ms += ms_since(t_dl);
@@ -571,6 +705,8 @@ RegisterTiming host_register_timing(Context& ctx, const void* ptr, std::size_t b
   r.unregister_ms = ms_since(t0);
   return r;
 }
+
+void set_register_staging(Context& ctx, bool on) { state(ctx.impl()).register_staging = on; }
 
 void set_score_block_bytes(Context& ctx, std::size_t bytes) { state(ctx.impl()).score_block_bytes = bytes; }
 

@@ -50,7 +50,8 @@ struct State {
   cudaDeviceProp props{};
   cudaStream_t compute = nullptr;
   cudaStream_t copy = nullptr;
-  cudaStream_t aux = nullptr;       ///< a second compute stream (e.g. a GEMM epilogue overlapping the next GEMM)
+  cudaStream_t aux = nullptr;
+  cudaStream_t download = nullptr;  ///< device -> host copies, beside the uploads of `copy` (PCIe is full duplex)       ///< a second compute stream (e.g. a GEMM epilogue overlapping the next GEMM)
   cublasHandle_t cublas = nullptr;  ///< created on first use by cublas_handle()
   /// Named scratch buffers, reused across calls of the same operation ("spectral.cube0", ...).
   std::map<std::string, DeviceBuffer> buffers;
@@ -63,6 +64,9 @@ struct State {
   /// Bytes of one GEMM score block of spectral matching (two are used). Large enough for an efficient
   /// GEMM, small enough that the pair of blocks mostly stays in L2 between the GEMM and its selection.
   std::size_t score_block_bytes = std::size_t(24) << 20;
+  /// Spectral streaming of BIL/BIP cubes: page-lock the mapped file chunk by chunk and upload in place
+  /// (true), or copy each chunk into pinned staging buffers (false, the default).
+  bool register_staging = false;
   /// Ordering-only events (no timing), created on first use and reused.
   std::vector<cudaEvent_t> sync_events;
 
