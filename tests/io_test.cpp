@@ -121,6 +121,23 @@ std::string png_chunk(const std::string& type, const std::string& data) {
   return be32(std::uint32_t(data.size())) + type + data + be32(crc32(type + data));
 }
 
+Features sample_features_for_fuzz() {
+  Features f;
+  f.image_width = 64;
+  f.image_height = 48;
+  for (int i = 0; i < 3; ++i) {
+    Keypoint k;
+    k.x = 1.5f + float(i);
+    k.y = 2.25f * float(i);
+    k.size = 3.0f + float(i);
+    k.angle = 30.0f * float(i);
+    k.layer = 1;
+    f.keypoints.push_back(k);
+    for (int d = 0; d < Features::kDescriptorSize; ++d) f.descriptors.push_back(float((d * 7 + i) % 256));
+  }
+  return f;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------------
@@ -414,6 +431,12 @@ TEST_F(TempDir, HugeDimensionsRejectedBeforeAllocating) {
   const std::string png = std::string("\x89PNG\r\n\x1a\n", 8) + png_chunk("IHDR", ihdr) +
                           png_chunk("IDAT", std::string("\x78\x9c\x03\x00\x00\x00\x00\x01", 8)) + png_chunk("IEND", "");
   expect_error([&] { read_image(write_bytes("huge.png", png)); }, ErrorCode::kOutOfMemory, "huge.png: image of 100000x100000");
+  // Under the limit, but more pixel data than deflate can pack into the file: rejected as corrupt
+  // before the 400 MB buffer is allocated.
+  std::string ihdr2 = be32(20000) + be32(20000) + std::string("\x08\x00\x00\x00\x00", 5);
+  const std::string png2 = std::string("\x89PNG\r\n\x1a\n", 8) + png_chunk("IHDR", ihdr2) +
+                           png_chunk("IDAT", std::string("\x78\x9c\x03\x00\x00\x00\x00\x01", 8)) + png_chunk("IEND", "");
+  expect_error([&] { read_image(write_bytes("big.png", png2)); }, ErrorCode::kBadFormat, "more than");
   // A caller's own limit.
   write_image(path("small.pgm"), pattern(20, 20, 1, PixelType::kU8));
   ImageLimits lim;
@@ -432,8 +455,73 @@ TEST_F(TempDir, MalformedPnm) {
   expect_error([&] { read_image(write_bytes("m.pgm", "P2 2 1 100\n5 101\n")); }, ErrorCode::kBadFormat, "exceeds maxval");
   expect_error([&] { read_image(write_bytes("z.pgm", "P5 2 2 0\n")); }, ErrorCode::kBadFormat, "maxval");
   expect_error([&] { read_image(write_bytes("x.pgm", "P2 2 1 255\n5 x\n")); }, ErrorCode::kBadFormat, "x.pgm");
-  expect_error([&] { read_image(write_bytes("s.pgm", "P2 2 1 255\n5\n")); }, ErrorCode::kBadFormat, "file ends");
+  expect_error([&] { read_image(write_bytes("s.pgm", "P2 3 1 255\n5\n")); }, ErrorCode::kBadFormat, "truncated");
+  expect_error([&] { read_image(write_bytes("s2.pgm", "P2 2 1 255\n5 \n")); }, ErrorCode::kBadFormat, "file ends");
   expect_error([&] { read_image(write_bytes("b.pbm", "P4 8 1\n\xff")); }, ErrorCode::kUnsupported, "b.pbm");
+}
+
+TEST_F(TempDir, CorruptedFilesOnlyEverThrowError) {
+  // Random byte flips and cuts of real files: every outcome is a decoded image or an Error, never a
+  // crash, another exception or a huge allocation (ASan/UBSan builds make this test stricter).
+  std::vector<std::pair<std::string, std::string>> sources = {
+      {"png", file_bytes(kData / "io_palette_trns.png")},
+      {"png", file_bytes(kData / "box.png").substr(0, 6000) + file_bytes(kData / "box.png").substr(50000)},
+      {"jpg", file_bytes(kData / "HappyFish.jpg")},
+  };
+  write_image(path("src.pgm"), pattern(20, 10, 1, PixelType::kU16));
+  sources.emplace_back("pgm", file_bytes(path("src.pgm")));
+  sources.emplace_back("ppm", "P3 2 2 255\n1 2 3 4 5 6\n7 8 9 10 11 12\n");
+  if (tiff_supported()) {
+    write_tiff(path("src.tif"), pattern(20, 10, 3, PixelType::kF32));
+    sources.emplace_back("tif", file_bytes(path("src.tif")));
+    sources.emplace_back("tif", file_bytes(kData / "io_tiled_u8.tif"));
+  }
+  ImageLimits limits;
+  limits.max_pixels = 1u << 22;
+  std::mt19937 rng(2024);
+  int decoded = 0, rejected = 0;
+  for (const auto& [ext, original] : sources) {
+    for (int iter = 0; iter < 100; ++iter) {
+      std::string b = original;
+      const int flips = 1 + int(rng() % 6);
+      for (int k = 0; k < flips; ++k) b[rng() % b.size()] = char(rng() & 0xFF);
+      if (rng() % 3 == 0) b.resize(rng() % b.size());
+      const fs::path p = write_bytes("fuzz." + ext, b);
+      try {
+        const Image im = read_image(p, limits);
+        EXPECT_EQ(im.data.size(), im.pixel_count() * std::size_t(im.channels) * bytes_per_sample(im.type));
+        ++decoded;
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("fuzz."), std::string::npos) << e.what();
+        ++rejected;
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << ext << " iteration " << iter << ": unexpected exception " << e.what();
+      }
+    }
+  }
+  EXPECT_GT(rejected, 0);
+  // Feature files: the same.
+  write_features_bin(path("f.bin"), sample_features_for_fuzz());
+  write_features_json(path("f.json"), sample_features_for_fuzz());
+  write_features_key(path("f.key"), sample_features_for_fuzz());
+  for (const char* name : {"f.bin", "f.json", "f.key"}) {
+    const std::string original = file_bytes(path(name));
+    for (int iter = 0; iter < 100; ++iter) {
+      std::string b = original;
+      const int flips = 1 + int(rng() % 4);
+      for (int k = 0; k < flips; ++k) b[rng() % b.size()] = char(rng() & 0xFF);
+      if (rng() % 3 == 0) b.resize(rng() % b.size());
+      const fs::path p = write_bytes(std::string("fuzz_") + name, b);
+      try {
+        const Features f = read_features(p);
+        EXPECT_EQ(f.descriptors.size(), f.size() * 128u);
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("fuzz_"), std::string::npos) << e.what();
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << name << " iteration " << iter << ": unexpected exception " << e.what();
+      }
+    }
+  }
 }
 
 TEST_F(TempDir, UnsupportedTypes) {

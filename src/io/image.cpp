@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <memory>
 
@@ -108,6 +109,23 @@ void check_writable(const std::filesystem::path& path, const Image& image) {
 }  // namespace
 
 Image read_image(const std::filesystem::path& path, const ImageLimits& limits) {
+  // TIFF is read by libtiff from the file itself (it seeks); look at the first bytes before loading
+  // everything, so that a large TIFF is not held in memory twice.
+  {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) throw Error(ErrorCode::kIo, path.string() + ": no such file");
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
+    std::uint8_t head[4] = {};
+    if (f && !std::filesystem::is_directory(path, ec) && std::fread(head, 1, 4, f.get()) == 4 &&
+        ((head[0] == 'I' && head[1] == 'I' && (head[2] == 42 || head[2] == 43) && head[3] == 0) ||
+         (head[0] == 'M' && head[1] == 'M' && head[2] == 0 && (head[3] == 42 || head[3] == 43)))) {
+#ifdef SPECTRASIFT_HAVE_TIFF
+      return io_detail::decode_tiff(path, limits);
+#else
+      throw Error(ErrorCode::kUnsupported, path.string() + ": TIFF image, but this build has no libtiff");
+#endif
+    }
+  }
   const std::vector<std::uint8_t> bytes = io_detail::read_file_bytes(path);
   auto starts_with = [&](std::initializer_list<int> magic) {
     if (bytes.size() < magic.size()) return false;
@@ -120,14 +138,6 @@ Image read_image(const std::filesystem::path& path, const ImageLimits& limits) {
   if (starts_with({0xFF, 0xD8, 0xFF})) return io_detail::decode_jpeg(path, bytes, limits);
   if (bytes.size() >= 2 && bytes[0] == 'P' && bytes[1] >= '1' && bytes[1] <= '7')
     return io_detail::decode_pnm(path, bytes, limits);
-  if (starts_with({'I', 'I', 42, 0}) || starts_with({'M', 'M', 0, 42}) || starts_with({'I', 'I', 43, 0}) ||
-      starts_with({'M', 'M', 0, 43})) {
-#ifdef SPECTRASIFT_HAVE_TIFF
-    return io_detail::decode_tiff(path, limits);
-#else
-    throw Error(ErrorCode::kUnsupported, path.string() + ": TIFF image, but this build has no libtiff");
-#endif
-  }
   if (bytes.empty()) throw Error(ErrorCode::kBadFormat, path.string() + ": empty file");
   throw Error(ErrorCode::kUnsupported, path.string() + ": unknown image format");
 }

@@ -47,6 +47,7 @@ struct PngShape {
   png_uint_32 width = 0, height = 0;
   int channels = 0;
   int bit_depth = 0;
+  std::uint64_t raw_bytes = 0;  ///< size of the image data as stored (before expansion), with filter bytes
 };
 
 /// Reads the header (stage 1). Returns false when libpng raised an error (message in st).
@@ -55,6 +56,14 @@ bool png_read_header(png_structp png, png_infop info, PngShape& shape) {
   png_read_info(png, info);
   const int colour = png_get_color_type(png, info);
   const int depth = png_get_bit_depth(png, info);
+  {
+    const int stored_channels = colour == PNG_COLOR_TYPE_GRAY_ALPHA ? 2
+                                : colour == PNG_COLOR_TYPE_RGB      ? 3
+                                : colour == PNG_COLOR_TYPE_RGB_ALPHA ? 4
+                                                                     : 1;  // grey, palette
+    const std::uint64_t w = png_get_image_width(png, info), h = png_get_image_height(png, info);
+    shape.raw_bytes = h * ((w * std::uint64_t(stored_channels) * std::uint64_t(depth) + 7) / 8 + 1);
+  }
   // Palette -> RGB, grey below 8 bits -> 8 bits, tRNS -> an alpha channel.
   if (colour == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
   if (colour == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(png);
@@ -123,6 +132,13 @@ Image decode_png(const std::filesystem::path& path, const std::vector<std::uint8
   const PixelType type = shape.bit_depth == 16 ? PixelType::kU16 : PixelType::kU8;
   const std::size_t nbytes =
       check_image_shape(path, shape.width, shape.height, shape.channels, type, limits);
+  // Deflate cannot compress better than 1032:1, so a header that promises more pixel data than that
+  // is a corrupt or truncated file: reject it before allocating (the margin covers interlacing).
+  if (shape.raw_bytes > 1100 * std::uint64_t(bytes.size()) + 65536)
+    throw Error(ErrorCode::kBadFormat, path.string() + ": corrupt or truncated PNG (the header promises " +
+                                           std::to_string(shape.width) + "x" + std::to_string(shape.height) +
+                                           " pixels, more than " + std::to_string(bytes.size()) +
+                                           " bytes can hold)");
   Image im = make_image(int(shape.width), int(shape.height), shape.channels, type, nbytes);
   if (png_get_rowbytes(g.png, g.info) != im.row_bytes())
     throw Error(ErrorCode::kInternal, path.string() + ": unexpected PNG row size");

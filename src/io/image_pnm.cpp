@@ -2,6 +2,7 @@
 // the header. maxval <= 255 gives U8, larger gives U16 (binary samples are 2 bytes, big-endian).
 // Samples are rescaled to the full range of the type when maxval is not 255 / 65535, so that an
 // image with maxval 15 or 1023 looks the same as the file's viewer shows it.
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -88,7 +89,14 @@ Image decode_pnm(const std::filesystem::path& path, const std::vector<std::uint8
   const std::size_t nsamples = std::size_t(width) * std::size_t(height) * std::size_t(channels);
   const int bps = maxval > 255 ? 2 : 1;
 
-  if (!ascii) {
+  if (ascii) {
+    // Each ASCII sample takes at least one digit and one separator (the last one no separator).
+    const std::size_t available = bytes.size() - std::min(bytes.size(), p.pos_);
+    if (available + 1 < 2 * nsamples)
+      throw Error(ErrorCode::kBadFormat, path.string() + ": truncated: the header promises " +
+                                             std::to_string(nsamples) + " samples, the file has " +
+                                             std::to_string(available) + " bytes left");
+  } else {
     // Exactly one whitespace character separates maxval from the binary samples.
     if (p.pos_ >= bytes.size()) p.fail("file ends after the header");
     ++p.pos_;

@@ -107,8 +107,11 @@ Image decode_tiff(const std::filesystem::path& path, const ImageLimits& limits) 
     TIFFGetField(t, TIFFTAG_TILEWIDTH, &tw);
     TIFFGetField(t, TIFFTAG_TILELENGTH, &th);
     const tmsize_t tile_size = TIFFTileSize(t);
-    if (tw == 0 || th == 0 || tile_size <= 0)
-      throw Error(ErrorCode::kBadFormat, path.string() + ": bad TIFF tile size");
+    // Tiles may overhang the image, but one far larger than the whole image is a corrupt header:
+    // refuse it before allocating the tile buffer.
+    if (tw == 0 || th == 0 || tile_size <= 0 || std::uint64_t(tile_size) > 4 * std::uint64_t(nbytes) + (1u << 24))
+      throw Error(ErrorCode::kBadFormat, path.string() + ": bad TIFF tile size (" + std::to_string(tw) + "x" +
+                                             std::to_string(th) + ")");
     std::vector<std::uint8_t> tile(static_cast<std::size_t>(tile_size));
     const std::size_t tile_row = std::size_t(tw) * (separate ? 1 : std::size_t(channels)) * bytes_per;
     for (int plane = 0; plane < planes; ++plane)
