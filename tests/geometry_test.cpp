@@ -287,6 +287,25 @@ TEST(Ransac, DifferentSeedsFindTheSameModel) {
   for (std::size_t i = 1; i < raw.size(); ++i) EXPECT_NE(raw[i], raw[0]);
 }
 
+TEST(Ransac, MsacRankingFindsPlantedModelDeterministically) {
+  const Mat3 truth = true_model(GeometryModel::kHomography);
+  const Planted p = plant(truth, 400, 0.5, 0.5, 21);
+  auto ctx = cpu_context();
+  RansacOptions o;
+  o.msac = true;
+  const ModelEstimate a = estimate_model(ctx, p.moving, p.fixed, o);
+  const ModelEstimate b = estimate_model(ctx, p.moving, p.fixed, o);
+  ASSERT_TRUE(a.found);
+  EXPECT_LT(corner_error(a.matrix, truth, 640, 480), 1.0);
+  EXPECT_EQ(a.matrix, b.matrix);
+  int hit = 0, true_in = 0;
+  for (std::size_t i = 0; i < p.inlier.size(); ++i) {
+    true_in += p.inlier[i];
+    hit += p.inlier[i] && a.inlier_mask[i];
+  }
+  EXPECT_GE(double(hit) / true_in, 0.8);
+}
+
 TEST(Ransac, CollinearInputGivesNoModel) {
   std::vector<Point2> m, f;
   for (int i = 0; i < 100; ++i) {

@@ -41,6 +41,8 @@ void add_register_command(CLI::App& app, GlobalOptions& g, Action& action) {
   sub->add_option("--min-inliers", args->ransac.min_inliers,
                   "fewest inliers to accept a model, 0 = 2 x sample size (default 0)");
   sub->add_option("--seed", args->ransac.seed, "RANSAC seed: same seed, same result (default 0)");
+  sub->add_flag("--msac", args->ransac.msac,
+                "rank RANSAC models by the MSAC cost sum min(e^2, t^2) instead of the inlier count (default off)");
   sub->add_option("--ratio", args->match.ratio, "Lowe's ratio for matching (default 0.8)");
   sub->add_flag("--mutual", args->match.mutual, "keep only two-way best matches (default off)");
   add_sift_options(*sub, args->sift);

@@ -486,7 +486,16 @@ struct Scored {
   Mat3 h{1, 0, 0, 0, 1, 0, 0, 0, 1};
   int inliers = -1;
   double sum = std::numeric_limits<double>::infinity();
-  bool better_than(const Scored& o) const { return inliers > o.inliers || (inliers == o.inliers && sum < o.sum); }
+  /// Inlier ranking (DESIGN.md): more inliers, then the lower sum of their squared errors. MSAC ranking:
+  /// the lower truncated cost sum + (n - inliers) * t^2, then more inliers.
+  bool better_than(const Scored& o, bool msac, int n, double thr2) const {
+    if (msac) {
+      const double c = sum + double(n - inliers) * thr2, oc = o.inliers < 0 ? HUGE_VAL : o.sum + double(n - o.inliers) * thr2;
+      if (c != oc) return c < oc;
+      return inliers > o.inliers;
+    }
+    return inliers > o.inliers || (inliers == o.inliers && sum < o.sum);
+  }
 };
 
 Scored score_one(const Problem& pb, const Mat3& h, double thr2, std::vector<std::uint8_t>& mask) {
@@ -579,7 +588,7 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
       std::copy(models.begin() + std::ptrdiff_t(k) * 9, models.begin() + std::ptrdiff_t(k) * 9 + 9, cand.h.begin());
       cand.inliers = counts[std::size_t(k)];
       cand.sum = sums[std::size_t(k)];
-      if (!cand.better_than(best)) continue;
+      if (!cand.better_than(best, options.msac, n, thr2)) continue;
       best = cand;
       if (options.local_optimization && best.inliers > pb.s) {
         for (int round = 0; round < 4; ++round) {
@@ -587,7 +596,7 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
           Mat3 h;
           if (!fit_subset(options.model, pb.moving, pb.fixed, indices_of(mask), false, h)) break;
           const Scored lo = score_one(pb, h, thr2, mask);
-          if (!lo.better_than(best)) break;
+          if (!lo.better_than(best, options.msac, n, thr2)) break;
           best = lo;
         }
       }
@@ -605,7 +614,7 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
       Mat3 h;
       if (!fit_subset(options.model, pb.moving, pb.fixed, indices_of(cur_mask), true, h)) break;
       const Scored cand = score_one(pb, h, thr2, mask);
-      if (cand.inliers < cur.inliers || (cand.inliers == cur.inliers && !(cand.sum < cur.sum))) break;
+      if (!cand.better_than(cur, options.msac, n, thr2)) break;
       const bool same = mask == cur_mask;
       cur = cand;
       cur_mask = mask;
