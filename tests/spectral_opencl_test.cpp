@@ -300,10 +300,10 @@ TEST_F(SpectralOpenCL, StreamingChunksAndStagingDoNotChangeResults) {
   }
 }
 
-// Many references: the tiled product (several reference tiles: 70 > any tile width) gives for every
-// reference the same bits as the one-reference kernel; best / top-k / threshold equal the reduction of
+// Many references: the product kernels (tiled: several reference tiles, 70 > any tile width; rows: several
+// register blocks) give for every reference the same bits as the one-reference kernel and as each other; best / top-k / threshold equal the reduction of
 // the full score cube with the comparator of spectral_metrics.h; no-data pixels get -1.
-TEST_F(SpectralOpenCL, TiledProductAgreesWithOneReferenceKernelAndReductions) {
+TEST_F(SpectralOpenCL, ProductKernelsAgreeWithOneReferenceKernelAndReductions) {
   const int kRefs = 70;
   const SpectralLibrary lib = make_refs(values_, kRefs);
   const std::size_t plane = std::size_t(kSamples) * kLines;
@@ -327,6 +327,13 @@ TEST_F(SpectralOpenCL, TiledProductAgreesWithOneReferenceKernelAndReductions) {
       }
       expect_matches_oracle(all, m, values_, lib, 0, 0, 1.0, "product ref 0");
       expect_matches_oracle(all, m, values_, lib, 69, 69, 1.0, "product ref 69");
+      // The other product kernel (tiled on a CPU device, rows on a GPU) gives the same bits.
+      auto& st = opencl::state(ctx.impl());
+      const int other = st.is_cpu ? 0 : 1;
+      st.gemm_variant = other;
+      const SpectralResult all_other = spectral_match(ctx, cube, lib, opt);
+      st.gemm_variant = -1;
+      EXPECT_TRUE(bits_equal(all.scores, all_other.scores)) << to_string(m) << ": tiled and row kernels differ";
       // The reductions depend on the metric only through its direction: check one of each direction
       // (each metric and reduction is one more program build, slow on PoCL in CI).
       if (m != Metric::kEuclidean && m != Metric::kCorrelation) continue;
@@ -379,6 +386,17 @@ TEST_F(SpectralOpenCL, TiledProductAgreesWithOneReferenceKernelAndReductions) {
       // Pixel (30, 20) is reference 0: distance 0 (ed), angle 0 (sam), correlation 1, divergence 0.
       const std::size_t p0 = std::size_t(20) * kSamples + 30;
       EXPECT_EQ(best.index[p0], 0) << to_string(m);
+      if (m == Metric::kCorrelation) {  // the fused reductions of the other kernel give the same answers
+        st.gemm_variant = other;
+        const SpectralResult thr2 = spectral_match(ctx, cube, lib, opt);
+        opt.reduction = Reduction::kTopK;
+        const SpectralResult top2 = spectral_match(ctx, cube, lib, opt);
+        st.gemm_variant = -1;
+        EXPECT_TRUE(bits_equal(thr2.scores, thr.scores));
+        EXPECT_EQ(thr2.index, thr.index);
+        EXPECT_TRUE(bits_equal(top2.scores, top.scores));
+        EXPECT_EQ(top2.index, top.index);
+      }
     }
   }
 }
@@ -390,6 +408,7 @@ TEST_F(SpectralOpenCL, WorkGroupsAndTilesFollowDeviceLimits) {
   for (int dev : devices_) {
     Context ctx = opencl_context(dev);
     auto& st = opencl::state(ctx.impl());
+    st.gemm_variant = 0;  // the tiled product: its tiles follow the limits
     const EnviCube cube = open_envi(write_cube(dir_, "wg", values_, SampleType::kF32, Interleave::kBip, false, 0));
     // 1-D work-groups: a multiple of the kernel's preferred multiple, within the kernel's limit.
     cl_kernel k = st.kernel("spectral_one_ref.cl", "spectral_one_ref",

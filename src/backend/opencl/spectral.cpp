@@ -76,12 +76,17 @@ GemmTiles choose_tiles(const State& s, int metric, bool reduce, std::size_t kern
 }
 
 std::string gemm_options(const GemmTiles& t, int metric, int keep, bool cpu) {
-  std::string o = "-DMETRIC=" + std::to_string(metric) + " -DKEEP=" + std::to_string(keep) + " -DWG_X=" + std::to_string(t.wg_x) +
-                  " -DWG_Y=" + std::to_string(t.wg_y) + " -DRP=" + std::to_string(t.rp) +
-                  " -DRR=" + std::to_string(t.rr) + " -DTK=" + std::to_string(t.tk);
+  std::string o = "-DGEMM_ROWS=0 -DMETRIC=" + std::to_string(metric) + " -DKEEP=" + std::to_string(keep) +
+                  " -DWG_X=" + std::to_string(t.wg_x) + " -DWG_Y=" + std::to_string(t.wg_y) +
+                  " -DRP=" + std::to_string(t.rp) + " -DRR=" + std::to_string(t.rr) + " -DTK=" + std::to_string(t.tk);
   if (cpu) o += " -DSPECTRASIFT_CPU_DEVICE";
   return o;
 }
+
+/// References per register block of the row kernel (CPU devices): 8 accumulators per work-item.
+constexpr int kRowsBlock = 8;
+/// The transposed reference matrices are padded to a multiple of this (>= any BR and kRowsBlock).
+constexpr int kRefPad = 64;
 
 /// One chunk of whole lines: [y0, y0 + lines).
 struct Chunk {
@@ -148,7 +153,18 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
 
   cl_kernel k_gemm = nullptr;
   GemmTiles tiles;
-  if (many) {
+  const bool rows = many && (s.gemm_variant == 1 || (s.gemm_variant < 0 && s.is_cpu));
+  std::size_t wg_rows = 1;
+  if (rows) {
+    const int keep = options.reduction == Reduction::kAll    ? 0
+                     : options.reduction == Reduction::kTopK ? options.top_k
+                                                             : 1;
+    std::string o = "-DGEMM_ROWS=1 -DMETRIC=" + std::to_string(metric) + " -DKEEP=" + std::to_string(keep) +
+                    " -DRR=" + std::to_string(kRowsBlock);
+    if (s.is_cpu) o += " -DSPECTRASIFT_CPU_DEVICE";
+    k_gemm = s.kernel("spectral_gemm.cl", "spectral_gemm", o);
+    wg_rows = s.work_group_1d(k_gemm, s.is_cpu ? 64 : 256);
+  } else if (many) {
     const int keep = options.reduction == Reduction::kAll    ? 0
                      : options.reduction == Reduction::kTopK ? options.top_k
                                                              : 1;
@@ -163,10 +179,12 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
       kmax = s.limits(k_gemm).work_group_size;
     }
   }
-  ctx.log("opencl spectral: " + std::string(many ? "spectral_prepare + spectral_gemm" : "spectral_one_ref") +
+  ctx.log("opencl spectral: " +
+          std::string(!many ? "spectral_one_ref" : rows ? "spectral_prepare + spectral_gemm (rows)"
+                                                        : "spectral_prepare + spectral_gemm (tiled)") +
           ", chunks of " + std::to_string(chunk_lines) + " lines (" + std::to_string(chunks.size()) +
           "), work-group " + std::to_string(wg_conv) +
-          (many ? ", product tiles " + std::to_string(tiles.wg_y * tiles.rp) + " px x " +
+          (many && !rows ? ", product tiles " + std::to_string(tiles.wg_y * tiles.rp) + " px x " +
                       std::to_string(tiles.wg_x * tiles.rr) + " refs x " + std::to_string(tiles.tk) + " bands" +
                       ", work-group " + std::to_string(tiles.wg_x) + "x" + std::to_string(tiles.wg_y)
                 : std::string()) +
@@ -188,13 +206,14 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
   cl_mem out_i = s.buffer("spectral.out_i", options.reduction == Reduction::kAll
                                                 ? sizeof(int)
                                                 : std::size_t(kbands) * std::size_t(pitch) * sizeof(int));
-  // References: one row for the one-reference kernel; transposed [n][count] for the product's tile loads.
+  // References: one row for the one-reference kernel; transposed [n][rpitch] (zero padded) for the product.
   const bool sid = metric == SPECTRAL_METRIC_SID;
-  std::vector<float> r1(std::size_t(n) * count), r2(sid ? std::size_t(n) * count : 1, 0.0f);
+  const int rpitch = many ? int(round_up(std::size_t(count), kRefPad)) : count;
+  std::vector<float> r1(std::size_t(n) * rpitch, 0.0f), r2(sid ? std::size_t(n) * rpitch : 1, 0.0f);
   for (int r = 0; r < count; ++r)
     for (int u = 0; u < n; ++u) {
       const std::size_t src = std::size_t(r) * n + u;
-      const std::size_t dst = many ? std::size_t(u) * count + r : src;
+      const std::size_t dst = many ? std::size_t(u) * rpitch + r : src;
       r1[dst] = refs.values[src];
       if (sid) r2[dst] = refs.values2[src];
     }
@@ -260,10 +279,11 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
     set_arg(k_gemm, 8, ref2);
     set_arg(k_gemm, 9, rconst);
     set_arg(k_gemm, 10, count);
-    set_arg(k_gemm, 11, options.reduction == Reduction::kThreshold ? 1 : 0);
-    set_arg(k_gemm, 12, threshold);
-    set_arg(k_gemm, 13, out_s);
-    set_arg(k_gemm, 14, out_i);
+    set_arg(k_gemm, 11, rpitch);
+    set_arg(k_gemm, 12, options.reduction == Reduction::kThreshold ? 1 : 0);
+    set_arg(k_gemm, 13, threshold);
+    set_arg(k_gemm, 14, out_s);
+    set_arg(k_gemm, 15, out_i);
   }
 
   // ---- the stream --------------------------------------------------------------------------------------
@@ -323,7 +343,11 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
     set_arg(k_conv, 5, npix_i);
     const std::size_t g1 = round_up(npix, wg_conv);
     SPECTRASIFT_CL_CHECK(clEnqueueNDRangeKernel(q, k_conv, 1, nullptr, &g1, &wg_conv, 1, &ev_up[c].ev, &ev_k1[c].ev));
-    if (many) {
+    if (rows) {
+      set_arg(k_gemm, 4, npix_i);
+      const std::size_t g2 = round_up(npix, wg_rows);
+      SPECTRASIFT_CL_CHECK(clEnqueueNDRangeKernel(q, k_gemm, 1, nullptr, &g2, &wg_rows, 0, nullptr, &ev_k2[c].ev));
+    } else if (many) {
       set_arg(k_gemm, 4, npix_i);
       const std::size_t bp = std::size_t(tiles.wg_y) * tiles.rp;
       const std::size_t local[2] = {std::size_t(tiles.wg_x), std::size_t(tiles.wg_y)};

@@ -71,6 +71,9 @@ struct State {
   /// Streamed uploads go through pinned host staging (GPU default) or straight from the caller's memory
   /// with rectangular copies (default on a CPU device, where a staging copy is only an extra memcpy).
   bool host_staging = true;
+  /// Which spectral product kernel: -1 = by device (the row kernel on CPU devices, the tiled one otherwise),
+  /// 0 = tiled, 1 = rows. Both give the same bits; tests run both on any device.
+  int gemm_variant = -1;
   std::size_t program_builds = 0;             ///< clBuildProgram calls so far (the cache is tested with it)
   std::map<std::string, cl_program> programs;  ///< key: source name + '\n' + options
   std::map<std::string, cl_kernel> kernels;    ///< key: program key + '\n' + kernel name

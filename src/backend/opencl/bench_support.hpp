@@ -1,0 +1,19 @@
+// Measurement hooks of the OpenCL backend for the benchmarks (bench/spectral_opencl_bench.cpp): the
+// ceilings that the spectral figures are quoted against. No OpenCL type appears here.
+#pragma once
+
+#include <cstddef>
+
+#include "core/context_impl.hpp"
+
+namespace spectrasift::opencl::bench {
+
+/// Device-to-device copy bandwidth in GB/s, counting bytes read plus bytes written (clEnqueueCopyBuffer of
+/// `bytes`, profiling events, median of `reps` after one warm-up).
+double device_copy_gbps(detail::ContextImpl& ctx, std::size_t bytes, int reps);
+
+/// Milliseconds to upload `bytes` from a pinned host buffer (CL_MEM_ALLOC_HOST_PTR, mapped) to a device
+/// buffer (one clEnqueueWriteBuffer; profiling events, median of `reps` after one warm-up).
+double pinned_upload_ms(detail::ContextImpl& ctx, std::size_t bytes, int reps);
+
+}  // namespace spectrasift::opencl::bench
