@@ -568,10 +568,13 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
   std::vector<std::uint8_t> valid(kBatch);
   std::vector<int> counts(kBatch);
   std::vector<double> sums(kBatch);
+  int batch = 16;  // grows to kBatch: the adaptive limit is often reached within a few dozen iterations
   while (processed < limit) {
     const int base = processed;
-    const int b = std::min(kBatch, limit - base);
-#pragma omp parallel for schedule(static) num_threads(threads)
+    const int b = std::min(batch, limit - base);
+    batch = std::min(kBatch, 2 * batch);
+    // Threads only pay off for large batches (a parallel region costs more than ~100 small solves).
+#pragma omp parallel for schedule(static) num_threads(threads) if (b >= 64 && std::int64_t(b) * n >= (1 << 17))
     for (int k = 0; k < b; ++k) {
       Mat3 h;
       valid[std::size_t(k)] = hypothesis(pb, std::uint64_t(base + k), h) ? 1 : 0;

@@ -4,6 +4,8 @@
 // (numeric/homography.h).
 #include <omp.h>
 
+#include <cstdint>
+
 #include "core/match_ops.hpp"
 #include "numeric/homography.h"
 
@@ -11,7 +13,10 @@ namespace spectrasift::cpu {
 
 void score_models(const double* models, const std::uint8_t* valid, int count, const Point2* moving,
                   const Point2* fixed, int n, double threshold2, int threads, int* inliers, double* sums) {
-#pragma omp parallel for schedule(dynamic, 4) num_threads(threads > 0 ? threads : omp_get_max_threads())
+// Threads only for enough work: a parallel region costs tens of microseconds (much more on a busy
+// machine), about the time to score 100 models against 200 points.
+#pragma omp parallel for schedule(dynamic, 4) num_threads(threads > 0 ? threads : omp_get_max_threads()) \
+    if (std::int64_t(count) * n >= (1 << 17))
   for (int h = 0; h < count; ++h) {
     if (!valid[h]) {
       inliers[h] = -1;
