@@ -1,8 +1,8 @@
 // CPU SIFT: extrema scan, sub-pixel refinement, orientation and descriptors (notes §4-8). The per-element
 // formulas come from src/numeric/sift_*.h so that the GPU backends compute the same numbers.
 //
-// Threads: the scan runs OpenMP over (layer, row) pairs and collects keypoints in per-thread lists;
-// descriptors run OpenMP over keypoints, each writing its own row. Every keypoint is computed from the
+// Threads (SiftThreadPool, see sift_parallel.hpp): the scan runs over chunks of (layer, row) pairs and
+// collects keypoints in per-thread lists; descriptors run over chunks of keypoints, each writing its own row. Every keypoint is computed from the
 // pyramid alone, so the set of results does not depend on the thread count or scheduling; the caller
 // sorts it into the canonical order.
 // Let g++ if-convert and vectorise the per-sample loops (the selects of the polynomial atan2): with
@@ -14,12 +14,12 @@
 #pragma GCC optimize("no-trapping-math")
 #endif
 
-#include <omp.h>
-
 #include <algorithm>
 #include <any>
 #include <climits>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "backend/cpu/sift.hpp"
@@ -38,12 +38,10 @@ namespace spectrasift::cpu {
 
 namespace {
 
-// flags[c] = 1 where DoG value v = c1[c] passes |v| > thr and is >= (v > 0) or <= (v < 0) all 26
-// neighbours (non-strict, as OpenCV). p*, c*, n*: rows r-1, r, r+1 of layers l-1, l, l+1.
-SIFT_CLONES void extrema_flags(const float* __restrict p0, const float* __restrict p1, const float* __restrict p2,
-                               const float* __restrict c0, const float* __restrict c1, const float* __restrict c2,
-                               const float* __restrict n0, const float* __restrict n1, const float* __restrict n2,
-                               int begin, int end, float thr, int* __restrict flags) {
+// Stage 1 of the extremum test: flags[c] = 1 where the DoG value v = c1[c] passes |v| > thr and is
+// >= (v > 0) or <= (v < 0) its 8 neighbours in its own layer (vectorised); c0, c1, c2 are rows r-1, r, r+1.
+SIFT_CLONES void extrema_flags(const float* __restrict c0, const float* __restrict c1, const float* __restrict c2,
+                               int begin, int end, float thr, std::uint8_t* __restrict flags) {
   for (int c = begin; c < end; ++c) {
     const float v = c1[c];
     float mx = c1[c - 1], mn = c1[c - 1];
@@ -55,13 +53,23 @@ SIFT_CLONES void extrema_flags(const float* __restrict p0, const float* __restri
   }
     SIFT_UPD(c1[c + 1]) SIFT_UPD(c0[c - 1]) SIFT_UPD(c0[c]) SIFT_UPD(c0[c + 1])
     SIFT_UPD(c2[c - 1]) SIFT_UPD(c2[c]) SIFT_UPD(c2[c + 1])
-    SIFT_UPD(p0[c - 1]) SIFT_UPD(p0[c]) SIFT_UPD(p0[c + 1]) SIFT_UPD(p1[c - 1]) SIFT_UPD(p1[c]) SIFT_UPD(p1[c + 1])
-    SIFT_UPD(p2[c - 1]) SIFT_UPD(p2[c]) SIFT_UPD(p2[c + 1])
-    SIFT_UPD(n0[c - 1]) SIFT_UPD(n0[c]) SIFT_UPD(n0[c + 1]) SIFT_UPD(n1[c - 1]) SIFT_UPD(n1[c]) SIFT_UPD(n1[c + 1])
-    SIFT_UPD(n2[c - 1]) SIFT_UPD(n2[c]) SIFT_UPD(n2[c + 1])
 #undef SIFT_UPD
-    flags[c] = int((v > thr) & (v >= mx)) | int((v < -thr) & (v <= mn));
+    flags[c] = std::uint8_t(int((v > thr) & (v >= mx)) | int((v < -thr) & (v <= mn)));
   }
+}
+
+// Stage 2 for a flagged value: the 18 neighbours in the layers below and above (non-strict, as OpenCV).
+bool extremum_across_layers(const SiftPlane& prv, const SiftPlane& nxt, int r, int c, float v) {
+  for (const SiftPlane* p : {&prv, &nxt}) {
+    for (int dy = -1; dy <= 1; ++dy) {
+      const float* row = p->row(r + dy);
+      for (int dx = -1; dx <= 1; ++dx) {
+        const float t = row[c + dx];
+        if (v > 0 ? v < t : v > t) return false;
+      }
+    }
+  }
+  return true;
 }
 
 // One row of an orientation window, x = x0 .. x0 + n - 1: histogram bin and squared magnitude of the
@@ -177,11 +185,12 @@ std::vector<Keypoint> SiftPlan::detect(const ImageF& gray, const SiftOptions& op
   for (auto& g : gauss_) g.resize(std::size_t(s));
   dog_.resize(std::size_t(s + 2));
 
-  std::vector<std::vector<Keypoint>> per_thread(std::size_t(std::max(threads, 1)));
+  SiftThreadPool& workers = pool(threads);
+  std::vector<std::vector<Keypoint>> per_thread(std::size_t(workers.size()));
   for (int o = 0; o < octaves_; ++o) {
-    build_octave_base(gray, o, threads);
-    build_octave_levels(o, threads);
-    scan_octave(o, per_thread, threads);
+    build_octave_base(gray, o, workers);
+    build_octave_levels(o, workers);
+    scan_octave(o, per_thread, workers);
   }
   std::size_t total = 0;
   for (const auto& v : per_thread) total += v.size();
@@ -191,7 +200,13 @@ std::vector<Keypoint> SiftPlan::detect(const ImageF& gray, const SiftOptions& op
   return all;
 }
 
-void SiftPlan::scan_octave(int o, std::vector<std::vector<Keypoint>>& per_thread, int threads) const {
+SiftThreadPool& SiftPlan::pool(int threads) const {
+  threads = std::max(threads, 1);
+  if (!pool_ || pool_->size() != threads) pool_ = std::make_unique<SiftThreadPool>(threads);
+  return *pool_;
+}
+
+void SiftPlan::scan_octave(int o, std::vector<std::vector<Keypoint>>& per_thread, SiftThreadPool& pool) const {
   const int s = options_.octave_layers;
   const int w = dog_[0].w, h = dog_[0].h;
   const int border = SIFT_IMG_BORDER;
@@ -204,24 +219,33 @@ void SiftPlan::scan_octave(int o, std::vector<std::vector<Keypoint>>& per_thread
   const int tasks = s * rows;
   const float octave_scale = float(1 << o);
   const bool rescale = first_octave_ < 0;
-#pragma omp parallel num_threads(threads)
-  {
-    auto& out = per_thread[std::size_t(omp_get_thread_num())];
-    std::vector<int> flags(std::size_t(w), 0);
-    Scratch scratch;
+  // One chunk (the calling thread alone) for small octaves, else 16 rows per chunk.
+  const int chunk = std::int64_t(w) * h * s <= (1 << 16) ? tasks : 16;
+  pool.run(tasks, chunk, [&](int task0, int task1, int thread) {
+    auto& out = per_thread[std::size_t(thread)];
+    thread_local std::vector<std::uint8_t> flags;
+    thread_local Scratch scratch;
+    flags.resize(static_cast<std::size_t>(w) + 8);
     float n[27];
     float hist[SIFT_ORI_HIST_BINS];
-#pragma omp for schedule(dynamic, 16)
-    for (int task = 0; task < tasks; ++task) {
+    for (int task = task0; task < task1; ++task) {
       const int layer0 = 1 + task / rows;
       const int r0 = border + task % rows;
       const SiftPlane& prv = dog_[std::size_t(layer0 - 1)];
       const SiftPlane& cur = dog_[std::size_t(layer0)];
       const SiftPlane& nxt = dog_[std::size_t(layer0 + 1)];
-      extrema_flags(prv.row(r0 - 1), prv.row(r0), prv.row(r0 + 1), cur.row(r0 - 1), cur.row(r0), cur.row(r0 + 1),
-                    nxt.row(r0 - 1), nxt.row(r0), nxt.row(r0 + 1), border, w - border, thr, flags.data());
+      extrema_flags(cur.row(r0 - 1), cur.row(r0), cur.row(r0 + 1), border, w - border, thr, flags.data());
+      const float* cur_row = cur.row(r0);
       for (int c0 = border; c0 < w - border; ++c0) {
-        if (!flags[std::size_t(c0)]) continue;
+        if ((c0 & 7) == 0 && c0 + 8 <= w - border) {  // skip eight unflagged columns at once
+          std::uint64_t word;
+          std::memcpy(&word, flags.data() + c0, 8);
+          if (word == 0) {
+            c0 += 7;
+            continue;
+          }
+        }
+        if (!flags[std::size_t(c0)] || !extremum_across_layers(prv, nxt, r0, c0, cur_row[c0])) continue;
         // Sub-pixel refinement (notes §5).
         int layer = layer0, r = r0, c = c0;
         float off[3] = {0, 0, 0}, g[3];
@@ -276,7 +300,7 @@ void SiftPlan::scan_octave(int o, std::vector<std::vector<Keypoint>>& per_thread
         }
       }
     }
-  }
+  });
 }
 
 void SiftPlan::describe(const std::vector<Keypoint>& keypoints, float* out, int threads) const {
@@ -287,12 +311,10 @@ void SiftPlan::describe(const std::vector<Keypoint>& keypoints, float* out, int 
     if (o < 0 || o >= octaves_ || kp.layer < 1 || kp.layer > options_.octave_layers)
       throw Error(ErrorCode::kInternal, "sift: keypoint octave/layer outside the pyramid of the last detect()", "cpu");
   }
-#pragma omp parallel num_threads(threads)
-  {
-    Scratch s;
+  pool(threads).run(count, 8, [&](int idx0, int idx1, int) {
+    thread_local Scratch s;
     float hist[SIFT_DESCR_HIST_LEN];
-#pragma omp for schedule(dynamic, 8)
-    for (int idx = 0; idx < count; ++idx) {
+    for (int idx = idx0; idx < idx1; ++idx) {
       const Keypoint& kp = keypoints[std::size_t(idx)];
       const int oct = kp.octave;
       const float scale = oct >= 0 ? 1.0f / float(1 << oct) : float(1 << -oct);
@@ -346,7 +368,7 @@ void SiftPlan::describe(const std::vector<Keypoint>& keypoints, float* out, int 
       }
       sift_descriptor_finalize(hist, out + std::size_t(idx) * Features::kDescriptorSize);
     }
-  }
+  });
 }
 
 SiftPlan& sift_plan(detail::ContextImpl& ctx) {

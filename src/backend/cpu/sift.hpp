@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "backend/cpu/sift_parallel.hpp"
 #include "core/context_impl.hpp"
 #include "spectrasift/sift.hpp"
 
@@ -38,9 +39,10 @@ class SiftPlan {
   void describe(const std::vector<Keypoint>& keypoints, float* out, int threads) const;
 
  private:
-  void build_octave_base(const ImageF& gray, int octave, int threads);
-  void build_octave_levels(int octave, int threads);
-  void scan_octave(int octave, std::vector<std::vector<Keypoint>>& per_thread, int threads) const;
+  void build_octave_base(const ImageF& gray, int octave, SiftThreadPool& pool);
+  void build_octave_levels(int octave, SiftThreadPool& pool);
+  void scan_octave(int octave, std::vector<std::vector<Keypoint>>& per_thread, SiftThreadPool& pool) const;
+  SiftThreadPool& pool(int threads) const;
 
   SiftOptions options_;
   int first_octave_ = -1;
@@ -51,6 +53,7 @@ class SiftPlan {
   std::vector<SiftPlane> dog_;                    // S + 2 planes, the DoG of the octave being scanned
   SiftPlane base_;                                // level 0 of the octave being built
   SiftPlane upper_;                               // level S + 1 of the octave being built
+  mutable std::unique_ptr<SiftThreadPool> pool_;  // kept between calls (threads sleep when idle)
 };
 
 /// The half kernel k[0..R] of OpenCV's float Gaussian for a sigma (notes §2): ksize = round(8 sigma + 1) | 1,

@@ -1,13 +1,11 @@
 // CPU SIFT scale space: the doubled (or plain) base image, incremental Gaussian blurs with fused
 // difference of Gaussians, and nearest-even downsampling between octaves (notes §2-3).
 //
-// Blur: separable, rows computed independently (OpenMP over rows). For one output row the vertical pass
+// Blur: separable, rows computed independently (chunks of rows on the SiftThreadPool). For one output row the vertical pass
 // sums the 2R+1 source rows into a padded temporary row (one contiguous multiply-add per tap pair, which
 // g++ vectorises at -O3), the padding is filled by BORDER_REFLECT_101, and the horizontal pass folds the
 // symmetric tap pairs the same way. Each output value is computed by the same sequence of float
 // operations whatever the vector width, so results do not depend on the ISA clone or the thread count.
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -132,17 +130,24 @@ SIFT_CLONES void subtract_row(float* __restrict d, const float* __restrict a, co
   for (int x = 0; x < w; ++x) d[x] = a[x] - b[x];
 }
 
+// Rows per work chunk: planes of up to 64k pixels are one chunk (run by the calling thread alone: waking a
+// worker costs more than it saves); larger ones give each thread about 8 chunks.
+int rows_per_chunk(int w, int h, const SiftThreadPool& pool) {
+  if (long(w) * long(h) <= (1L << 16)) return std::max(h, 1);
+  return std::max(1, h / (8 * pool.size()));
+}
+
 // Blurs src (w x h, stride w) with the half kernel k. dst receives the blurred image when not null; dog
 // receives blurred - src when not null.
-void blur(const float* src, int w, int h, const std::vector<float>& k, float* dst, float* dog, int threads) {
+void blur(const float* src, int w, int h, const std::vector<float>& k, float* dst, float* dog, SiftThreadPool& pool) {
   const int r = int(k.size()) - 1;
-#pragma omp parallel num_threads(threads)
-  {
-    std::vector<float> tmp(std::size_t(w + 2 * r));
-    std::vector<float> out_row(dst ? 0 : std::size_t(w));
-    std::vector<const float*> rows(std::size_t(2 * r + 2));
-#pragma omp for schedule(static)
-    for (int y = 0; y < h; ++y) {
+  pool.run(h, rows_per_chunk(w, h, pool), [&](int y0, int y1, int) {
+    thread_local std::vector<float> tmp, out_row;
+    thread_local std::vector<const float*> rows;
+    tmp.resize(std::size_t(w + 2 * r));
+    if (!dst) out_row.resize(std::size_t(w));
+    rows.resize(std::size_t(2 * r + 2));
+    for (int y = y0; y < y1; ++y) {
       for (int i = 1; i <= r; ++i) {
         rows[std::size_t(2 * i - 2)] = src + std::size_t(reflect101(y - i, h)) * w;
         rows[std::size_t(2 * i - 1)] = src + std::size_t(reflect101(y + i, h)) * w;
@@ -158,7 +163,7 @@ void blur(const float* src, int w, int h, const std::vector<float>& k, float* ds
       horizontal_pass(out, t, k.data(), r, w);
       if (dog) subtract_row(dog + std::size_t(y) * w, out, center, w);
     }
-  }
+  });
 }
 
 // One input row upsampled x2 with half-pixel bilinear weights (0.25, 0.75), edges replicated.
@@ -176,14 +181,14 @@ SIFT_CLONES void blend_rows(float* __restrict out, const float* __restrict a, fl
 
 // The input doubled in both directions: output pixel X samples input (X + 0.5) / 2 - 0.5 (OpenCV's
 // INTER_LINEAR with half-pixel centres); this puts doubled pixel 2k at input k - 0.25 (notes §10).
-void upsample(const ImageF& in, SiftPlane& out, int threads) {
+void upsample(const ImageF& in, SiftPlane& out, SiftThreadPool& pool) {
   const int w = in.width, h = in.height, w2 = 2 * w, h2 = 2 * h;
   out.resize(w2, h2);
-#pragma omp parallel num_threads(threads)
-  {
-    std::vector<float> ra(static_cast<std::size_t>(w2)), rb(static_cast<std::size_t>(w2));
-#pragma omp for schedule(static)
-    for (int y = 0; y < h2; ++y) {
+  pool.run(h2, rows_per_chunk(w2, h2, pool), [&](int y0, int y1, int) {
+    thread_local std::vector<float> ra, rb;
+    ra.resize(std::size_t(w2));
+    rb.resize(std::size_t(w2));
+    for (int y = y0; y < y1; ++y) {
       const int k = y / 2;
       float* o = out.row(y);
       if (y == 0 || y == h2 - 1) {
@@ -197,23 +202,24 @@ void upsample(const ImageF& in, SiftPlane& out, int threads) {
       upsample_row(in.data.data() + std::size_t(ya + 1) * w, w, rb.data());
       blend_rows(o, ra.data(), wa, rb.data(), 1.0f - wa, w2);
     }
-  }
+  });
 }
 
 }  // namespace
 
-void SiftPlan::build_octave_base(const ImageF& gray, int octave, int threads) {
+void SiftPlan::build_octave_base(const ImageF& gray, int octave, SiftThreadPool& pool) {
   const int s = options_.octave_layers;
   if (octave > 0) {
     // Level 0 of octave o+1 = the even pixels of level S of octave o.
     const SiftPlane& src = gauss_[std::size_t(octave - 1)][std::size_t(s - 1)];
     base_.resize(src.w / 2, src.h / 2);
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int y = 0; y < base_.h; ++y) {
-      const float* in = src.row(2 * y);
-      float* out = base_.row(y);
-      for (int x = 0; x < base_.w; ++x) out[x] = in[2 * x];
-    }
+    pool.run(base_.h, rows_per_chunk(base_.w, base_.h, pool), [&](int y0, int y1, int) {
+      for (int y = y0; y < y1; ++y) {
+        const float* in = src.row(2 * y);
+        float* out = base_.row(y);
+        for (int x = 0; x < base_.w; ++x) out[x] = in[2 * x];
+      }
+    });
     return;
   }
   // The input is assumed blurred by 0.5 px already (1 px once doubled).
@@ -222,16 +228,16 @@ void SiftPlan::build_octave_base(const ImageF& gray, int octave, int threads) {
   const float sig_diff = std::sqrt(std::max(sigma * sigma - init, 0.01f));
   const std::vector<float> k = sift_gaussian_half_kernel(double(sig_diff));
   if (first_octave_ < 0) {
-    upsample(gray, dog_[0], threads);
+    upsample(gray, dog_[0], pool);
     base_.resize(dog_[0].w, dog_[0].h);
-    blur(dog_[0].buffer.get(), dog_[0].w, dog_[0].h, k, base_.buffer.get(), nullptr, threads);
+    blur(dog_[0].buffer.get(), dog_[0].w, dog_[0].h, k, base_.buffer.get(), nullptr, pool);
   } else {
     base_.resize(gray.width, gray.height);
-    blur(gray.data.data(), gray.width, gray.height, k, base_.buffer.get(), nullptr, threads);
+    blur(gray.data.data(), gray.width, gray.height, k, base_.buffer.get(), nullptr, pool);
   }
 }
 
-void SiftPlan::build_octave_levels(int octave, int threads) {
+void SiftPlan::build_octave_levels(int octave, SiftThreadPool& pool) {
   const int s = options_.octave_layers;
   const int w = base_.w, h = base_.h;
   auto& g = gauss_[std::size_t(octave)];
@@ -244,7 +250,7 @@ void SiftPlan::build_octave_levels(int octave, int threads) {
                        : i - 1 <= s ? g[std::size_t(i - 2)].buffer.get()
                                     : upper_.buffer.get();
     float* dst = i <= s ? g[std::size_t(i - 1)].buffer.get() : i == s + 1 ? upper_.buffer.get() : nullptr;
-    blur(src, w, h, level_kernel_[std::size_t(i)], dst, dog_[std::size_t(i - 1)].buffer.get(), threads);
+    blur(src, w, h, level_kernel_[std::size_t(i)], dst, dog_[std::size_t(i - 1)].buffer.get(), pool);
   }
 }
 
