@@ -1,9 +1,10 @@
 // Pictures for judging a registration by eye: matches side by side, checkerboard and blend overlays.
-// Drawing is done with a few local primitives (anti-aliasing is not needed for these diagnostics).
+// Lines and circles come from spectrasift/draw.hpp (anti-aliased).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 
+#include "spectrasift/draw.hpp"
 #include "spectrasift/error.hpp"
 #include "spectrasift/geometry.hpp"
 #include "spectrasift/match.hpp"
@@ -12,7 +13,7 @@ namespace spectrasift {
 
 namespace {
 
-struct Rgb {
+struct Px3 {
   std::uint8_t r, g, b;
 };
 
@@ -37,7 +38,7 @@ std::uint8_t sample8(const Image& im, std::size_t i, int c) {
 }
 
 /// Pixel i as RGB (grey replicated; alpha ignored).
-Rgb rgb_at(const Image& im, std::size_t i) {
+Px3 rgb_at(const Image& im, std::size_t i) {
   if (im.channels >= 3) return {sample8(im, i, 0), sample8(im, i, 1), sample8(im, i, 2)};
   const std::uint8_t g = sample8(im, i, 0);
   return {g, g, g};
@@ -45,57 +46,17 @@ Rgb rgb_at(const Image& im, std::size_t i) {
 
 /// Grey 0..255 of pixel i (the luma weights of to_gray_float).
 std::uint8_t grey_at(const Image& im, std::size_t i) {
-  const Rgb p = rgb_at(im, i);
+  const Px3 p = rgb_at(im, i);
   return std::uint8_t((4899u * p.r + 9617u * p.g + 1868u * p.b + 8192u) >> 14);
 }
 
-void put(Image& c, int x, int y, Rgb col) {
+void put(Image& c, int x, int y, Px3 col) {
   if (x < 0 || y < 0 || x >= c.width || y >= c.height) return;
   std::uint8_t* p = c.data.data() + (std::size_t(y) * c.width + x) * 3;
   p[0] = col.r;
   p[1] = col.g;
   p[2] = col.b;
 }
-
-/// Bresenham line, `thick` pixels wide (a square brush).
-void line(Image& c, int x0, int y0, int x1, int y1, Rgb col, int thick = 1) {
-  const int dx = std::abs(x1 - x0), sx = x0 < x1 ? 1 : -1;
-  const int dy = -std::abs(y1 - y0), sy = y0 < y1 ? 1 : -1;
-  int err = dx + dy;
-  const int r0 = -(thick - 1) / 2, r1 = thick / 2;
-  for (;;) {
-    for (int oy = r0; oy <= r1; ++oy)
-      for (int ox = r0; ox <= r1; ++ox) put(c, x0 + ox, y0 + oy, col);
-    if (x0 == x1 && y0 == y1) break;
-    const int e2 = 2 * err;
-    if (e2 >= dy) {
-      err += dy;
-      x0 += sx;
-    }
-    if (e2 <= dx) {
-      err += dx;
-      y0 += sy;
-    }
-  }
-}
-
-/// Circle outline (midpoint algorithm).
-void circle(Image& c, int cx, int cy, int r, Rgb col) {
-  int x = r, y = 0, err = 1 - r;
-  while (x >= y) {
-    const int pts[8][2] = {{x, y}, {y, x}, {-y, x}, {-x, y}, {-x, -y}, {-y, -x}, {y, -x}, {x, -y}};
-    for (const auto& p : pts) put(c, cx + p[0], cy + p[1], col);
-    ++y;
-    if (err < 0) {
-      err += 2 * y + 1;
-    } else {
-      --x;
-      err += 2 * (y - x) + 1;
-    }
-  }
-}
-
-int iround(double v) { return int(std::lround(v)); }
 
 }  // namespace
 
@@ -107,34 +68,28 @@ Image draw_matches(const Image& query_image, const Features& query, const Image&
     throw Error(ErrorCode::kInvalidArgument, "draw_matches: the inlier mask has " +
                                                  std::to_string(inlier_mask->size()) + " entries for " +
                                                  std::to_string(matches.size()) + " matches");
-  const int w = query_image.width + train_image.width;
-  const int h = std::max(query_image.height, train_image.height);
-  Image c = Image::allocate(w, h, 3, PixelType::kU8);
-  auto blit = [&c](const Image& im, int ox) {
-    for (int y = 0; y < im.height; ++y)
-      for (int x = 0; x < im.width; ++x) put(c, ox + x, y, rgb_at(im, std::size_t(y) * im.width + x));
-  };
-  blit(query_image, 0);
-  blit(train_image, query_image.width);
+  for (std::size_t i = 0; i < matches.size(); ++i) {
+    const Match& m = matches[i];
+    if (m.query < 0 || std::size_t(m.query) >= query.size() || m.train < 0 || std::size_t(m.train) >= train.size())
+      throw Error(ErrorCode::kInvalidArgument, "draw_matches: match " + std::to_string(i) + " indexes a missing keypoint");
+  }
+  Image c = hconcat(make_rgb(query_image), make_rgb(train_image));
   // Lines scale with the picture so that they stay visible on large images.
-  const int thick = std::max(1, std::min(w, h) / 600);
-  const int radius = std::max(3, std::min(w, h) / 150);
+  const double thick = std::max(1, std::min(c.width, c.height) / 600);
+  const double radius = std::max(3, std::min(c.width, c.height) / 150);
   const Rgb green{0, 230, 0}, red{235, 30, 30};
   // Outliers first, inliers on top.
   for (int pass = 0; pass < 2; ++pass) {
     for (std::size_t i = 0; i < matches.size(); ++i) {
       const bool in = !inlier_mask || (*inlier_mask)[i] != 0;
       if (in != (pass == 1)) continue;
-      const Match& m = matches[i];
-      if (m.query < 0 || std::size_t(m.query) >= query.size() || m.train < 0 || std::size_t(m.train) >= train.size())
-        throw Error(ErrorCode::kInvalidArgument, "draw_matches: match " + std::to_string(i) + " indexes a missing keypoint");
-      const Keypoint& a = query.keypoints[std::size_t(m.query)];
-      const Keypoint& b = train.keypoints[std::size_t(m.train)];
-      const int ax = iround(a.x), ay = iround(a.y), bx = iround(b.x) + query_image.width, by = iround(b.y);
+      const Keypoint& a = query.keypoints[std::size_t(matches[i].query)];
+      const Keypoint& b = train.keypoints[std::size_t(matches[i].train)];
+      const Point2 pa{a.x, a.y}, pb{double(b.x) + query_image.width, b.y};
       const Rgb col = in ? green : red;
-      circle(c, ax, ay, radius, col);
-      circle(c, bx, by, radius, col);
-      line(c, ax, ay, bx, by, col, thick);
+      draw_circle(c, pa, radius, col);
+      draw_circle(c, pb, radius, col);
+      draw_line(c, pa, pb, col, thick);
     }
   }
   return c;
