@@ -294,6 +294,15 @@ TEST_F(SpectralOpenCL, StreamingChunksAndStagingDoNotChangeResults) {
                 << to_string(m) << " " << to_string(il) << " chunk " << chunk << " staging " << staging;
             EXPECT_GT(r.times.compute_ms, 0.0);
           }
+        // Samples staged through __local memory (the GPU path for bip), forced here on any device: same
+        // bits, with chunks of 5 lines (185 pixels: the last work-group is partly empty).
+        if (m == Metric::kSpectralAngle || m == Metric::kInformationDivergence) {
+          st.stage_samples = 1;
+          opt.chunk_lines = 5;
+          const SpectralResult r = spectral_match(ctx, cube, scaled, opt);
+          st.stage_samples = -1;
+          EXPECT_TRUE(bits_equal(r.scores, one.scores)) << to_string(m) << " " << to_string(il) << " staged samples";
+        }
       }
     }
     st.host_staging = !st.is_cpu;
@@ -334,6 +343,12 @@ TEST_F(SpectralOpenCL, ProductKernelsAgreeWithOneReferenceKernelAndReductions) {
       const SpectralResult all_other = spectral_match(ctx, cube, lib, opt);
       st.gemm_variant = -1;
       EXPECT_TRUE(bits_equal(all.scores, all_other.scores)) << to_string(m) << ": tiled and row kernels differ";
+      if (m == Metric::kInformationDivergence) {  // spectral_prepare with samples staged in __local memory
+        st.stage_samples = 1;
+        const SpectralResult staged = spectral_match(ctx, cube, lib, opt);
+        st.stage_samples = -1;
+        EXPECT_TRUE(bits_equal(all.scores, staged.scores)) << "staged spectral_prepare differs";
+      }
       // The reductions depend on the metric only through its direction: check one of each direction
       // (each metric and reduction is one more program build, slow on PoCL in CI).
       if (m != Metric::kEuclidean && m != Metric::kCorrelation) continue;

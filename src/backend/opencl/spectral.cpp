@@ -147,9 +147,23 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
   const std::size_t ref_local_bytes = std::size_t(n) * sizeof(float) * (metric == SPECTRAL_METRIC_SID ? 2 : 1);
   const bool ref_in_local = ref_local_bytes + 1024 <= s.local_mem;
   conv_opts += std::string(" -DREF_IN_LOCAL=") + (ref_in_local ? "1" : "0");
+  // Staging through __local memory: on GPUs for bip, where one work-item per pixel would read with a stride
+  // of `bands` elements; tiles of bands sized so that stage + reference fit the device's local memory.
+  const std::size_t wg_want = s.is_cpu ? 64 : 256;
+  int stage_tile = 0;
+  if (s.stage_samples == 1 || (s.stage_samples < 0 && !s.is_cpu && cube.interleave == Interleave::kBip)) {
+    stage_tile = 32;
+    const std::size_t used = (ref_in_local ? ref_local_bytes : 0) + 1024;
+    while (stage_tile >= 4 && used + std::size_t(stage_tile) * (wg_want + 1) * sizeof(float) > s.local_mem)
+      stage_tile /= 2;
+    if (stage_tile < 4) stage_tile = 0;
+  }
+  conv_opts += " -DSTAGE_TILE=" + std::to_string(stage_tile);
+  if (stage_tile > 0) conv_opts += cube.interleave == Interleave::kBip ? " -DSTAGE_BAND_FAST=1" : " -DSTAGE_BAND_FAST=0";
   if (s.is_cpu) conv_opts += " -DSPECTRASIFT_CPU_DEVICE";
   cl_kernel k_conv = s.kernel("spectral_one_ref.cl", many ? "spectral_prepare" : "spectral_one_ref", conv_opts);
-  const std::size_t wg_conv = s.work_group_1d(k_conv, s.is_cpu ? 64 : 256);
+  const std::size_t wg_conv = s.work_group_1d(k_conv, wg_want);
+  const std::size_t stage_bytes = std::size_t(stage_tile) * (wg_conv + 1) * sizeof(float);
 
   cl_kernel k_gemm = nullptr;
   GemmTiles tiles;
@@ -184,6 +198,7 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
                                                         : "spectral_prepare + spectral_gemm (tiled)") +
           ", chunks of " + std::to_string(chunk_lines) + " lines (" + std::to_string(chunks.size()) +
           "), work-group " + std::to_string(wg_conv) +
+          (stage_tile ? ", samples staged in __local tiles of " + std::to_string(stage_tile) + " bands" : std::string()) +
           (many && !rows ? ", product tiles " + std::to_string(tiles.wg_y * tiles.rp) + " px x " +
                       std::to_string(tiles.wg_x * tiles.rr) + " refs x " + std::to_string(tiles.tk) + " bands" +
                       ", work-group " + std::to_string(tiles.wg_x) + "x" + std::to_string(tiles.wg_y)
@@ -257,6 +272,7 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
     set_local_arg(k_conv, 16, ref_in_local ? ref_local_bytes : 0);
     set_arg(k_conv, 17, out_s);
     set_arg(k_conv, 18, out_i);
+    set_local_arg(k_conv, 19, stage_bytes);
   } else {
     set_arg(k_conv, 4, S);
     set_arg(k_conv, 6, pitch);
@@ -269,6 +285,7 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
     set_arg(k_conv, 13, x2);
     set_arg(k_conv, 14, stats);
     set_arg(k_conv, 15, nodata);
+    set_local_arg(k_conv, 16, stage_bytes);
     set_arg(k_gemm, 0, x1);
     set_arg(k_gemm, 1, x2);
     set_arg(k_gemm, 2, stats);
@@ -293,6 +310,7 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
   std::vector<Event> ev_up(chunks.size()), ev_k1(chunks.size()), ev_k2(chunks.size()), ev_rd_s(chunks.size()),
       ev_rd_i(chunks.size());
   double read_ms = 0;
+  const int threads = std::max(1, ctx.cpu_threads());
   for (std::size_t c = 0; c < chunks.size(); ++c) {
     const Chunk& ch = chunks[c];
     const int slot = int(c % 2);
@@ -306,12 +324,24 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
       if (c >= 2) SPECTRASIFT_CL_CHECK(clWaitForEvents(1, &ev_up[c - 2].ev));  // staging slot free again
       const auto t0 = Clock::now();
       auto* dst = static_cast<std::uint8_t*>(stage[slot]->host);
+      // The copy into pinned memory (and the page faults of a fresh mapping) is the host's share of the
+      // stream: it runs on the context's CPU threads, in pieces of at least 1 MiB, so that it keeps pace
+      // with the upload. Each piece is a plain memcpy: the result does not depend on the thread count.
       if (cube.interleave == Interleave::kBsq) {
-        for (int b = 0; b < cube.bands; ++b)
-          std::memcpy(dst + std::size_t(b) * plane,
-                      host + (std::size_t(b) * cube.band_stride + std::size_t(ch.y0) * cube.line_stride) * es, plane);
+        const std::uint8_t* src0 = host + std::size_t(ch.y0) * cube.line_stride * es;
+        const std::size_t band_bytes = cube.band_stride * es;
+        const int nb = cube.bands;
+#pragma omp parallel for num_threads(threads) schedule(static) if (bytes >= (std::size_t(4) << 20))
+        for (int b = 0; b < nb; ++b) std::memcpy(dst + std::size_t(b) * plane, src0 + std::size_t(b) * band_bytes, plane);
       } else {
-        std::memcpy(dst, host + std::size_t(ch.y0) * cube.line_stride * es, bytes);
+        const std::uint8_t* src0 = host + std::size_t(ch.y0) * cube.line_stride * es;
+        const std::size_t piece = std::max<std::size_t>(std::size_t(1) << 20, (bytes + threads - 1) / threads);
+        const int pieces = int((bytes + piece - 1) / piece);
+#pragma omp parallel for num_threads(threads) schedule(static) if (pieces > 1)
+        for (int i = 0; i < pieces; ++i) {
+          const std::size_t off = std::size_t(i) * piece;
+          std::memcpy(dst + off, src0 + off, std::min(piece, bytes - off));
+        }
       }
       read_ms += ms_since(t0);
       SPECTRASIFT_CL_CHECK(clEnqueueWriteBuffer(uq, raw[slot], CL_FALSE, 0, bytes, dst, wait_raw ? 1 : 0,

@@ -74,6 +74,9 @@ struct State {
   /// Which spectral product kernel: -1 = by device (the row kernel on CPU devices, the tiled one otherwise),
   /// 0 = tiled, 1 = rows. Both give the same bits; tests run both on any device.
   int gemm_variant = -1;
+  /// Whether spectral_one_ref / spectral_prepare stage the samples through __local memory: -1 = by device
+  /// and layout (GPUs reading bip), 0 = never, 1 = always. The results are the same bits either way.
+  int stage_samples = -1;
   std::size_t program_builds = 0;             ///< clBuildProgram calls so far (the cache is tested with it)
   std::map<std::string, cl_program> programs;  ///< key: source name + '\n' + options
   std::map<std::string, cl_kernel> kernels;    ///< key: program key + '\n' + kernel name
