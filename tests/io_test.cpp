@@ -225,6 +225,7 @@ TEST(Tiff, UnsupportedBuildSaysSo) {
   if (tiff_supported()) GTEST_SKIP() << "this build has libtiff";
   expect_error([] { write_tiff(fs::temp_directory_path() / "never.tif", Image::allocate(2, 2, 1, PixelType::kU8)); },
                ErrorCode::kUnsupported, "libtiff");
+  expect_error([] { read_image(kData / "io_tiled_u8.tif"); }, ErrorCode::kUnsupported, "io_tiled_u8.tif: TIFF image");
 }
 
 TEST(Tiff, SeparatePlanesTilesAndMinIsWhiteDecodeExactly) {
