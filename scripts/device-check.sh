@@ -8,7 +8,9 @@
 #   tables.md    the benchmark tables (for bench/RESULTS.md)
 #   summary.txt  one line per step with its status and duration
 # Usage (from the repository root): bash scripts/device-check.sh [--quick] [--no-tests] [--no-bench]
-# Environment: OUT (output folder, default out), BUILD (build folder, default build-device), JOBS (default nproc).
+# Environment: OUT (output folder, default out), BUILD (build folder, default build-device), JOBS (default nproc),
+# CTEST_JOBS (default 8), BENCHES (names of the benchmarks to run, default all built), BENCH_TIMEOUT (s, default 150),
+# COMMIT (reported when the tree has no .git).
 # Steps that cannot run (a benchmark not built, no PyTorch) are skipped and say so; the script keeps going
 # after a failing step and exits non-zero at the end if any step failed.
 set -u
@@ -96,7 +98,7 @@ bench_args() {
   case "$1" in
     spectral_gpu_bench) if [ $quick = 1 ]; then echo "--quick --reps 5"; else echo "--reps 20"; fi ;;
     spectral_opencl_bench) if [ $quick = 1 ]; then echo "--quick --reps 5"; else echo "--reps 10"; fi ;;
-    spectral_bench) echo "--backend all --repeat 3" ;;
+    spectral_bench) echo "--backend all --repeat 1" ;;
     sift_bench) echo "--runs 3 --warmup 1" ;;
     match_bench) echo "--runs 3" ;;
     *) echo "" ;;
@@ -107,13 +109,17 @@ if [ $run_bench = 1 ]; then
   # spectral_gpu_bench first: it writes the cube that pytorch_spectral.py reads.
   for b in "$BUILD/bin/spectral_gpu_bench" $(ls "$BUILD"/bin/*_bench 2>/dev/null | grep -v '/spectral_gpu_bench$'); do
     [ -x "$b" ] || continue
-    found=1
     name=$(basename "$b")
+    if [ -n "${BENCHES:-}" ] && ! [[ " $BENCHES " == *" $name "* ]]; then skip "$name (not in BENCHES)"; continue; fi
+    found=1
     args=$(bench_args "$name")
+    limit=${BENCH_TIMEOUT:-150}
+    # spectral_gpu_bench prints its sections as they finish and needs about a minute.
+    [ "$name" = spectral_gpu_bench ] && [ "$limit" -lt 150 ] && limit=150
     echo "## $name $args" >>"$tables"
     tmp=$(mktemp)
     # shellcheck disable=SC2086
-    step "$name" "$bench_log" bash -o pipefail -c "timeout ${BENCH_TIMEOUT:-150} '$b' $args 2>&1 | tee '$tmp'"
+    step "$name" "$bench_log" bash -o pipefail -c "timeout $limit '$b' $args 2>&1 | tee '$tmp'"
     # Keep the Markdown tables (and their captions) of the output.
     grep -E '^\||^[A-Z#].*:$|^(One|Best|cube|#)' "$tmp" >>"$tables"; echo >>"$tables"
     rm -f "$tmp"

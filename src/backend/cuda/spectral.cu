@@ -334,7 +334,7 @@ void compute_chunk(Plan& pl, const void* d_chunk, int y0, int lines, cudaStream_
     r.band_index = pl.band_index;
     r.n = pl.n;
     r.constant = refs.constant[0];
-    const std::size_t smem = std::size_t(pl.n) * (2 * sizeof(float) + sizeof(int));
+    const std::size_t smem = std::size_t(pl.n) * (sizeof(double) + 2 * sizeof(float) + sizeof(int));
     with_type(cube.type, [&](auto T) {
       using U = typename Storage<decltype(T)::value>::type;
       with_metric(refs.metric, [&](auto M) {

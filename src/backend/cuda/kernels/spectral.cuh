@@ -117,45 +117,43 @@ constexpr int kOneRefGroups = 8;                       ///< band groups (one per
 constexpr int kOneRefPixels = kBlock / kOneRefGroups;  ///< pixels per block of spectral_one_ref
 
 /* spectral_one_ref<kType, kMetric>: every pixel of a chunk against ONE reference, reading the chunk in
- * its native type. Launch: grid ceil(npix / 32), block 256, dynamic shared memory n * 12 bytes (the
- * reference rows and the band indices) + the static partial sums. A block handles 32 pixels; its 256
+ * its native type. Launch: grid ceil(npix / 32), block 256, dynamic shared memory n * 20 bytes (the
+ * reference row in float and double, sid's second row, the band indices) + the static partial sums. A block handles 32 pixels; its 256
  * threads split each pixel's bands into 8 groups, so that a thread walks ~n/8 bands (short dependency
  * chains, ~8 times more threads than pixels: enough loads in flight to run at the memory bandwidth):
- *   ss == 1 (BSQ, BIL): warp g = band group g (contiguous band range), lane = pixel: a warp reads 32
- *                       consecutive samples of one band (coalesced);
- *   ss != 1 (BIP):      8 consecutive threads share a pixel and read bands j = lane%8, +8, +16, ...:
- *                       8 consecutive bands of 4 pixels per warp load.
+ * thread of band group g reads bands g, g+8, g+16, ... of its pixel:
+ *   ss == 1 (BSQ, BIL): warp g = band group g, lane = pixel: a warp reads 32 consecutive samples of one
+ *                       band (coalesced);
+ *   ss != 1 (BIP):      8 consecutive threads share a pixel: a warp load reads 8 consecutive bands of 4
+ *                       pixels.
  * The 8 partial sums of a pixel are merged in group order by one thread, which finalises the score with
  * the shared formulas. Each element of the chunk is read exactly once. */
 template <int kType, int kMetric>
 __global__ void __launch_bounds__(kBlock) spectral_one_ref(const typename Storage<kType>::type* __restrict__ chunk,
                                                            ChunkLayout layout, CubeConst cube, OneRef ref,
                                                            OutView out) {
-  extern __shared__ float smem[];
+  extern __shared__ double smem_d[];
   __shared__ Partial part[kOneRefGroups][kOneRefPixels];
-  float* r1 = smem;
-  float* r2 = smem + ref.n;
-  int* bidx = reinterpret_cast<int*>(smem + 2 * ref.n);
+  double* r1d = smem_d;  // the reference row in double (ed's integer fast path)
+  float* r1 = reinterpret_cast<float*>(smem_d + ref.n);
+  float* r2 = r1 + ref.n;
+  int* bidx = reinterpret_cast<int*>(r2 + ref.n);
   for (int j = threadIdx.x; j < ref.n; j += blockDim.x) {
     r1[j] = ref.v1[j];
+    r1d[j] = (double)ref.v1[j];
     r2[j] = ref.v2 ? ref.v2[j] : 0.0f;
     bidx[j] = ref.band_index[j];
   }
   __syncthreads();
-  int slot, group, j0, j1, step;
+  // Group g sums bands g, g+8, g+16, ... in order: the same partition, hence the same float sums, for
+  // every layout, so that BSQ, BIL and BIP give identical bits.
+  int slot, group;
   if (layout.ss == 1) {
     slot = threadIdx.x & 31;
     group = threadIdx.x >> 5;
-    const int per = (ref.n + kOneRefGroups - 1) / kOneRefGroups;
-    j0 = group * per;
-    j1 = min(ref.n, j0 + per);
-    step = 1;
   } else {
     slot = threadIdx.x / kOneRefGroups;
     group = threadIdx.x % kOneRefGroups;
-    j0 = group;
-    j1 = ref.n;
-    step = kOneRefGroups;
   }
   const int p = blockIdx.x * kOneRefPixels + slot;
   Partial pt;
@@ -165,13 +163,47 @@ __global__ void __launch_bounds__(kBlock) spectral_one_ref(const typename Storag
   if (p < cube.npix) {
     const int yl = p / cube.samples, x = p - yl * cube.samples;
     const long long base = (long long)yl * layout.ls + (long long)x * layout.ss;
+    bool done = false;
+    if constexpr ((kType == SPECTRAL_TYPE_U8 || kType == SPECTRAL_TYPE_I16 || kType == SPECTRAL_TYPE_U16) &&
+                  kMetric != SPECTRAL_METRIC_SID) {
+      if (cube.scale == 1.0f) {
+        // Small integers, no scale: the same numbers as the generic loop, with fewer conversions (the
+        // conversion units, not the memory, bound the generic loop). v = (float)iv exactly through the
+        // 1.5 * 2^23 trick; sum p and sum p^2 are exact integers, so summing them as integers and
+        // converting once gives the double the shared formula would; ed's (double)p - (double)r is the
+        // same subtraction with (double)r precomputed.
+        long long s1 = 0;
+        unsigned long long s2 = 0;
 #pragma unroll 4
-    for (int j = j0; j < j1; j += step) {
-      const float v = load_sample<kType>(chunk, base + (long long)bidx[j] * layout.bs, cube.big_endian);
-      pt.ignored |= spectral_is_ignored(v, cube.has_ignore, cube.ignore);
-      const float pv = v * cube.scale;
-      spectral_stats_add(&pt.st, kMetric, pv);
-      spectral_pair_add(&pt.acc, kMetric, pv, r1[j], r2[j]);
+        for (int j = group; j < ref.n; j += kOneRefGroups) {
+          typename Storage<kType>::type raw = __ldg(chunk + base + (long long)bidx[j] * layout.bs);
+          if (cube.big_endian) raw = byte_swap(raw);
+          const int iv = kType == SPECTRAL_TYPE_I16 ? (int)(short)raw : (int)raw;
+          const float v = __int_as_float(0x4B400000 + iv) - 12582912.0f;
+          pt.ignored |= spectral_is_ignored(v, cube.has_ignore, cube.ignore);
+          if constexpr (kMetric == SPECTRAL_METRIC_ED) {
+            const double d = (double)iv - r1d[j];
+            pt.acc.d2 += d * d;
+          } else {
+            s1 += iv;
+            s2 += (unsigned long long)((unsigned)iv * (unsigned)iv);  // < 2^32, also for negative i16
+            pt.acc.dot += v * r1[j];
+          }
+        }
+        pt.st.sum_p = (double)s1;
+        pt.st.sum_p2 = (double)s2;
+        done = true;
+      }
+    }
+    if (!done) {
+#pragma unroll 4
+      for (int j = group; j < ref.n; j += kOneRefGroups) {
+        const float v = load_sample<kType>(chunk, base + (long long)bidx[j] * layout.bs, cube.big_endian);
+        pt.ignored |= spectral_is_ignored(v, cube.has_ignore, cube.ignore);
+        const float pv = v * cube.scale;
+        spectral_stats_add(&pt.st, kMetric, pv);
+        spectral_pair_add(&pt.acc, kMetric, pv, r1[j], r2[j]);
+      }
     }
   }
   part[group][slot] = pt;
