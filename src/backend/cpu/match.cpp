@@ -11,7 +11,7 @@
 // kQueries x kLanes tile of dot products: for each d it broadcasts kQueries query values and multiplies
 // them with one row of kLanes train values, so it vectorises across train descriptors without
 // reassociating any sum. One train block (kLanes * dim floats = 8 KiB) is reused from L1 by a whole
-// query tile. The kernel is compiled for AVX-512, AVX2 and the baseline ISA and picked at run time;
+// query tile, and a chunk of 32 blocks from L2 by a group of 64 queries (see match_top2). The kernel is compiled for AVX-512, AVX2 and the baseline ISA and picked at run time;
 // all give identical results (same operations per lane, no contraction: -ffp-contract=off).
 // OpenMP splits the query tiles statically; every query is handled by one thread in train order, so the
 // result does not depend on the thread count.
@@ -158,33 +158,48 @@ void match_top2(const float* query, int nq, const float* train, int nt, int dim,
     train_norm[std::size_t(t)] = squared_norm(src, dim);
   }
   const DotTile dot_tile = pick_dot_tile();
-  const int tiles = (nq + kQueries - 1) / kQueries;
+  // Two-level blocking: a thread takes a group of kGroup queries (padded to whole tiles) and runs it
+  // against the train set in chunks of kChunkBlocks blocks (256 KiB, held in L2 while the whole group
+  // passes over it); inside a chunk each 8 KiB block stays in L1 for one tile of 4 queries. Every query
+  // still sees the train descriptors in increasing index order.
+  constexpr int kGroup = 64;
+  constexpr int kChunkBlocks = 32;
+  const int groups = (nq + kGroup - 1) / kGroup;
 #pragma omp parallel num_threads(threads)
   {
-    std::vector<float> qbuf(std::size_t(kQueries) * dim);
+    std::vector<float> qbuf(std::size_t(kGroup) * dim);
+    std::vector<float> qnorm(kGroup);
+    std::vector<Best2> best(kGroup);
 #pragma omp for schedule(static)
-    for (int tile = 0; tile < tiles; ++tile) {
-      const int q0 = tile * kQueries;
-      const int q1 = std::min(nq, q0 + kQueries);
-      // The last tile is padded with zero queries (their results are not used).
+    for (int g = 0; g < groups; ++g) {
+      const int q0 = g * kGroup;
+      const int q1 = std::min(nq, q0 + kGroup);
+      const int tiles = (q1 - q0 + kQueries - 1) / kQueries;
+      // Rows past q1 are zero queries (their results are not used).
       std::fill(qbuf.begin(), qbuf.end(), 0.0f);
       std::copy(query + std::size_t(q0) * dim, query + std::size_t(q1) * dim, qbuf.begin());
-      float qnorm[kQueries];
-      for (int qi = 0; qi < kQueries; ++qi) qnorm[qi] = squared_norm(qbuf.data() + std::size_t(qi) * dim, dim);
-      Best2 best[kQueries];
+      for (int qi = 0; qi < kGroup; ++qi) qnorm[std::size_t(qi)] = squared_norm(qbuf.data() + std::size_t(qi) * dim, dim);
+      std::fill(best.begin(), best.end(), Best2{});
       float dots[kQueries][kLanes];
-      for (int b = 0; b < blocks; ++b) {
-        dot_tile(qbuf.data(), dim, packed.data() + std::size_t(b) * dim * kLanes, dots);
-        const int lanes = std::min(kLanes, nt - b * kLanes);
-        const float* tn = train_norm.data() + std::size_t(b) * kLanes;
-        for (int qi = 0; qi < q1 - q0; ++qi)
-          for (int j = 0; j < lanes; ++j) {
-            const float d2 = std::max(0.0f, (qnorm[qi] + tn[j]) - 2.0f * dots[qi][j]);
-            best[qi].push(d2, b * kLanes + j);
+      for (int c0 = 0; c0 < blocks; c0 += kChunkBlocks) {
+        const int c1 = std::min(blocks, c0 + kChunkBlocks);
+        for (int tile = 0; tile < tiles; ++tile) {
+          const int t0 = tile * kQueries;
+          const int live = std::min(kQueries, q1 - q0 - t0);
+          for (int b = c0; b < c1; ++b) {
+            dot_tile(qbuf.data() + std::size_t(t0) * dim, dim, packed.data() + std::size_t(b) * dim * kLanes, dots);
+            const int lanes = std::min(kLanes, nt - b * kLanes);
+            const float* tn = train_norm.data() + std::size_t(b) * kLanes;
+            for (int qi = 0; qi < live; ++qi) {
+              const float qn = qnorm[std::size_t(t0 + qi)];
+              Best2& bq = best[std::size_t(t0 + qi)];
+              for (int j = 0; j < lanes; ++j) bq.push(std::max(0.0f, (qn + tn[j]) - 2.0f * dots[qi][j]), b * kLanes + j);
+            }
           }
+        }
       }
       for (int q = q0; q < q1; ++q) {
-        const Best2& bq = best[q - q0];
+        const Best2& bq = best[std::size_t(q - q0)];
         Top2& o = out[q];
         o.best1 = bq.i1;
         o.best2 = bq.i2;
