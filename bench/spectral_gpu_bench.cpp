@@ -304,6 +304,7 @@ const char* metric_name(Metric m) {
 
 /// What the bench is doing, printed every 15 s by a watchdog thread (a stuck step shows in the log).
 std::atomic<const char*> g_stage{"start"};
+std::atomic<int> g_step{0};  ///< bumped at every step, so that the watchdog sees progress
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -338,10 +339,22 @@ int main(int argc, char** argv) {
     else if (a == "--json") json_path = next();
     else { std::fprintf(stderr, "usage: spectral_gpu_bench [--dir DIR] [--reps N] [--refs N] [--quick] [--json FILE]\n"); return 2; }
   }
+  // Watchdog: reports the step every 15 s and ends the program when one step has run for 60 s (a stuck
+  // driver call must not eat a device session), after printing what it was doing.
   std::thread([] {
-    for (int t = 15;; t += 15) {
-      std::this_thread::sleep_for(std::chrono::seconds(15));
-      std::fprintf(stderr, "[watchdog %d s] %s\n", t, g_stage.load());
+    int last = -1, same = 0;
+    for (int t = 5;; t += 5) {
+      std::this_thread::sleep_for(std::chrono::seconds(5));
+      const char* now = g_stage.load();
+      const int step = g_step.load();
+      same = step == last ? same + 5 : 0;
+      last = step;
+      if (t % 15 == 0) std::fprintf(stderr, "[watchdog %d s] %s\n", t, now);
+      if (same >= 60) {
+        std::fprintf(stderr, "[watchdog] stuck for 60 s in: %s; giving up\n", now);
+        std::fflush(stdout);
+        std::_Exit(3);
+      }
     }
   }).detach();
   try {
@@ -352,6 +365,8 @@ int main(int argc, char** argv) {
     fs::create_directories(dir);
 
     // ---- data ----
+    g_stage = "writing the cube files";
+    ++g_step;
     const auto table = load_table(table_path);
     const auto bip = make_cube(table);
     const std::size_t N = bip.size(), cube_bytes = N * 2;
@@ -400,6 +415,8 @@ int main(int argc, char** argv) {
     };
     std::ostringstream js;  // one JSON object per line
     // ---- ceilings ----
+    g_stage = "ceilings";
+    ++g_step;
     const double copy_gbps = cuda::bench::device_copy_gbps(ctx, std::size_t(1) << 30, reps);
     const double up_ms = cuda::bench::pinned_upload_ms(ctx, cube_bytes, reps);
     const double floor_ms = double(cube_bytes) / (copy_gbps * 1e6);
@@ -412,6 +429,7 @@ int main(int argc, char** argv) {
 
     // ---- one reference: device compute, resident ----
     g_stage = "one reference, resident";
+    ++g_step;
     Mapping m_bsq(dir / "cube_bsq.img"), m_bil(dir / "cube_bil.img"), m_bip(dir / "cube_bip.img"),
         m_be(dir / "cube_bip_be.img");
     struct Il { const char* name; Interleave il; const void* data; bool be; };
@@ -451,11 +469,16 @@ int main(int argc, char** argv) {
 
     // ---- many references ----
     g_stage = "many references, resident";
+    ++g_step;
     md << "Best of " << nrefs << " references, device compute with the cube resident (bsq), median of " << reps
        << "; agreement = pixels whose best reference equals the exact FP32 kernel's / a float64 CPU computation's (every 61st pixel):\n\n"
        << "| metric | path | compute (ms) | = exact FP32 | = float64 (sampled) |\n|---|---|---|---|---|\n";
     for (Metric m : metrics) {
       if (quick && m != Metric::kSpectralAngle) continue;
+      static std::string many_stage;
+      many_stage = std::string("many references, resident, ") + metric_name(m);
+      g_stage = many_stage.c_str();
+      ++g_step;
       const auto prep = prepare(refs_raw, nrefs, m);
       SpectralOptions o;
       o.metric = m;
@@ -527,6 +550,8 @@ int main(int argc, char** argv) {
         flush();
       }
     }
+    g_stage = "score block sweep";
+    ++g_step;
     md << "\nScore block sweep (sam, TF32, best of " << nrefs << ", resident bsq):";
     {
       const auto prep = prepare(refs_raw, nrefs, Metric::kSpectralAngle);
@@ -563,6 +588,7 @@ int main(int argc, char** argv) {
           md << "\n(cudaHostRegister of a fresh mmap of the whole file, read-only, then one upload straight from it: ";
           flush();
           g_stage = "cudaHostRegister timing";
+          ++g_step;
           const auto rt = cuda::bench::host_register_timing(ctx, mp.ptr, cube_bytes);
           if (rt.register_ms < 0) md << "refused (" << rt.error << "))\n\n";
           else md << "register " << fmt(rt.register_ms) << " ms, upload " << fmt(rt.upload_ms) << " ms, unregister "
@@ -582,6 +608,7 @@ int main(int argc, char** argv) {
           static std::string stage_text;
           stage_text = std::string("one-ref e2e ") + il.name + (regst ? " register" : " copy") + " chunk " + std::to_string(cl);
           g_stage = stage_text.c_str();
+          ++g_step;
           for (int r = 0; r <= e2e_reps; ++r) {
             auto res = sized_result(1, o);
             const auto t0 = std::chrono::steady_clock::now();
@@ -611,6 +638,7 @@ int main(int argc, char** argv) {
     {
       // many references, end to end (streamed from the file)
       g_stage = "many references, end to end";
+      ++g_step;
       const auto prep = prepare(refs_raw, nrefs, Metric::kSpectralAngle);
       SpectralOptions o;
       o.metric = Metric::kSpectralAngle;
@@ -635,6 +663,8 @@ int main(int argc, char** argv) {
     run_e2e(true);
     md << "\n";
     flush();
+    g_stage = "done";
+    ++g_step;
     if (!json_path.empty()) {
       std::ofstream f(json_path);
       f << js.str();
