@@ -248,13 +248,21 @@ SPECTRASIFT_FN double spectral_ed_d2_from_dot(double sum_p2, double dot_pr, doub
   return sum_p2 - 2.0 * dot_pr + ref_sum_r2;
 }
 
-/* sam: dot = p . (r/|r|). A zero-norm pixel gives NaN. */
-SPECTRASIFT_FN float spectral_finalise_sam(const SpectralPixelStats* s, float dot) {
-  if (!(s->sum_p2 > 0.0) || !spectral_is_finite(s->sum_p2)) return SPECTRASIFT_NAN_F;
+/* sam: dot = p . (r/|r|). The clamped cosine in double (NaN for a zero-norm pixel); the score is
+ * (float)acos of it. Ranking code may compare cosines first and skip acos for a candidate whose cosine
+ * is <= that of the current k-th entry: acos and the rounding to float are monotone, and a tie goes
+ * to the lower index, which the earlier entry has. */
+SPECTRASIFT_FN double spectral_sam_cos(const SpectralPixelStats* s, float dot) {
+  if (!(s->sum_p2 > 0.0) || !spectral_is_finite(s->sum_p2)) return (double)SPECTRASIFT_NAN_F;
   double c = (double)dot / sqrt(s->sum_p2);
-  if (!spectral_is_finite(c)) return SPECTRASIFT_NAN_F;
+  if (!spectral_is_finite(c)) return (double)SPECTRASIFT_NAN_F;
   if (c > 1.0) c = 1.0;
   if (c < -1.0) c = -1.0;
+  return c;
+}
+SPECTRASIFT_FN float spectral_finalise_sam(const SpectralPixelStats* s, float dot) {
+  const double c = spectral_sam_cos(s, dot);
+  if (c != c) return SPECTRASIFT_NAN_F;
   return (float)acos(c);
 }
 
