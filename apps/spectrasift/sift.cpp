@@ -189,7 +189,8 @@ void add_sift_command(CLI::App& app, GlobalOptions& g, Action& action) {
                   "maximum principal-curvature ratio; smaller = fewer edge-like features (default 10)");
   sub->add_flag("--no-upsample", o.no_upsample,
                 "start at the input resolution instead of the doubled image (default: doubled, like OpenCV)");
-  sub->add_flag("--root-sift", o.sift.root_sift, "write RootSIFT descriptors (L1-normalised square roots, x512)");
+  sub->add_flag("--root-sift", o.sift.root_sift, "write RootSIFT descriptors (L1-normalised square roots, x512; "
+                "the .key format rounds every descriptor value to an integer 0..255)");
   sub->add_option("--draw", o.draw, "also write a .png with the keypoints drawn (circle of radius size/2, line "
                                     "for the orientation)");
   g.add_json_option(*sub, "print one JSON object with the image size, keypoint count, backend, device and times");
