@@ -31,7 +31,7 @@ namespace {
 const fs::path kData = SPECTRASIFT_TEST_DATA;
 constexpr double kPi = std::numbers::pi;
 
-class TempDir : public ::testing::Test {
+class IoFiles : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
@@ -143,7 +143,7 @@ Features sample_features_for_fuzz() {
 // ---------------------------------------------------------------------------------------------------
 // Round trips
 
-TEST_F(TempDir, PngRoundTripEveryDepthAndChannelCount) {
+TEST_F(IoFiles, PngRoundTripEveryDepthAndChannelCount) {
   for (PixelType t : {PixelType::kU8, PixelType::kU16})
     for (int c = 1; c <= 4; ++c) {
       SCOPED_TRACE(std::string(to_string(t)) + " channels " + std::to_string(c));
@@ -154,7 +154,7 @@ TEST_F(TempDir, PngRoundTripEveryDepthAndChannelCount) {
     }
 }
 
-TEST_F(TempDir, PngFloatIsWrittenAsClampedU16) {
+TEST_F(IoFiles, PngFloatIsWrittenAsClampedU16) {
   Image im = Image::allocate(6, 1, 1, PixelType::kF32);
   const float v[6] = {-0.5f, 0.0f, 0.5f, 1.0f, 2.0f, std::numeric_limits<float>::quiet_NaN()};
   std::memcpy(im.data.data(), v, sizeof v);
@@ -165,7 +165,7 @@ TEST_F(TempDir, PngFloatIsWrittenAsClampedU16) {
   for (int i = 0; i < 6; ++i) EXPECT_EQ(r.as<std::uint16_t>()[i], expected[i]) << i;
 }
 
-TEST_F(TempDir, PnmBinaryRoundTrip8And16Bit) {
+TEST_F(IoFiles, PnmBinaryRoundTrip8And16Bit) {
   for (PixelType t : {PixelType::kU8, PixelType::kU16})
     for (int c : {1, 3}) {
       SCOPED_TRACE(std::string(to_string(t)) + " channels " + std::to_string(c));
@@ -178,7 +178,7 @@ TEST_F(TempDir, PnmBinaryRoundTrip8And16Bit) {
     }
 }
 
-TEST_F(TempDir, PnmBinary16BitIsBigEndian) {
+TEST_F(IoFiles, PnmBinary16BitIsBigEndian) {
   const fs::path p = write_bytes("be.pgm", std::string("P5\n2 1\n65535\n") + "\x12\x34\xAB\xCD");
   const Image im = read_image(p);
   ASSERT_EQ(im.type, PixelType::kU16);
@@ -186,7 +186,7 @@ TEST_F(TempDir, PnmBinary16BitIsBigEndian) {
   EXPECT_EQ(im.as<std::uint16_t>()[1], 0xABCD);
 }
 
-TEST_F(TempDir, PnmAsciiWithCommentsAndMaxvals) {
+TEST_F(IoFiles, PnmAsciiWithCommentsAndMaxvals) {
   // P2, comments everywhere, maxval 255.
   Image a = read_image(write_bytes("a.pgm", "P2\n# a comment\n3 2 # inline\n255\n0 1 2\n# row 2\n253 254 255\n"));
   ASSERT_EQ(a.width, 3);
@@ -210,7 +210,7 @@ TEST_F(TempDir, PnmAsciiWithCommentsAndMaxvals) {
   EXPECT_EQ(d.as<std::uint16_t>()[1], 32800);  // round(512 * 65535 / 1023)
 }
 
-TEST_F(TempDir, TiffRoundTripU8U16F32) {
+TEST_F(IoFiles, TiffRoundTripU8U16F32) {
   if (!tiff_supported()) GTEST_SKIP() << "this build has no libtiff";
   for (PixelType t : {PixelType::kU8, PixelType::kU16, PixelType::kF32})
     for (int c : {1, 2, 3, 4}) {
@@ -387,11 +387,11 @@ TEST(Gray, ToU8RoundsAndClamps) {
 // ---------------------------------------------------------------------------------------------------
 // Bad input
 
-TEST_F(TempDir, MissingFile) {
+TEST_F(IoFiles, MissingFile) {
   expect_error([&] { read_image(path("nope.png")); }, ErrorCode::kIo, "nope.png: no such file");
 }
 
-TEST_F(TempDir, TruncatedPng) {
+TEST_F(IoFiles, TruncatedPng) {
   const std::string full = file_bytes(kData / "box.png");
   const fs::path p = write_bytes("half.png", full.substr(0, full.size() / 2));
   expect_error([&] { read_image(p); }, ErrorCode::kBadFormat, "half.png");
@@ -400,7 +400,7 @@ TEST_F(TempDir, TruncatedPng) {
   expect_error([&] { read_image(q); }, ErrorCode::kBadFormat, "noend.png");
 }
 
-TEST_F(TempDir, CorruptPngCrc) {
+TEST_F(IoFiles, CorruptPngCrc) {
   std::string bytes = file_bytes(kData / "box.png");
   const std::size_t idat = bytes.find("IDAT");
   ASSERT_NE(idat, std::string::npos);
@@ -409,7 +409,7 @@ TEST_F(TempDir, CorruptPngCrc) {
   expect_error([&] { read_image(p); }, ErrorCode::kBadFormat, "crc.png");
 }
 
-TEST_F(TempDir, TruncatedJpeg) {
+TEST_F(IoFiles, TruncatedJpeg) {
   const std::string full = file_bytes(kData / "HappyFish.jpg");
   const fs::path p = write_bytes("half.jpg", full.substr(0, full.size() / 2));
   expect_error([&] { read_image(p); }, ErrorCode::kBadFormat, "half.jpg");
@@ -417,12 +417,12 @@ TEST_F(TempDir, TruncatedJpeg) {
   expect_error([&] { read_image(q); }, ErrorCode::kBadFormat, "head.jpg");
 }
 
-TEST_F(TempDir, ZeroSizeImage) {
+TEST_F(IoFiles, ZeroSizeImage) {
   expect_error([&] { read_image(write_bytes("zero.pgm", "P5 0 0 255\n")); }, ErrorCode::kBadFormat, "zero size");
   expect_error([&] { read_image(write_bytes("zero2.pgm", "P2 5 0 255\n")); }, ErrorCode::kBadFormat, "zero2.pgm");
 }
 
-TEST_F(TempDir, HugeDimensionsRejectedBeforeAllocating) {
+TEST_F(IoFiles, HugeDimensionsRejectedBeforeAllocating) {
   // 10^10 pixels: over the default limit; the file holds only the header, so an attempt to
   // allocate first would need 10 GB (and a truncation check would give the wrong code).
   expect_error([&] { read_image(write_bytes("huge.pgm", "P5\n100000 100000\n255\n")); }, ErrorCode::kOutOfMemory,
@@ -450,7 +450,7 @@ TEST_F(TempDir, HugeDimensionsRejectedBeforeAllocating) {
                ErrorCode::kOutOfMemory, "ovf.pgm");
 }
 
-TEST_F(TempDir, MalformedPnm) {
+TEST_F(IoFiles, MalformedPnm) {
   expect_error([&] { read_image(write_bytes("t.pgm", std::string("P5\n4 4\n255\n") + "abc")); },
                ErrorCode::kBadFormat, "truncated");
   expect_error([&] { read_image(write_bytes("m.pgm", "P2 2 1 100\n5 101\n")); }, ErrorCode::kBadFormat, "exceeds maxval");
@@ -461,7 +461,7 @@ TEST_F(TempDir, MalformedPnm) {
   expect_error([&] { read_image(write_bytes("b.pbm", "P4 8 1\n\xff")); }, ErrorCode::kUnsupported, "b.pbm");
 }
 
-TEST_F(TempDir, CorruptedFilesOnlyEverThrowError) {
+TEST_F(IoFiles, CorruptedFilesOnlyEverThrowError) {
   // Random byte flips and cuts of real files: every outcome is a decoded image or an Error, never a
   // crash, another exception or a huge allocation (ASan/UBSan builds make this test stricter).
   std::vector<std::pair<std::string, std::string>> sources = {
@@ -525,7 +525,7 @@ TEST_F(TempDir, CorruptedFilesOnlyEverThrowError) {
   }
 }
 
-TEST_F(TempDir, UnsupportedTypes) {
+TEST_F(IoFiles, UnsupportedTypes) {
   expect_error([&] { read_image(write_bytes("text.png", "hello, this is text\n")); }, ErrorCode::kUnsupported,
                "text.png: unknown image format");
   expect_error([&] { read_image(write_bytes("img.bmp", std::string("BM\x36\x00\x00\x00\x00\x00", 8))); },
@@ -534,7 +534,7 @@ TEST_F(TempDir, UnsupportedTypes) {
   expect_error([&] { read_image(dir_); }, ErrorCode::kIo, "directory");
 }
 
-TEST_F(TempDir, WriterFailuresLeaveNothing) {
+TEST_F(IoFiles, WriterFailuresLeaveNothing) {
   expect_error([&] { write_png(path("no/such/dir/x.png"), pattern(4, 4, 1, PixelType::kU8)); }, ErrorCode::kIo,
                "x.png");
   expect_error([&] { write_image(path("x.bmp"), pattern(4, 4, 1, PixelType::kU8)); }, ErrorCode::kUnsupported, ".bmp");
@@ -592,7 +592,7 @@ void expect_same_features(const Features& a, const Features& b) {
 
 }  // namespace
 
-TEST_F(TempDir, FeatureBinaryAndJsonRoundTripExactly) {
+TEST_F(IoFiles, FeatureBinaryAndJsonRoundTripExactly) {
   for (bool integral : {true, false}) {
     const Features f = sample_features(integral);
     write_features_bin(path("f.bin"), f);
@@ -606,7 +606,7 @@ TEST_F(TempDir, FeatureBinaryAndJsonRoundTripExactly) {
   EXPECT_EQ(file_bytes(path("f.bin")).substr(0, 4), "SSFT");
 }
 
-TEST_F(TempDir, FeatureEmptySetRoundTrips) {
+TEST_F(IoFiles, FeatureEmptySetRoundTrips) {
   Features f;
   for (auto fmt : {FeatureFormat::kKey, FeatureFormat::kJson, FeatureFormat::kBinary}) {
     write_features(path("e"), f, fmt);
@@ -614,7 +614,7 @@ TEST_F(TempDir, FeatureEmptySetRoundTrips) {
   }
 }
 
-TEST_F(TempDir, FeatureKeyFormatIsLowes) {
+TEST_F(IoFiles, FeatureKeyFormatIsLowes) {
   const Features f = sample_features();
   write_features(path("f.key"), f, feature_format_from_path(path("f.key")));
   // Layout: "N 128", then per feature "y x scale orientation" and 128 integers, 20 per line.
@@ -657,7 +657,7 @@ TEST_F(TempDir, FeatureKeyFormatIsLowes) {
   EXPECT_TRUE(r.descriptors == f.descriptors);
 }
 
-TEST_F(TempDir, FeatureFormatNames) {
+TEST_F(IoFiles, FeatureFormatNames) {
   EXPECT_EQ(parse_feature_format("key"), FeatureFormat::kKey);
   EXPECT_EQ(parse_feature_format("JSON"), FeatureFormat::kJson);
   EXPECT_EQ(parse_feature_format("bin"), FeatureFormat::kBinary);
@@ -667,7 +667,7 @@ TEST_F(TempDir, FeatureFormatNames) {
   EXPECT_EQ(feature_format_from_path("a/b.feat"), FeatureFormat::kBinary);
 }
 
-TEST_F(TempDir, MalformedKeyFilesAreRejected) {
+TEST_F(IoFiles, MalformedKeyFilesAreRejected) {
   const std::string good = [&] {
     write_features_key(path("good.key"), sample_features());
     return file_bytes(path("good.key"));
@@ -689,7 +689,7 @@ TEST_F(TempDir, MalformedKeyFilesAreRejected) {
   reject("extra.key", good + "5\n", "unexpected data");
 }
 
-TEST_F(TempDir, MalformedJsonFilesAreRejected) {
+TEST_F(IoFiles, MalformedJsonFilesAreRejected) {
   write_features_json(path("good.json"), sample_features());
   const std::string good = file_bytes(path("good.json"));
   auto reject = [&](const std::string& name, const std::string& content, const std::string& needle) {
@@ -723,7 +723,7 @@ TEST_F(TempDir, MalformedJsonFilesAreRejected) {
   EXPECT_EQ(f.keypoints[0].size, 3.0f);
 }
 
-TEST_F(TempDir, MalformedBinaryFilesAreRejected) {
+TEST_F(IoFiles, MalformedBinaryFilesAreRejected) {
   write_features_bin(path("good.bin"), sample_features());
   const std::string good = file_bytes(path("good.bin"));
   auto reject = [&](const std::string& name, const std::string& content, const std::string& needle) {
@@ -747,7 +747,7 @@ TEST_F(TempDir, MalformedBinaryFilesAreRejected) {
   expect_error([&] { read_features(write_bytes("junk.feat", "\x01\x02junk")); }, ErrorCode::kBadFormat, "junk.feat");
 }
 
-TEST_F(TempDir, FeatureWriterRejectsInconsistentFeatures) {
+TEST_F(IoFiles, FeatureWriterRejectsInconsistentFeatures) {
   Features f = sample_features();
   f.descriptors.pop_back();
   for (auto fmt : {FeatureFormat::kKey, FeatureFormat::kJson, FeatureFormat::kBinary})
