@@ -193,7 +193,8 @@ int main(int argc, char** argv) {
 #endif
   std::printf("threads %d, median of %d runs after %d warm-up runs, one child process per library and image\n\n",
               cfg.threads, cfg.runs, cfg.warmup);
-  std::printf("| image | size | spectrasift ms | OpenCV ms | ratio | spectrasift kps | OpenCV kps | spectrasift peak RSS MB | OpenCV peak RSS MB |\n");
+  std::printf("| image | size | spectrasift ms | OpenCV ms | ratio | spectrasift kps | OpenCV kps | "
+              "spectrasift peak RSS MB | OpenCV peak RSS MB |\n");
   std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const auto& name : images) {
     const Result ours = in_child([&] { return run_ours(name, cfg); });

@@ -152,8 +152,8 @@ TEST(Sift, TinyImagesGiveNoFeaturesWithoutFailing) {
 
 // Constructed truth: isolated Gaussian blobs of std s at known sub-pixel positions on a flat background.
 // (Positions whose octave-grid coordinate is a half integer are avoided: there the Newton steps of
-// OpenCV, and ours, oscillate and the blob is rejected.) Each must be found within 0.5 px of its centre + 0.25 px (OpenCV 4.6's documented offset, notes §10),
-// with size = 2 sigma close to 1.78 s (notes §6: the DoG scale of a Gaussian blob is 0.89 s).
+// OpenCV, and ours, oscillate and the blob is rejected.) Each must be found within 0.5 px of its centre
+// + 0.25 px (OpenCV 4.6's documented offset, notes §10), with size = 2 sigma close to 1.78 s (notes §6: the DoG scale of a Gaussian blob is 0.89 s).
 TEST(Sift, GaussianBlobsAreFoundAtTheirPositionAndScale) {
   struct Blob { double x, y, s; };
   const std::vector<Blob> blobs = {{40.3, 50.6, 2.0}, {120.7, 45.2, 3.0}, {210.1, 60.9, 4.0},
@@ -470,8 +470,8 @@ TEST_P(SiftVsOpenCV, KeypointsAndDescriptorsAgree) {
   const double precision = double(a.ours_matched) / double(a.ours);
   RecordProperty("recall", std::to_string(recall));
   RecordProperty("precision", std::to_string(precision));
-  std::printf("%s: OpenCV %zu, ours %zu, recall %.4f, precision %.4f, descriptor L2 median %.2f p95 %.2f\n", GetParam(),
-              a.theirs, a.ours, recall, precision, a.median_desc, a.p95_desc);
+  std::printf("%s: OpenCV %zu, ours %zu, recall %.4f, precision %.4f, descriptor L2 median %.2f p95 %.2f\n",
+              GetParam(), a.theirs, a.ours, recall, precision, a.median_desc, a.p95_desc);
   EXPECT_GE(recall, 0.99);
   EXPECT_GE(precision, 0.99);
   EXPECT_LE(a.median_desc, 1.0);

@@ -14,26 +14,27 @@
 
 #define SIFT_DESCR_HIST_LEN ((SIFT_DESCR_WIDTH + 2) * (SIFT_DESCR_WIDTH + 2) * (SIFT_DESCR_HIST_BINS + 2))
 
-/* Adds weight mag to the accumulator hist[SIFT_DESCR_HIST_LEN] at fractional bins (rbin, cbin, obin);
- * rbin, cbin in (-1, d), obin in [-n, 2n). */
-SPECTRASIFT_FN void sift_descriptor_accumulate(float* hist, float rbin, float cbin, float obin, float mag) {
+/* Splits a fractional bin into its integer part (floor) and the fraction in [0, 1). */
+SPECTRASIFT_FN int sift_descriptor_split(float bin, float* frac) {
+  const int b = (int)SIFT_FLOORF(bin);
+  *frac = bin - (float)b;
+  return b;
+}
+
+/* Adds weight mag to the accumulator at integer bins (r0, c0, o0), r0, c0 in -1..d-1 and o0 in 0..n-1,
+ * with fractions (rf, cf, of) towards the next bins: each of the 8 neighbours gets mag times a product of
+ * (1 - f) or f, computed by differences in OpenCV's order. */
+SPECTRASIFT_FN void sift_descriptor_accumulate_at(float* hist, int r0, int c0, int o0, float rf, float cf, float of,
+                                                  float mag) {
   const int d = SIFT_DESCR_WIDTH;
   const int n = SIFT_DESCR_HIST_BINS;
-  const int r0 = (int)SIFT_FLOORF(rbin);
-  const int c0 = (int)SIFT_FLOORF(cbin);
-  int o0 = (int)SIFT_FLOORF(obin);
-  rbin -= (float)r0;
-  cbin -= (float)c0;
-  obin -= (float)o0;
-  if (o0 < 0) o0 += n;
-  if (o0 >= n) o0 -= n;
-  const float v_r1 = mag * rbin, v_r0 = mag - v_r1;
-  const float v_rc11 = v_r1 * cbin, v_rc10 = v_r1 - v_rc11;
-  const float v_rc01 = v_r0 * cbin, v_rc00 = v_r0 - v_rc01;
-  const float v_rco111 = v_rc11 * obin, v_rco110 = v_rc11 - v_rco111;
-  const float v_rco101 = v_rc10 * obin, v_rco100 = v_rc10 - v_rco101;
-  const float v_rco011 = v_rc01 * obin, v_rco010 = v_rc01 - v_rco011;
-  const float v_rco001 = v_rc00 * obin, v_rco000 = v_rc00 - v_rco001;
+  const float v_r1 = mag * rf, v_r0 = mag - v_r1;
+  const float v_rc11 = v_r1 * cf, v_rc10 = v_r1 - v_rc11;
+  const float v_rc01 = v_r0 * cf, v_rc00 = v_r0 - v_rc01;
+  const float v_rco111 = v_rc11 * of, v_rco110 = v_rc11 - v_rco111;
+  const float v_rco101 = v_rc10 * of, v_rco100 = v_rc10 - v_rco101;
+  const float v_rco011 = v_rc01 * of, v_rco010 = v_rc01 - v_rco011;
+  const float v_rco001 = v_rc00 * of, v_rco000 = v_rc00 - v_rco001;
   const int idx = ((r0 + 1) * (d + 2) + c0 + 1) * (n + 2) + o0;
   hist[idx] += v_rco000;
   hist[idx + 1] += v_rco001;
@@ -43,6 +44,19 @@ SPECTRASIFT_FN void sift_descriptor_accumulate(float* hist, float rbin, float cb
   hist[idx + (d + 2) * (n + 2) + 1] += v_rco101;
   hist[idx + (d + 3) * (n + 2)] += v_rco110;
   hist[idx + (d + 3) * (n + 2) + 1] += v_rco111;
+}
+
+/* Adds weight mag to the accumulator hist[SIFT_DESCR_HIST_LEN] at fractional bins (rbin, cbin, obin);
+ * rbin, cbin in (-1, d), obin in [-n, 2n). */
+SPECTRASIFT_FN void sift_descriptor_accumulate(float* hist, float rbin, float cbin, float obin, float mag) {
+  const int n = SIFT_DESCR_HIST_BINS;
+  float rf, cf, of;
+  const int r0 = sift_descriptor_split(rbin, &rf);
+  const int c0 = sift_descriptor_split(cbin, &cf);
+  int o0 = sift_descriptor_split(obin, &of);
+  if (o0 < 0) o0 += n;
+  if (o0 >= n) o0 -= n;
+  sift_descriptor_accumulate_at(hist, r0, c0, o0, rf, cf, of, mag);
 }
 
 /* Folds the circular orientation bin, clamps at 0.2 of the L2 norm, rescales to L2 norm 512 and rounds

@@ -2,9 +2,10 @@
 // formulas come from src/numeric/sift_*.h so that the GPU backends compute the same numbers.
 //
 // Threads (SiftThreadPool, see sift_parallel.hpp): the scan runs over chunks of (layer, row) pairs and
-// collects keypoints in per-thread lists; descriptors run over chunks of keypoints, each writing its own row. Every keypoint is computed from the
-// pyramid alone, so the set of results does not depend on the thread count or scheduling; the caller
-// sorts it into the canonical order.
+// collects keypoints in per-thread lists; descriptors run over chunks of keypoints, each writing its own
+// row. Every keypoint is computed from the pyramid alone, so the set of results does not depend on the
+// thread count or scheduling; the caller sorts it into the canonical order.
+//
 // Let g++ if-convert and vectorise the per-sample loops (the selects of the polynomial atan2): with
 // no-trapping-math a select may compute both arms. It changes no result; fast-math stays off. Set for
 // the whole file (before any include) so that every inline function here is compiled with the same
@@ -87,32 +88,60 @@ SIFT_CLONES void orientation_row(const float* __restrict up, const float* __rest
   for (int t = 0; t < n; ++t) raw[bin[t]] += wrow[t] * std::sqrt(mag2[t]);
 }
 
-// Trilinear accumulation of n samples (weights wi * wj[t]) into the descriptor histogram, in sample
-// order (scalar: the 8 targets of a sample may be shared with the next one).
-SIFT_CLONES void descriptor_accumulate_row(float* hist, const float* rbin, const float* cbin, const float* obin,
-                                           const float* mag2, float wi, const float* wj, int n) {
-  for (int t = 0; t < n; ++t)
-    sift_descriptor_accumulate(hist, rbin[t], cbin[t], obin[t], std::sqrt(mag2[t]) * (wi * wj[t]));
-}
-
 // One row i of a descriptor window, for the columns j = j0 .. j0 + n - 1 that are all inside the
-// grid: fractional bins and weighted magnitudes, with OpenCV's float operation order for the bins.
+// grid (vectorised): accumulator index of the integer bins and the fractions, with OpenCV's float
+// operation order, and the squared gradient magnitude.
 SIFT_CLONES void descriptor_row(const float* __restrict up, const float* __restrict mid, const float* __restrict dn,
                                 int cx, int j0, int n, float fi, float cos_t, float sin_t, float ori_kp,
-                                float bins_per_deg, float* __restrict rbin, float* __restrict cbin,
-                                float* __restrict obin, float* __restrict mag2) {
+                                float bins_per_deg, int* __restrict ibin, float* __restrict rf, float* __restrict cf,
+                                float* __restrict of, float* __restrict mag2) {
+  const int nb = SIFT_DESCR_HIST_BINS;
   for (int t = 0; t < n; ++t) {
     const int j = j0 + t;
     const int x = cx + j;
     const float fj = float(j);
     const float c_rot = fj * cos_t - fi * sin_t;
     const float r_rot = fj * sin_t + fi * cos_t;
-    rbin[t] = r_rot + 2.0f - 0.5f;
-    cbin[t] = c_rot + 2.0f - 0.5f;
     const float dx = mid[x + 1] - mid[x - 1];
     const float dy = up[x] - dn[x];
-    obin[t] = (sift_atan2_deg(dy, dx) - ori_kp) * bins_per_deg;
+    float f0, f1, f2;
+    const int r0 = sift_descriptor_split(r_rot + 2.0f - 0.5f, &f0);
+    const int c0 = sift_descriptor_split(c_rot + 2.0f - 0.5f, &f1);
+    int o0 = sift_descriptor_split((sift_atan2_deg(dy, dx) - ori_kp) * bins_per_deg, &f2);
+    o0 = o0 < 0 ? o0 + nb : o0;
+    o0 = o0 >= nb ? o0 - nb : o0;
+    rf[t] = f0;
+    cf[t] = f1;
+    of[t] = f2;
+    ibin[t] = ((r0 + 1) * (SIFT_DESCR_WIDTH + 2) + c0 + 1) * (nb + 2) + o0;  // as in sift_descriptor_accumulate_at
     mag2[t] = dx * dx + dy * dy;
+  }
+}
+
+// Trilinear accumulation of n samples (weights wi * wj[t]) into the descriptor histogram, in sample
+// order (scalar: the 8 targets of a sample may be shared with the next one). The arithmetic is that of
+// sift_descriptor_accumulate_at with the index precomputed.
+SIFT_CLONES void descriptor_accumulate_row(float* hist, const int* ibin, const float* rf, const float* cf,
+                                           const float* of, const float* mag2, float wi, const float* wj, int n) {
+  const int d = SIFT_DESCR_WIDTH, nb = SIFT_DESCR_HIST_BINS;
+  for (int t = 0; t < n; ++t) {
+    const float mag = std::sqrt(mag2[t]) * (wi * wj[t]);
+    const float v_r1 = mag * rf[t], v_r0 = mag - v_r1;
+    const float v_rc11 = v_r1 * cf[t], v_rc10 = v_r1 - v_rc11;
+    const float v_rc01 = v_r0 * cf[t], v_rc00 = v_r0 - v_rc01;
+    const float v_rco111 = v_rc11 * of[t], v_rco110 = v_rc11 - v_rco111;
+    const float v_rco101 = v_rc10 * of[t], v_rco100 = v_rc10 - v_rco101;
+    const float v_rco011 = v_rc01 * of[t], v_rco010 = v_rc01 - v_rco011;
+    const float v_rco001 = v_rc00 * of[t], v_rco000 = v_rc00 - v_rco001;
+    float* h = hist + ibin[t];
+    h[0] += v_rco000;
+    h[1] += v_rco001;
+    h[nb + 2] += v_rco010;
+    h[nb + 3] += v_rco011;
+    h[(d + 2) * (nb + 2)] += v_rco100;
+    h[(d + 2) * (nb + 2) + 1] += v_rco101;
+    h[(d + 3) * (nb + 2)] += v_rco110;
+    h[(d + 3) * (nb + 2) + 1] += v_rco111;
   }
 }
 
@@ -356,15 +385,32 @@ void SiftPlan::describe(const std::vector<Keypoint>& keypoints, float* out, int 
         const float fi = float(i);
         // rbin and cbin are monotone in j (a float product by a constant is monotone), so the samples
         // of this row inside the grid form one run [j_lo, j_hi]: find its ends with the exact test.
-        int j_lo = std::max(-radius, 1 - cx), j_hi = std::min(radius, img.w - 2 - cx);
-        while (j_lo <= j_hi && !inside(j_lo, fi)) ++j_lo;
-        while (j_hi >= j_lo && !inside(j_hi, fi)) --j_hi;
+        // An estimate in double from the linear bounds, then corrected with the exact float test, so the
+        // row costs a few tests instead of O(radius).
+        const int lim_lo = std::max(-radius, 1 - cx), lim_hi = std::min(radius, img.w - 2 - cx);
+        double lo = lim_lo, hi = lim_hi;
+        const double s_ = sin_t, c_ = cos_t, di = fi;
+        // -2.5 < j s + i c < 2.5 (rows of cells) and -2.5 < j c - i s < 2.5 (columns of cells)
+        if (s_ > 0) { lo = std::max(lo, (-2.5 - di * c_) / s_); hi = std::min(hi, (2.5 - di * c_) / s_); }
+        if (s_ < 0) { lo = std::max(lo, (2.5 - di * c_) / s_); hi = std::min(hi, (-2.5 - di * c_) / s_); }
+        if (c_ > 0) { lo = std::max(lo, (-2.5 + di * s_) / c_); hi = std::min(hi, (2.5 + di * s_) / c_); }
+        if (c_ < 0) { lo = std::max(lo, (2.5 + di * s_) / c_); hi = std::min(hi, (-2.5 + di * s_) / c_); }
+        // The exact first and last samples lie within a step of the estimates (the float bins differ from
+        // the real ones by far less than a column step): search two steps around them.
+        const int g_lo = int(std::floor(std::clamp(lo, double(lim_lo - 3), double(lim_hi + 3)))) + 1;
+        const int g_hi = int(std::ceil(std::clamp(hi, double(lim_lo - 3), double(lim_hi + 3)))) - 1;
+        int j_lo = std::max(g_lo - 2, lim_lo);
+        const int j_lo_end = std::min(g_lo + 2, lim_hi);
+        while (j_lo <= j_lo_end && !inside(j_lo, fi)) ++j_lo;
+        if (j_lo > j_lo_end) continue;  // no sample of this row is inside the grid
+        int j_hi = std::min(g_hi + 2, lim_hi);
+        while (j_hi > j_lo && !inside(j_hi, fi)) --j_hi;
         if (j_lo > j_hi) continue;
         const int n = j_hi - j_lo + 1;
         descriptor_row(img.row(y - 1), img.row(y), img.row(y + 1), cx, j_lo, n, fi, cos_t, sin_t, ori, bins_per_deg,
-                       s.a.data(), s.b.data(), s.c.data(), s.d.data());
-        descriptor_accumulate_row(hist, s.a.data(), s.b.data(), s.c.data(), s.d.data(), s.ex[std::size_t(i + radius)],
-                                  s.ex.data() + (j_lo + radius), n);
+                       s.bin.data(), s.a.data(), s.b.data(), s.c.data(), s.d.data());
+        descriptor_accumulate_row(hist, s.bin.data(), s.a.data(), s.b.data(), s.c.data(), s.d.data(),
+                                  s.ex[std::size_t(i + radius)], s.ex.data() + (j_lo + radius), n);
       }
       sift_descriptor_finalize(hist, out + std::size_t(idx) * Features::kDescriptorSize);
     }

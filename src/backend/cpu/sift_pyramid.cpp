@@ -1,10 +1,10 @@
 // CPU SIFT scale space: the doubled (or plain) base image, incremental Gaussian blurs with fused
 // difference of Gaussians, and nearest-even downsampling between octaves (notes §2-3).
 //
-// Blur: separable, rows computed independently (chunks of rows on the SiftThreadPool). For one output row the vertical pass
-// sums the 2R+1 source rows into a padded temporary row (one contiguous multiply-add per tap pair, which
-// g++ vectorises at -O3), the padding is filled by BORDER_REFLECT_101, and the horizontal pass folds the
-// symmetric tap pairs the same way. Each output value is computed by the same sequence of float
+// Blur: separable, rows computed independently (chunks of rows on the SiftThreadPool). For one output
+// row the vertical pass sums the 2R+1 source rows into a padded temporary row (one contiguous
+// multiply-add per tap pair, which g++ vectorises at -O3), the padding is filled by BORDER_REFLECT_101,
+// and the horizontal pass folds the symmetric tap pairs the same way. Each output value is computed by the same sequence of float
 // operations whatever the vector width, so results do not depend on the ISA clone or the thread count.
 #include <algorithm>
 #include <cmath>
@@ -72,7 +72,8 @@ namespace {
 constexpr int kBlock = 256;
 
 // out[x] = k0 * c[x] + sum_i k_i * (rows[2i-2][x] + rows[2i-1][x]); rows holds the pairs (y - i, y + i).
-SIFT_CLONES SIFT_NO_JAM void vertical_pass(float* out, const float* c, const float* const* rows, const float* k, int r, int w) {
+SIFT_CLONES SIFT_NO_JAM void vertical_pass(float* out, const float* c, const float* const* rows, const float* k, int r,
+                                           int w) {
   float acc[kBlock];
   const float k0 = k[0];
   for (int x0 = 0; x0 < w; x0 += kBlock) {
