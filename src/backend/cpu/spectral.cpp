@@ -155,13 +155,17 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
   std::string isa;
   const TileFn tile_fn = pick_kernel(isa);
   const int tiles_per_line = (cube.samples + kTile - 1) / kTile;
-  // Chunks of whole lines: enough tiles to keep every thread busy, few enough for a lively progress bar.
+  // Chunks of whole lines: about 16 per cube (a progress update each), and enough tiles to keep every
+  // thread busy. Few chunks matter on a busy machine: each chunk ends in a barrier, and a barrier whose
+  // partner thread is descheduled costs a scheduler time slice. Tiles are handed out dynamically (each
+  // tile writes only its own pixels, so the assignment never changes a result).
   int chunk = options.chunk_lines;
-  if (chunk <= 0) chunk = std::max(1, (64 * threads + tiles_per_line - 1) / tiles_per_line);
+  if (chunk <= 0)
+    chunk = std::max({1, (cube.lines + 15) / 16, (64 * threads + tiles_per_line - 1) / tiles_per_line});
   for (int y0 = 0; y0 < cube.lines; y0 += chunk) {
     const int y1 = std::min(cube.lines, y0 + chunk);
     const long tiles = long(y1 - y0) * tiles_per_line;
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 2)
     for (long t = 0; t < tiles; ++t) {
       const int y = y0 + int(t / tiles_per_line);
       const int x0 = int(t % tiles_per_line) * kTile;
