@@ -246,10 +246,33 @@ Plan make_plan(State& st, const detail::CubeView& cube, const detail::PreparedRe
     for (int r = 0; r < R; ++r)
       for (int j = 0; j < pl.kdim; ++j) mean[j] += row_value(r, j);
     for (int j = 0; j < pl.kdim; ++j) mean[j] /= R;
+    double dmax = 0, wmax = 0, rmax = 0;
     for (int r = 0; r < R; ++r) {
-      for (int j = 0; j < pl.kdim; ++j) a[std::size_t(r) * pl.kpad + j] = float(row_value(r, j) - mean[j]);
+      double d2 = 0, r2 = 0;
+      for (int j = 0; j < pl.kdim; ++j) {
+        const double d = row_value(r, j) - mean[j];
+        a[std::size_t(r) * pl.kpad + j] = float(d);
+        d2 += d * d;
+        r2 += row_value(r, j) * row_value(r, j);
+      }
+      dmax = std::max(dmax, std::sqrt(d2));
+      rmax = std::max(rmax, std::sqrt(r2));
       if (sid) w[r] = float(-refs.constant[r]);
       else if (refs.metric == Metric::kEuclidean) w[r] = float(-0.5 * refs.constant[r]);
+      wmax = std::max(wmax, std::abs(double(w[r])));
+    }
+    // Error bound of a key (ed/sam/scc, whose X rows are the pixel's values): TF32 keeps 10 of float's 23
+    // mantissa bits, so each product x_j d_j is off by at most ~2^-10 |x_j d_j| (rounding, or 2^-9 if the
+    // hardware truncates), and the sum by 2^-9 |x| |d_r| (Cauchy-Schwarz) plus float accumulation
+    // (~K 2^-24, far smaller); the key's own rounding (C + w in float) adds 2^-23 (|x| dmax + |w|). A
+    // difference of two keys is off by at most twice that: margin = 2^-7 |x| dmax + 2^-21 (|x| dmax + wmax)
+    // keeps a factor 2 in hand. The exact rescoring itself sums its dot product in float (error up to
+    // ~K 2^-24 |x| |r|, uncentred), which the margin also covers. sid's X rows are not the pixel's values
+    // (no |x| at hand): all its candidates are rescored.
+    if (!sid) {
+      pl.rescore.margin_a = float(dmax * (std::ldexp(1.0, -7) + std::ldexp(1.0, -21)) +
+                                  2.0 * pl.kdim * std::ldexp(1.0, -24) * rmax);
+      pl.rescore.margin_b = float(wmax * std::ldexp(1.0, -21));
     }
     pl.gemm_refs = st.buffer("spectral.gemm_refs", sizeof(float) * a.size()).as<float>();
     SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(pl.gemm_refs, a.data(), sizeof(float) * a.size(), cudaMemcpyHostToDevice, s));

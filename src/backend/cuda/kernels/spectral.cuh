@@ -437,6 +437,10 @@ struct RescoreRows {
   const float* v1 = nullptr;  ///< count rows of npad floats
   const float* v2 = nullptr;  ///< sid: count rows of npad floats
   int npad = 0;
+  /// Candidates whose GEMM key is below the best key by more than margin_a * |x| + margin_b cannot be the
+  /// best (the GEMM's rounding error bound, see spectral.cu) and are not rescored; margin_a < 0: rescore all.
+  float margin_a = -1.0f;
+  float margin_b = 0.0f;
 };
 
 /* spectral_select<kMetric>: the epilogue of the many-reference path. C holds the GEMM keys' dot part for
@@ -488,6 +492,7 @@ __global__ void __launch_bounds__(kBlock) spectral_select(const float* __restric
   }
   // Merge: kCandidates rounds of a warp-wide "best head"; the owner pops its head.
   int my_cand = -1;
+  float my_key = 0.0f;
 #pragma unroll 1
   for (int round = 0; round < kCandidates; ++round) {
     float bk = ks[0];
@@ -499,7 +504,10 @@ __global__ void __launch_bounds__(kBlock) spectral_select(const float* __restric
       if (key_before(ok, oi, bk, bi)) { bk = ok; bi = oi; }
     }
     if (bi < 0) break;  // uniform: every lane is empty
-    if (lane == round) my_cand = bi;
+    if (lane == round) {
+      my_cand = bi;
+      my_key = bk;
+    }
     if (ki[0] == bi) {
 #pragma unroll
       for (int i = 0; i < kLaneList - 1; ++i) { ks[i] = ks[i + 1]; ki[i] = ki[i + 1]; }
@@ -507,11 +515,17 @@ __global__ void __launch_bounds__(kBlock) spectral_select(const float* __restric
       ki[kLaneList - 1] = -1;
     }
   }
-  // Exact rescoring of one candidate per lane.
+  // Exact rescoring of one candidate per lane (for best/threshold, only of the candidates within the
+  // GEMM's error margin of the best key: the others cannot win).
+  SpectralPixelStats st;
+  load_stats(planes, p, &st);
+  const float best_key = __shfl_sync(0xffffffffu, my_key, 0);
+  if (my_cand >= 0 && lane > 0 && rows.margin_a >= 0.0f && out.mode != kOutTopK) {
+    const float margin = rows.margin_a * (float)sqrt(st.sum_p2) + rows.margin_b;
+    if (my_key < best_key - margin) my_cand = -1;
+  }
   float score = SPECTRASIFT_NAN_F;
   if (my_cand >= 0) {
-    SpectralPixelStats st;
-    load_stats(planes, p, &st);
     SpectralPairAcc acc;
     spectral_pair_init(&acc);
     const int n = refs.n;
