@@ -139,3 +139,30 @@ TEST(ContextOptions, CheckRejectsNegativeValues) {
   o.device = -2;
   EXPECT_THROW(o.check(), Error);
 }
+
+#include "spectrasift/match.hpp"
+#include "spectrasift/sift.hpp"
+
+// With `auto`, an operation that the picked GPU backend does not implement yet runs on the CPU backend
+// and gives the CPU backend's answer; asked for explicitly, the same backend is an error (checked above for
+// a missing device, and in sift_test for SIFT on a GPU context). On a machine without a GPU, auto is the CPU.
+TEST(Context, AutoRunsEveryOperationWithTheCpuAnswer) {
+  ImageF img{96, 96, std::vector<float>(96 * 96, 40.0f)};
+  for (int y = 0; y < 96; ++y)
+    for (int x = 0; x < 96; ++x) {
+      const double dx = x - 40.3, dy = y - 52.7;
+      img.at(x, y) += float(150.0 * std::exp(-(dx * dx + dy * dy) / (2 * 4.0 * 4.0)));
+    }
+  ContextOptions cpu_opts;
+  cpu_opts.backend = Backend::kCpu;
+  Context cpu(cpu_opts);
+  ContextOptions auto_opts;
+  auto_opts.backend = Backend::kAuto;
+  Context automatic(auto_opts);
+  const Features a = detect_and_compute(cpu, img);
+  const Features b = detect_and_compute(automatic, img);
+  ASSERT_GT(a.size(), 0u);
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_EQ(a.descriptors, b.descriptors);
+  EXPECT_EQ(match_features(cpu, a, a).size(), match_features(automatic, b, b).size());
+}

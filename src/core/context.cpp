@@ -125,6 +125,15 @@ void ContextImpl::log(const std::string& line) const {
   if (options.verbose) std::cerr << "[spectrasift] " << line << '\n';
 }
 
+void ContextImpl::require_host_fallback(const std::string& operation) const {
+  const char* name = to_string(device.backend);
+  if (options.backend != Backend::kAuto)
+    throw Error(ErrorCode::kUnsupported,
+                operation + " is not implemented on the " + name + " backend yet (use --backend cpu or auto)", name);
+  log(operation + ": not implemented on " + name + " yet, running on the CPU backend (" +
+      std::to_string(cpu_threads()) + " threads)");
+}
+
 }  // namespace detail
 
 Context::Context(const ContextOptions& options) : impl_(std::make_unique<detail::ContextImpl>()) {

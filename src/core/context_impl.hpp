@@ -40,6 +40,10 @@ struct ContextImpl {
   int cpu_threads() const noexcept;
   /// Writes one line to stderr when options.verbose ("[spectrasift] ...").
   void log(const std::string& line) const;
+  /// For an operation that this context's backend does not implement yet: when the backend was picked
+  /// by `auto`, logs that the operation runs on the host CPU backend instead and returns; when the user
+  /// asked for the backend explicitly, throws Error(kUnsupported) (DESIGN.md: never a silent fallback).
+  void require_host_fallback(const std::string& operation) const;
 };
 
 }  // namespace spectrasift::detail

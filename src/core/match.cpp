@@ -32,17 +32,9 @@ void check_features(const Features& f, const char* which) {
 
 std::vector<Top2> top2(Context& ctx, const Features& query, const Features& train) {
   std::vector<Top2> out(query.size());
-  switch (ctx.backend()) {
-    case Backend::kCpu:
-      cpu::match_top2(query.descriptors.data(), int(query.size()), train.descriptors.data(), int(train.size()),
-                      Features::kDescriptorSize, ctx.impl().cpu_threads(), out.data());
-      break;
-    default:
-      throw Error(ErrorCode::kUnsupported,
-                  std::string("descriptor matching is not implemented on the ") + to_string(ctx.backend()) +
-                      " backend yet (use --backend cpu)",
-                  to_string(ctx.backend()));
-  }
+  if (ctx.backend() != Backend::kCpu) ctx.impl().require_host_fallback("descriptor matching");
+  cpu::match_top2(query.descriptors.data(), int(query.size()), train.descriptors.data(), int(train.size()),
+                  Features::kDescriptorSize, ctx.impl().cpu_threads(), out.data());
   return out;
 }
 

@@ -159,9 +159,7 @@ Features detect_and_compute(Context& ctx, const ImageF& gray, const SiftOptions&
     if (mask->data.size() != mask->pixel_count() * bytes_per_sample(mask->type))
       invalid("the mask buffer size does not match its shape");
   }
-  if (im.backend() != Backend::kCpu)
-    throw Error(ErrorCode::kUnsupported, std::string("SIFT on ") + to_string(im.backend()) + " is not implemented yet",
-                to_string(im.backend()));
+  if (im.backend() != Backend::kCpu) im.require_host_fallback("SIFT");
 
   const auto t0 = std::chrono::steady_clock::now();
   const int threads = im.cpu_threads();
