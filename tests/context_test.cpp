@@ -1,6 +1,7 @@
 // Context creation, backend selection and device listing (DESIGN.md "Backends and devices").
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 
 #include "spectrasift/context.hpp"
