@@ -70,8 +70,16 @@ int main(int argc, char** argv) {
   cli::add_demo_command(app, global, action);
   try {
     app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);  // --help, --version (exit 0) and usage errors (exit != 0, message on stderr)
+    // Usage errors: one line on stderr, like every other error of the tool.
+    std::cerr << "spectrasift: error: " << e.what() << " (see --help)\n";
+    return 2;  // usage error (1 = run-time error, 3 = no model found)
   } catch (const Error& e) {
     std::cerr << "spectrasift: error: " << e.what() << '\n';
     return 2;
