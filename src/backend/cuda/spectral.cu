@@ -361,8 +361,11 @@ void compute_chunk(Plan& pl, const void* d_chunk, int y0, int lines, cudaStream_
     with_type(cube.type, [&](auto T) {
       using U = typename Storage<decltype(T)::value>::type;
       with_metric(refs.metric, [&](auto M) {
-        spectral_one_ref<decltype(T)::value, decltype(M)::value>
-            <<<(npix + kOneRefPixels - 1) / kOneRefPixels, kBlock, smem, s>>>(static_cast<const U*>(d_chunk), layout, cc, r, out);
+        auto kern = spectral_one_ref<decltype(T)::value, decltype(M)::value>;
+        if (smem > 32 * 1024)  // many bands: beyond the default 48 KiB with the static partial sums
+          SPECTRASIFT_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+        kern<<<(npix + kOneRefPixels - 1) / kOneRefPixels, kBlock, smem, s>>>(static_cast<const U*>(d_chunk), layout, cc,
+                                                                            r, out);
       });
     });
     SPECTRASIFT_CUDA_CHECK_LAUNCH();
