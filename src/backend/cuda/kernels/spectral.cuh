@@ -448,7 +448,8 @@ struct RescoreRows {
  * references like the metric, higher = better (see spectral.cu). Launch: grid ceil(nsub / 8), block
  * 256 = 8 warps, one warp per pixel, no shared memory, no atomics.
  *   scan:    lane l reads references 4l..4l+3, +128, ... (16-byte loads) and keeps its kLaneList best;
- *   merge:   kCandidates rounds of a warp-wide best head: candidate i goes to lane i;
+ *   merge:   up to kCandidates rounds of a warp-wide best head: candidate i goes to lane i; for
+ *            best/threshold the rounds stop at a key below the best by more than the GEMM's error bound;
  *   rescore: each lane rescores its candidate EXACTLY with the single-pass formulas (bands in order,
  *            as the CPU backend), reading 16 bytes of pixel and reference at a time;
  *   reduce:  best / top-k / threshold on the exact scores with spectral_better (ties: lower index). */
@@ -490,9 +491,15 @@ __global__ void __launch_bounds__(kBlock) spectral_select(const float* __restric
         if (r1 + e < R) lane_insert(ks, ki, bv[e] + __ldg(w + r1 + e), r1 + e);
     }
   }
-  // Merge: kCandidates rounds of a warp-wide "best head"; the owner pops its head.
+  // Merge: kCandidates rounds of a warp-wide "best head"; the owner pops its head. For best/threshold the
+  // merge stops at the first key below the best key by more than the GEMM's error margin: no later
+  // candidate can win.
+  SpectralPixelStats st;
+  load_stats(planes, p, &st);
+  const bool prune = rows.margin_a >= 0.0f && out.mode != kOutTopK;
+  const float margin = prune ? rows.margin_a * (float)sqrt(st.sum_p2) + rows.margin_b : 0.0f;
+  float best_key = 0.0f;
   int my_cand = -1;
-  float my_key = 0.0f;
 #pragma unroll 1
   for (int round = 0; round < kCandidates; ++round) {
     float bk = ks[0];
@@ -504,10 +511,9 @@ __global__ void __launch_bounds__(kBlock) spectral_select(const float* __restric
       if (key_before(ok, oi, bk, bi)) { bk = ok; bi = oi; }
     }
     if (bi < 0) break;  // uniform: every lane is empty
-    if (lane == round) {
-      my_cand = bi;
-      my_key = bk;
-    }
+    if (round == 0) best_key = bk;
+    else if (prune && bk < best_key - margin) break;  // uniform: bk is the warp's
+    if (lane == round) my_cand = bi;
     if (ki[0] == bi) {
 #pragma unroll
       for (int i = 0; i < kLaneList - 1; ++i) { ks[i] = ks[i + 1]; ki[i] = ki[i + 1]; }
@@ -515,15 +521,8 @@ __global__ void __launch_bounds__(kBlock) spectral_select(const float* __restric
       ki[kLaneList - 1] = -1;
     }
   }
-  // Exact rescoring of one candidate per lane (for best/threshold, only of the candidates within the
-  // GEMM's error margin of the best key: the others cannot win).
-  SpectralPixelStats st;
-  load_stats(planes, p, &st);
-  const float best_key = __shfl_sync(0xffffffffu, my_key, 0);
-  if (my_cand >= 0 && lane > 0 && rows.margin_a >= 0.0f && out.mode != kOutTopK) {
-    const float margin = rows.margin_a * (float)sqrt(st.sum_p2) + rows.margin_b;
-    if (my_key < best_key - margin) my_cand = -1;
-  }
+  // Exact rescoring of one candidate per lane (for best/threshold, only the candidates within the GEMM's
+  // error margin of the best key: the others cannot win).
   float score = SPECTRASIFT_NAN_F;
   if (my_cand >= 0) {
     SpectralPairAcc acc;
