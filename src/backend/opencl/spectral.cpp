@@ -120,11 +120,16 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
   if (many) line_dev += std::size_t(S) * (std::size_t(n) * 4 * (metric == SPECTRAL_METRIC_SID ? 2 : 1) + 3 * 8 + 4);
   int chunk_lines = options.chunk_lines;
   if (chunk_lines == 0) {
-    // ~16 MiB of raw data per chunk (several chunks in flight make the overlap), and at most 1/4 of the
-    // device's memory and of its largest allocation.
-    const std::size_t target = std::min<std::size_t>(std::size_t(16) << 20, s.global_mem / 4);
-    chunk_lines = int(std::max<std::size_t>(1, target / std::max<std::size_t>(line_dev, 1)));
-    const std::size_t alloc_cap = std::max<std::size_t>(1, s.max_alloc / std::max<std::size_t>(line_raw, 1));
+    // ~16 MiB of raw data per chunk (several chunks in flight make the overlap), with every device buffer of
+    // a chunk within 1/4 of the device's memory and the raw chunk within its largest allocation.
+    const std::size_t target = std::size_t(16) << 20;
+    chunk_lines = int(std::max<std::size_t>(1, target / std::max<std::size_t>(line_raw, 1)));
+    chunk_lines = int(std::min<std::size_t>(std::size_t(chunk_lines),
+                                            std::max<std::size_t>(1, (s.global_mem / 4) / std::max<std::size_t>(line_dev, 1))));
+    // The largest single buffer per line: the raw chunk, the score bands, or the prepared matrix.
+    const std::size_t line_max_buffer = std::max({line_raw, std::size_t(S) * std::size_t(kbands) * 4,
+                                                  many ? std::size_t(S) * std::size_t(n) * 4 : std::size_t(0)});
+    const std::size_t alloc_cap = std::max<std::size_t>(1, s.max_alloc / std::max<std::size_t>(line_max_buffer, 1));
     chunk_lines = int(std::min<std::size_t>(std::size_t(chunk_lines), alloc_cap));
   }
   chunk_lines = std::min(chunk_lines, cube.lines);
