@@ -300,7 +300,7 @@ int run_spectral(const SpectralArgs& a, const GlobalOptions& g) {
     j["samples"] = r.samples;
     j["lines"] = r.lines;
     j["bands"] = cube.header().bands;
-    j["no_data_pixels"] = nodata;
+    j["pixels_without_score"] = nodata;  // NaN in the first score band: no data, or rejected by --threshold
     if (!r.index.empty()) j["matched_pixels"] = matched;
     j["outputs"] = outputs;
     j["times_ms"] = {{"read", r.times.read_ms},       {"upload", r.times.upload_ms}, {"compute", r.times.compute_ms},
@@ -312,7 +312,7 @@ int run_spectral(const SpectralArgs& a, const GlobalOptions& g) {
                 r.references, m.c_str(), ctx.describe().c_str());
     std::printf("times (ms): read %.2f  upload %.2f  compute %.2f  download %.2f  write %.2f  total %.2f\n",
                 r.times.read_ms, r.times.upload_ms, r.times.compute_ms, r.times.download_ms, r.times.write_ms, total_ms);
-    if (!r.index.empty()) std::printf("%zu of %zu pixels matched (%zu no data)\n", matched, npix, nodata);
+    if (!r.index.empty()) std::printf("%zu of %zu pixels matched (%zu no data or rejected)\n", matched, npix, nodata);
     for (const auto& p : outputs) std::printf("wrote %s\n", p.c_str());
   }
   return 0;
