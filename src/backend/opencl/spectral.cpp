@@ -39,7 +39,7 @@ int one_ref_mode(Reduction r) {
   return r == Reduction::kAll ? 0 : r == Reduction::kThreshold ? 3 : 1;
 }
 
-/// The register/local tiling of spectral_gemm for this device (see GemmTiles in the report of the kernel).
+/// The register/local tiling of the tiled spectral_gemm (kernels/spectral_gemm.cl: WG_X, WG_Y, RP, RR, TK).
 struct GemmTiles {
   int wg_x = 8, wg_y = 8, rp = 4, rr = 4, tk = 16;
   std::size_t local_bytes(int metric, bool reduce) const {
