@@ -248,6 +248,34 @@ TEST_F(SpectralCuda, NoDataPixels) {
     }
 }
 
+// NaN in the data (a float cube) gives NaN / -1 for that pixel on every path, as on the CPU, and leaves the
+// other pixels alone (the GEMM path's candidate order stays a total order with NaN keys).
+TEST_F(SpectralCuda, NanDataGivesNoMatch) {
+  TempDir dir("cuda-nan");
+  TestCube c = TestCube::random(19, 9, 23, 21, /*integer=*/false);
+  c.at(3, 4, 7) = std::nan("");
+  const EnviCube cube = open_envi(write_cube(dir.path(), "c", c, 4, "bsq", false));
+  std::vector<std::vector<double>> spectra;
+  for (int i = 0; i < 110; ++i) spectra.push_back(pixel_spectrum(c, (i * 5) % 19, 5 + (i % 4)));
+  Context gpu = make_ctx(Backend::kCuda), cpu = make_ctx(Backend::kCpu);
+  for (int count : {1, 5, 110})
+    for (Metric m : all_metrics()) {
+      std::vector<std::vector<double>> s(spectra.begin(), spectra.begin() + count);
+      SpectralOptions opt;
+      opt.metric = m;
+      opt.reduction = Reduction::kBest;
+      const SpectralResult got = spectral_match(gpu, cube, library_of(s), opt);
+      const SpectralResult want = spectral_match(cpu, cube, library_of(s), opt);
+      const std::size_t p = std::size_t(3) * 19 + 4;
+      EXPECT_TRUE(std::isnan(got.scores[p])) << to_string(m) << " refs " << count;
+      EXPECT_EQ(got.index[p], -1) << to_string(m) << " refs " << count;
+      SpectralOptions all = opt;
+      all.reduction = Reduction::kAll;
+      const SpectralResult cpu_all = spectral_match(cpu, cube, library_of(s), all);
+      expect_agree(got, want, &cpu_all, m, std::string("nan ") + to_string(m) + " refs " + std::to_string(count));
+    }
+}
+
 // A real scene (HYDICE urban, uint16, 162 bands) against 200 real spectra of the scene (pixels and
 // mixtures of pixels): the TF32 GEMM path with exact rescoring picks the CPU's best reference (near ties
 // aside) on every pixel, and exactly the same reference on at least 99.9% of them.

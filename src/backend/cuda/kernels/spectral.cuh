@@ -403,13 +403,15 @@ __global__ void __launch_bounds__(kBlock) spectral_multi(PixelPlanes planes, int
 
 // ---- many references: GEMM candidates, exact rescoring -------------------------------------------
 
-/// (key, index) ordering of the GEMM stage: higher key first, then lower index; index -1 = empty.
+/// (key, index) ordering of the GEMM stage: higher key first, then lower index; a NaN key (NaN data) after
+/// every number; index -1 = empty, last. A strict total order, so that a warp-wide butterfly gives every
+/// lane the same winner (the loops that depend on it stay uniform).
 __device__ __forceinline__ bool key_before(float ka, int ia, float kb, int ib) {
   if (ia < 0) return false;
   if (ib < 0) return true;
-  if (ka != ka) return false;
-  if (kb != kb) return true;
-  if (ka == kb) return ia < ib;
+  const bool na = ka != ka, nb = kb != kb;
+  if (na != nb) return nb;
+  if (na || ka == kb) return ia < ib;
   return ka > kb;
 }
 
