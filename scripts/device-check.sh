@@ -9,7 +9,7 @@
 #   summary.txt  one line per step with its status and duration
 # Usage (from the repository root): bash scripts/device-check.sh [--quick] [--no-tests] [--no-bench]
 # Environment: OUT (output folder, default out), BUILD (build folder, default build-device), JOBS (default nproc),
-# CTEST_JOBS (default 8), BENCHES (names of the benchmarks to run, default all built), BENCH_TIMEOUT (s, default 150),
+# CTEST_JOBS (default 8), CTEST_TIMEOUT (s per test, default 300), BENCHES (names of the benchmarks to run, default all built), BENCH_TIMEOUT (s, default 150),
 # COMMIT (reported when the tree has no .git).
 # Steps that cannot run (a benchmark not built, no PyTorch) are skipped and say so; the script keeps going
 # after a failing step and exits non-zero at the end if any step failed.
@@ -79,7 +79,7 @@ cli="$BUILD/bin/spectrasift"
 
 # ---- tests ----
 if [ $run_tests = 1 ]; then
-  step ctest "$OUT/ctest.log" ctest --test-dir "$BUILD" --output-on-failure -j"${CTEST_JOBS:-8}" --timeout 300
+  step ctest "$OUT/ctest.log" ctest --test-dir "$BUILD" --output-on-failure -j"${CTEST_JOBS:-8}" --timeout "${CTEST_TIMEOUT:-300}"
   grep -E "tests passed|tests failed|Failed|\*\*\*" "$OUT/ctest.log" | tail -30 >>"$summary"
 else
   skip "ctest (--no-tests)"
