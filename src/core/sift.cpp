@@ -165,6 +165,7 @@ Features detect_and_compute(Context& ctx, const ImageF& gray, const SiftOptions&
   const int threads = im.cpu_threads();
   cpu::SiftPlan& plan = cpu::sift_plan(im);
   std::vector<Keypoint> kps = plan.detect(gray, options, threads);
+  const auto t1 = std::chrono::steady_clock::now();
   const std::size_t found = kps.size();
   remove_duplicates(kps);
   retain_best(kps, options.max_features);
@@ -175,13 +176,16 @@ Features detect_and_compute(Context& ctx, const ImageF& gray, const SiftOptions&
   f.image_width = gray.width;
   f.image_height = gray.height;
   f.descriptors.resize(kps.size() * Features::kDescriptorSize);
+  const auto t2 = std::chrono::steady_clock::now();
   plan.describe(kps, f.descriptors.data(), threads);
   if (options.root_sift) root_sift(f.descriptors);
   f.keypoints = std::move(kps);
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const auto t3 = std::chrono::steady_clock::now();
+  auto ms = [](auto a, auto b) { return num(std::chrono::duration<double, std::milli>(b - a).count()); };
   im.log("sift: cpu, " + std::to_string(gray.width) + "x" + std::to_string(gray.height) + ", " +
-         std::to_string(found) + " found, " + std::to_string(f.keypoints.size()) + " kept, " + num(ms) + " ms, " +
-         std::to_string(threads) + " threads");
+         std::to_string(threads) + " threads: scale space + extrema + orientations " + ms(t0, t1) +
+         " ms, duplicates/max_features/mask/order " + ms(t1, t2) + " ms, descriptors " + ms(t2, t3) + " ms; " +
+         std::to_string(found) + " found, " + std::to_string(f.keypoints.size()) + " kept");
   return f;
 }
 
