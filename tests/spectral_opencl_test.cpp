@@ -25,7 +25,6 @@
 #ifdef SPECTRASIFT_HAVE_OPENCL
 #include "backend/opencl/state.hpp"
 #include "core/context_impl.hpp"
-#endif
 
 namespace fs = std::filesystem;
 using namespace spectrasift;
@@ -227,8 +226,6 @@ void expect_matches_oracle(const SpectralResult& res, Metric m, const std::vecto
 }
 
 }  // namespace
-
-#ifdef SPECTRASIFT_HAVE_OPENCL
 
 // Every ENVI type, both byte orders and every interleave, with an odd header offset (misaligned map): the
 // one-reference kernel reads them in place and must give the same bits as the little-endian u8 bsq cube,
