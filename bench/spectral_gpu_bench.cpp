@@ -563,7 +563,7 @@ int main(int argc, char** argv) {
         const double ms = cuda::bench::resident_compute_ms(ctx, view_of(m_bsq.ptr, Interleave::kBsq, false), prep, o, reps);
         md << " " << mb << " MiB: " << fmt(ms) << " ms;";
       }
-      cuda::bench::set_score_block_bytes(ctx, std::size_t(24) << 20);
+      cuda::bench::set_score_block_bytes(ctx, std::size_t(96) << 20);  // the default
     }
     md << "\n\n";
     flush();

@@ -13,10 +13,10 @@ namespace spectrasift::cuda::bench {
 
 /// Device-to-device cudaMemcpy of `bytes`: GB/s counting the bytes read plus the bytes written.
 double device_copy_gbps(Context& ctx, std::size_t bytes, int reps);
-/// Tuning knob of the many-reference path: bytes of one GEMM score block (default 24 MiB).
+/// Tuning knob of the many-reference path: bytes of one GEMM score block (default 96 MiB).
 void set_score_block_bytes(Context& ctx, std::size_t bytes);
 /// Staging of the streamed path for BIL/BIP: cudaHostRegister of the mapped file in place (true) or
-/// copies into pinned buffers (false, default).
+/// copies into pinned buffers (false, default). Hung on the H200 machine (see State::register_staging).
 void set_register_staging(Context& ctx, bool on);
 /// Pinned host -> device cudaMemcpyAsync of `bytes`: milliseconds.
 double pinned_upload_ms(Context& ctx, std::size_t bytes, int reps);

@@ -14,7 +14,7 @@
 //   kAll, or < kGemmMinRefs    spectral_convert + spectral_multi: exact formulas, references tiled in
 //                              shared memory
 //   many references            spectral_convert + cuBLAS GEMM of the pixels against the references
-//   (kBest/kTopK/kThreshold)   (TF32 tensor cores when allowed, else FP32) into an L2-sized block of scores
+//   (kBest/kTopK/kThreshold)   (TF32 tensor cores when allowed, else FP32) into a block of scores (96 MiB)
 //                              + spectral_select: the kCandidates best GEMM keys per pixel are rescored
 //                              exactly with the shared formulas, and the reduction is taken on the exact
 //                              scores. The full score cube is never written.
@@ -297,7 +297,10 @@ Plan make_plan(State& st, const detail::CubeView& cube, const detail::PreparedRe
     pl.x_rows = st.buffer("spectral.x_rows", sizeof(float) * chunk_pix * pl.kpad).as<float>();
     pl.rescore.x = sid ? nullptr : pl.x_rows;  // sid rescoring needs the pixel's values: the planes
     pl.rescore.kpad = pl.kpad;
-    std::size_t sub = st.score_block_bytes / (sizeof(float) * std::size_t(pl.ldc));
+    std::size_t free_b = 0, total_b = 0;
+    SPECTRASIFT_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    const std::size_t block_bytes = std::min(st.score_block_bytes, free_b / 16);  // two blocks, small GPUs too
+    std::size_t sub = block_bytes / (sizeof(float) * std::size_t(pl.ldc));
     sub = std::max<std::size_t>(256, std::min<std::size_t>(sub, chunk_pix));
     pl.sub_pix = int(round_up<std::size_t>(sub, 32));
     for (int i = 0; i < 2; ++i)
