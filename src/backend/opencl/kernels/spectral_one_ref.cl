@@ -76,8 +76,10 @@ inline void spectral_stage_fill(__local float* stage, __global const raw_t* raw,
   }
 }
 
-/* Runs the statement given (which sees v and u) for every used band u of this work-item's pixel (when `active`), through the stage. */
-#define SPECTRAL_FOR_EACH_BAND(...)                                                              \
+/* SPECTRAL_BANDS_BEGIN ... SPECTRAL_BANDS_END run the statements between them (which see v and u) for
+ * every used band u of this work-item's pixel (when `active`), through the stage. A begin/end pair rather
+ * than one variadic macro: NVIDIA's OpenCL compiler rejects variadic macros. */
+#define SPECTRAL_BANDS_BEGIN                                                                      \
   {                                                                                               \
     const int lid_ = (int)get_local_id(0), lsz_ = (int)get_local_size(0);                         \
     const int p0_ = (int)get_group_id(0) * lsz_;                                                  \
@@ -89,21 +91,21 @@ inline void spectral_stage_fill(__local float* stage, __global const raw_t* raw,
       if (active)                                                                                 \
         for (int kk_ = 0; kk_ < kt_; ++kk_) {                                                     \
           const float v = stage[kk_ * (lsz_ + 1) + lid_];                                         \
-          const int u = k0_ + kk_;                                                                \
-          __VA_ARGS__                                                                             \
-        }                                                                                         \
-    }                                                                                             \
+          const int u = k0_ + kk_;
+#define SPECTRAL_BANDS_END \
+  }                        \
+  }                        \
   }
 #else
-#define SPECTRAL_FOR_EACH_BAND(...)                                                              \
+#define SPECTRAL_BANDS_BEGIN                                                                      \
   if (active) {                                                                                   \
     const int line_ = p / samples;                                                                \
     const int x_ = p - line_ * samples;                                                           \
     const ulong base_ = (ulong)line_ * ls + (ulong)x_ * ss;                                       \
     for (int u = 0; u < n; ++u) {                                                                 \
-      const float v = SPECTRAL_FETCH(base_, u);                                                   \
-      __VA_ARGS__                                                                                 \
-    }                                                                                             \
+      const float v = SPECTRAL_FETCH(base_, u);
+#define SPECTRAL_BANDS_END \
+  }                        \
   }
 #endif
 
@@ -150,12 +152,12 @@ __kernel void spectral_one_ref(__global const raw_t* raw, ulong ls, ulong ss, ul
 #else
 #define SPECTRAL_R2(u) 0.0f
 #endif
-  SPECTRAL_FOR_EACH_BAND({
+  SPECTRAL_BANDS_BEGIN
     nodata |= spectral_is_ignored(v, has_ignore, ignore_value);
     const float pv = v * scale;
     spectral_stats_add(&st, METRIC, pv);
     spectral_pair_add(&acc, METRIC, pv, r1[u], SPECTRAL_R2(u));
-  })
+  SPECTRAL_BANDS_END
 #undef SPECTRAL_R2
   if (!active) return;
   float s = nodata ? SPECTRASIFT_NAN_F : spectral_finalise(METRIC, &st, &acc, n, ref_constant);
@@ -200,12 +202,12 @@ __kernel void spectral_prepare(__global const raw_t* raw, ulong ls, ulong ss, ul
 #define SPECTRAL_STORE_X(at, pv) \
   { x1[at] = (pv); }
 #endif
-  SPECTRAL_FOR_EACH_BAND({
+  SPECTRAL_BANDS_BEGIN
     nodata |= spectral_is_ignored(v, has_ignore, ignore_value);
     const float pv = v * scale;
     spectral_stats_add(&st, METRIC, pv);
     SPECTRAL_STORE_X((size_t)u * (size_t)pitch + (size_t)p, pv);
-  })
+  SPECTRAL_BANDS_END
 #undef SPECTRAL_STORE_X
   if (!active) return;
   stats[p] = st.sum_p;
