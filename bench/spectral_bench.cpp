@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -174,7 +175,10 @@ int main(int argc, char** argv) {
     double spy_ms = 0;
     if (spy) {
       int status = 0;
-      std::string cmd = "/usr/bin/python3 ";
+      // Debian's python3-spectral lives with /usr/bin/python3; SPECTRASIFT_PYTHON picks another interpreter
+      // (the GPU machine's python3 with Spectral Python carried as a wheel).
+      const char* py = std::getenv("SPECTRASIFT_PYTHON");
+      std::string cmd = std::string(py && *py ? py : "/usr/bin/python3") + " ";
       cmd += (fs::path(SPECTRASIFT_DATA_DIR).parent_path() / "bench" / "spy_bench.py").string();
       cmd += ' ';
       cmd += hdr.string();

@@ -547,7 +547,7 @@ TEST(SpectralCli, ErrorsExitNonZeroAndLeaveNoOutput) {
       {q(cube) + " --ref-pixel 1,1 --ref-mask " + q(cube), "exactly one of"},
       {q(cube) + " --ref-pixel 1,1 --top 2", "more than the 1 references"},
       {q(cube) + " --ref-mask " + q(data_dir() / "box.png"), "mask"},
-      {q(cube) + " --ref-pixel 1,1 --backend cuda", "CUDA"},
+      {q(cube) + " --ref-pixel 1,1 --backend cuda --device 99", "CUDA"},  // no such device anywhere
   };
   for (const auto& c : cases) {
     const auto r = run_cli("spectral " + c.args + " -o " + q(dir / "o.hdr") + " --png " + q(dir / "o.png"));
