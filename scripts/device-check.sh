@@ -76,6 +76,8 @@ cli="$BUILD/bin/spectrasift"
   echo; echo "---- spectrasift devices ----"
   if [ -x "$cli" ]; then "$cli" devices 2>&1; "$cli" devices --json 2>&1; else echo "CLI not built"; fi
 } >>"$OUT/system.txt"
+# The demo with --backend auto (CUDA here): SIFT and matching run on the CPU backend until their GPU ports land.
+[ -x "$cli" ] && step demo "$OUT/system.txt" "$cli" demo --out "$BUILD/demo-out" -v
 
 # ---- tests ----
 if [ $run_tests = 1 ]; then
