@@ -212,6 +212,8 @@ Features read_features_key(const std::filesystem::path& path) {
     if (scale < 0) tok.fail("negative scale");
     k.size = float(2.0 * scale);
     k.angle = radians_to_angle(tok.real("orientation"));
+    // A finite double such as 1e300 becomes +inf as a float: refuse it as the other readers do.
+    check_keypoint(path, k, "(keypoint " + std::to_string(i) + ", line " + std::to_string(tok.line()) + ")");
     for (int j = 0; j < kD; ++j) {
       const long long v = tok.integer("descriptor value");
       if (v < 0 || v > 255) tok.fail("descriptor value " + std::to_string(v) + " outside 0..255");
@@ -267,9 +269,17 @@ Features read_features_json(const std::filesystem::path& path) {
     Features f;
     if (j.contains("image")) {
       const auto& im = j.at("image");
-      f.image_width = im.at("width").get<int>();
-      f.image_height = im.at("height").get<int>();
-      if (f.image_width < 0 || f.image_height < 0) bad(path, "negative image size");
+      // Integers in 0..INT_MAX only: get<int>() of 1e300 is undefined behaviour, of 5e9 a wrapped value.
+      auto dimension = [&](const char* key) -> int {
+        const auto& v = im.at(key);
+        if (!v.is_number_integer() || (v.is_number_unsigned() ? v.get<std::uint64_t>() > 0x7FFFFFFFull
+                                                              : (v.get<std::int64_t>() < 0 ||
+                                                                 v.get<std::int64_t>() > 0x7FFFFFFFll)))
+          bad(path, std::string("image ") + key + " is not an integer in 0..2147483647");
+        return int(v.get<std::int64_t>());
+      };
+      f.image_width = dimension("width");
+      f.image_height = dimension("height");
     }
     const auto& kps = j.at("keypoints");
     const auto& desc = j.at("descriptors");
@@ -284,9 +294,12 @@ Features read_features_json(const std::filesystem::path& path) {
       return o[key].get<double>();
     };
     auto integer = [&](const nlohmann::json& o, const char* key, std::size_t i) -> int {
-      if (!o.contains(key) || !o[key].is_number_integer())
-        bad(path, std::string("keypoint ") + std::to_string(i) + ": \"" + key + "\" missing or not an integer");
-      return o[key].get<int>();
+      if (!o.contains(key) || !o[key].is_number_integer() ||
+          (o[key].is_number_unsigned() ? o[key].get<std::uint64_t>() > 0x7FFFFFFFull
+                                       : o[key].get<std::int64_t>() < -0x7FFFFFFFll - 1 ||
+                                             o[key].get<std::int64_t>() > 0x7FFFFFFFll))
+        bad(path, std::string("keypoint ") + std::to_string(i) + ": \"" + key + "\" missing or not a 32-bit integer");
+      return int(o[key].get<std::int64_t>());
     };
     for (std::size_t i = 0; i < kps.size(); ++i) {
       const auto& o = kps[i];
