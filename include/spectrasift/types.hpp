@@ -72,7 +72,8 @@ struct Keypoint {
 
 /// Keypoints and their descriptors. descriptors has keypoints.size() * descriptor_size floats
 /// (row i belongs to keypoint i). With default options the values are integers 0..255 (OpenCV's
-/// CV_32F descriptors); with RootSIFT they are the square roots of the L1-normalised values.
+/// CV_32F descriptors); with RootSIFT they are the square roots of the L1-normalised values, scaled by
+/// 512 so that their L2 norm is 512 like the default ones (see SiftOptions::root_sift).
 struct Features {
   static constexpr int kDescriptorSize = 128;
   int image_width = 0;

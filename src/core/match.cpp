@@ -69,8 +69,8 @@ std::vector<Match> match_features(Context& ctx, const Features& query, const Fea
     matches.push_back(Match{int(q), t.best1, t.distance1, t.distance2});
   }
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  ctx.impl().log("match: " + std::to_string(query.size()) + " x " + std::to_string(train.size()) + " descriptors on " +
-                 to_string(ctx.backend()) + ", " + std::to_string(matches.size()) + " matches, " +
+  ctx.impl().log("match: " + std::to_string(query.size()) + " x " + std::to_string(train.size()) + " descriptors on cpu (" +
+                 std::to_string(ctx.impl().cpu_threads()) + " threads), " + std::to_string(matches.size()) + " matches, " +
                  std::to_string(ms) + " ms");
   return matches;
 }
