@@ -86,4 +86,11 @@ TEST_F(Regression, FeaturesKeyCoordinatesBeyondFloatRangeAreAnError) {
   EXPECT_EQ(f.descriptors[127], 127.0f);
 }
 
+// features_fuzz (crash-a605ba9a...): a JSON number that overflows a double ("1e999") makes nlohmann's parser
+// throw out_of_range (406), not parse_error; it escaped read_features as a foreign exception.
+TEST_F(Regression, FeaturesJsonNumberOverflowIsAnError) {
+  EXPECT_EQ(read_error(write("overflow.json", R"({"format":1e999})")), ErrorCode::kBadFormat);
+  EXPECT_EQ(read_error(write("overflow2.json", json_features("1e999"))), ErrorCode::kBadFormat);
+}
+
 }  // namespace

@@ -260,6 +260,8 @@ Features read_features_json(const std::filesystem::path& path) {
     j = nlohmann::json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::parse_error& e) {
     bad(path, std::string("invalid JSON at byte ") + std::to_string(e.byte) + " (" + e.what() + ")");
+  } catch (const nlohmann::json::exception& e) {  // e.g. out_of_range 406: a number such as 1e999
+    bad(path, std::string("invalid JSON (") + e.what() + ")");
   }
   try {
     if (!j.is_object() || j.value("format", std::string()) != "spectrasift-features")
