@@ -29,7 +29,9 @@
 #include "numeric/sift_refine.h"
 #include "spectrasift/error.hpp"
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+// Not under ThreadSanitizer: the ifunc resolver of target_clones is instrumented and runs during
+// relocation, before the TSan runtime is up (every program crashed at start in the tsan build).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && !defined(__SANITIZE_THREAD__)
 #define SIFT_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define SIFT_CLONES
