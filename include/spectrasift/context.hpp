@@ -39,7 +39,7 @@ namespace detail { struct ContextImpl; }
 /// in any order, are fine. Several Contexts, on the same device or on different ones, may run in
 /// parallel from different threads and give exactly the results of running them one after the other
 /// (tests/concurrency_test.cpp checks this for SIFT, matching, RANSAC and spectral matching on the CPU
-/// and OpenCL backends, also under ThreadSanitizer). The CPU backend's SIFT worker pool belongs to
+/// and OpenCL backends). The CPU backend's SIFT worker pool belongs to
 /// its Context and is not shared; its OpenMP parts use one OpenMP team per calling thread.
 class Context {
  public:
