@@ -18,7 +18,6 @@ struct GlobalOptions {
   int threads = 0;
   bool verbose = false;
   bool json = false;
-  bool overwrite = true;
 
   /// Adds --backend, --device, --threads and -v to a subcommand.
   void add_backend_options(CLI::App& sub);
