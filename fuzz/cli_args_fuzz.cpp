@@ -3,8 +3,8 @@
 // main() renamed (see CMakeLists.txt), so nothing of the app had to be refactored. The input is split at
 // NUL bytes into argv words. Only parsing runs (the chosen action is never called): a malformed argument
 // must end in CLI::Error / spectrasift::Error, as main() expects, never in another exception or a crash.
-// Not covered: parsers that run inside an action (e.g. spectral --ref-pixel "X,Y", parsed with sscanf in
-// apps/spectrasift/spectral.cpp), since reaching them needs real input files.
+// spectral --ref-pixel "X,Y" is checked at parse time (cli::parse_pixel_xy); every word is also fed to
+// that parser directly, so its accept/reject decision is exercised on arbitrary text.
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
@@ -42,6 +42,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   cli::add_register_command(app, global, action);
   cli::add_spectral_command(app, global, action);
   cli::add_demo_command(app, global, action);
+  for (const auto& w : args) {
+    try {
+      const auto xy = cli::parse_pixel_xy(w);
+      (void)xy;
+    } catch (const Error&) {
+    }
+  }
   try {
     app.parse(reversed);
   } catch (const CLI::Error&) {

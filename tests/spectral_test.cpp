@@ -543,6 +543,9 @@ TEST(SpectralCli, ErrorsExitNonZeroAndLeaveNoOutput) {
       {q(dir / "missing.hdr") + " --ref-pixel 1,1", "no such file"},
       {q(cube) + " --ref-pixel 1,1 --ref-pixel 500,1", "outside the cube"},
       {q(cube) + " --ref-pixel 1x1", "X,Y"},
+      {q(cube) + " --ref-pixel 1,2x", "X,Y"},
+      {q(cube) + " --ref-pixel 99999999999,1", "X,Y"},  // beyond int: refused, not wrapped
+      {q(cube) + " --ref-pixel ,1", "X,Y"},
       {q(cube), "exactly one of"},
       {q(cube) + " --ref-pixel 1,1 --ref-mask " + q(cube), "exactly one of"},
       {q(cube) + " --ref-pixel 1,1 --top 2", "more than the 1 references"},

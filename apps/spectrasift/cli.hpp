@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <utility>
 
 #include "spectrasift/context.hpp"
 
@@ -37,6 +38,10 @@ void add_match_command(CLI::App& app, GlobalOptions& g, Action& action);
 void add_register_command(CLI::App& app, GlobalOptions& g, Action& action);
 void add_spectral_command(CLI::App& app, GlobalOptions& g, Action& action);
 void add_demo_command(CLI::App& app, GlobalOptions& g, Action& action);
+
+/// Parses a pixel position "X,Y" (two decimal integers in int range, nothing else; spaces around the numbers
+/// are allowed). Throws Error(kInvalidArgument) quoting the text otherwise. Used by spectral --ref-pixel.
+std::pair<int, int> parse_pixel_xy(const std::string& text);
 
 /// Checks that an input file exists and is a regular file; throws Error(kIo) naming it otherwise.
 void require_input_file(const std::filesystem::path& path);

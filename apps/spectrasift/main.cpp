@@ -1,6 +1,7 @@
 // spectrasift — command-line entry point. Each subcommand lives in its own file (DESIGN.md layout).
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdio>
 #include <iostream>
 
@@ -25,6 +26,30 @@ ContextOptions GlobalOptions::context_options() const {
   o.threads = threads;
   o.verbose = verbose;
   return o;
+}
+
+std::pair<int, int> parse_pixel_xy(const std::string& text) {
+  // std::from_chars instead of sscanf: sscanf's %d is undefined for out-of-range numbers and accepts
+  // signs, spaces and trailing text in places we do not want.
+  const auto fail = [&] {
+    return Error(ErrorCode::kInvalidArgument, "--ref-pixel '" + text + "' is not X,Y (two integers, e.g. 12,40)");
+  };
+  const char* p = text.data();
+  const char* const end = p + text.size();
+  const auto number = [&](int& v) {
+    while (p < end && *p == ' ') ++p;
+    const auto [next, ec] = std::from_chars(p, end, v);
+    if (ec != std::errc() || next == p) throw fail();
+    p = next;
+    while (p < end && *p == ' ') ++p;
+  };
+  int x = 0, y = 0;
+  number(x);
+  if (p == end || *p != ',') throw fail();
+  ++p;
+  number(y);
+  if (p != end) throw fail();
+  return {x, y};
 }
 
 void require_input_file(const std::filesystem::path& path) {

@@ -46,14 +46,6 @@ struct SpectralArgs {
   bool no_tensor_cores = false;
 };
 
-std::pair<int, int> parse_xy(const std::string& s) {
-  int x = 0, y = 0;
-  char extra = 0;
-  if (std::sscanf(s.c_str(), "%d,%d%c", &x, &y, &extra) != 2)
-    throw Error(ErrorCode::kInvalidArgument, "--ref-pixel '" + s + "' is not X,Y (two integers, e.g. 12,40)");
-  return {x, y};
-}
-
 bool is_envi_path(const fs::path& p) {
   std::string ext = p.extension().string();
   for (auto& c : ext) c = char(std::tolower(static_cast<unsigned char>(c)));
@@ -110,7 +102,7 @@ SpectralLibrary load_references(const SpectralArgs& a, const EnviCube& cube, boo
     throw Error(ErrorCode::kInvalidArgument, "give exactly one of --ref-pixel (repeatable), --ref-mask or --library");
   if (!a.ref_pixels.empty()) {
     std::vector<std::pair<int, int>> xy;
-    for (const auto& s : a.ref_pixels) xy.push_back(parse_xy(s));
+    for (const auto& s : a.ref_pixels) xy.push_back(parse_pixel_xy(s));
     return reference_from_pixels(cube, xy);
   }
   if (!a.ref_mask.empty()) {
@@ -326,7 +318,17 @@ void add_spectral_command(CLI::App& app, GlobalOptions& g, Action& action) {
   sub->add_option("cube", args->cube, "ENVI header of the cube (CUBE.hdr; the data file is found beside it)")->required();
   sub->add_option("--metric", args->metric, "ed | sam | scc | sid (default sam)")
       ->check(CLI::IsMember({"ed", "sam", "scc", "sid"}, CLI::ignore_case));
-  sub->add_option("--ref-pixel", args->ref_pixels, "reference spectrum at pixel X,Y (0-based; repeatable: one reference each)");
+  sub->add_option("--ref-pixel", args->ref_pixels, "reference spectrum at pixel X,Y (0-based; repeatable: one reference each)")
+      ->check(CLI::Validator(
+          [](std::string& s) {
+            try {
+              parse_pixel_xy(s);
+              return std::string();
+            } catch (const Error&) {  // CLI11 puts the option name in front
+              return "'" + s + "' is not X,Y (two integers, e.g. 12,40)";
+            }
+          },
+          "X,Y"));
   sub->add_option("--ref-mask", args->ref_mask,
                   "the mean spectrum of the nonzero pixels of a mask: PNG/PGM image or ENVI single-band file of the cube's size");
   sub->add_option("--library", args->library,
