@@ -132,6 +132,34 @@ TEST(ContextOptions, BadEnvironmentValuesAreErrors) {
   }
 }
 
+TEST(ContextOptions, MaxPixelsFromTheEnvironment) {
+  EXPECT_EQ(ContextOptions::from_env().max_pixels, std::uint64_t(1) << 30);  // unset: the default
+  {
+    ScopedEnv m("SPECTRASIFT_MAX_PIXELS", "12345");
+    EXPECT_EQ(ContextOptions::from_env().max_pixels, 12345u);
+  }
+  {
+    ScopedEnv m("SPECTRASIFT_MAX_PIXELS", "0");  // no limit
+    EXPECT_EQ(ContextOptions::from_env().max_pixels, 0u);
+  }
+  {
+    ScopedEnv m("SPECTRASIFT_MAX_PIXELS", "");  // empty = unset, like the other variables
+    EXPECT_EQ(ContextOptions::from_env().max_pixels, std::uint64_t(1) << 30);
+  }
+  for (const char* bad : {"garbage", "-1", "12k", " 12", "1e9", "99999999999999999999999"}) {
+    ScopedEnv m("SPECTRASIFT_MAX_PIXELS", bad);
+    try {
+      ContextOptions::from_env();
+      ADD_FAILURE() << "accepted SPECTRASIFT_MAX_PIXELS='" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(std::string("SPECTRASIFT_MAX_PIXELS='") + bad + "' is not a pixel count"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(ContextOptions, CheckRejectsNegativeValues) {
   ContextOptions o;
   o.threads = -1;
@@ -166,4 +194,45 @@ TEST(Context, AutoRunsEveryOperationWithTheCpuAnswer) {
   ASSERT_EQ(a.size(), b.size());
   EXPECT_EQ(a.descriptors, b.descriptors);
   EXPECT_EQ(match_features(cpu, a, a).size(), match_features(automatic, b, b).size());
+}
+
+#include "spectrasift/envi.hpp"
+#include "spectrasift/spectral.hpp"
+
+// ContextOptions::max_pixels is checked by SIFT and by spectral matching, with the message that says how to
+// raise it; 0 lifts the limit.
+TEST(Context, MaxPixelsIsCheckedWithAMessageSayingHowToRaiseIt) {
+  ContextOptions o;
+  o.backend = Backend::kCpu;
+  o.max_pixels = 96 * 96 - 1;
+  Context small(o);
+  const ImageF img{96, 96, std::vector<float>(96 * 96, 40.0f)};
+  try {
+    detect_and_compute(small, img);
+    ADD_FAILURE() << "no Error thrown";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kOutOfMemory);
+    EXPECT_NE(std::string(e.what()).find("sift: image of 96 x 96 = 9216 pixels exceeds the limit of 9215 pixels "
+                                         "(raise it with --max-pixels N or SPECTRASIFT_MAX_PIXELS"),
+              std::string::npos)
+        << e.what();
+  }
+  const EnviCube cube = open_envi(std::string(SPECTRASIFT_TEST_DATA) + "/hydice_data.hdr");  // 80 x 100
+  const SpectralLibrary ref = reference_from_pixels(cube, {{3, 4}});
+  o.max_pixels = 7999;
+  Context small_cube(o);
+  try {
+    spectral_match(small_cube, cube, ref, SpectralOptions{});
+    ADD_FAILURE() << "no Error thrown";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kOutOfMemory);
+    EXPECT_NE(std::string(e.what()).find("spectral_match: cube of 80 x 100 = 8000 pixels exceeds the limit of 7999 "
+                                         "pixels (raise it with --max-pixels N"),
+              std::string::npos)
+        << e.what();
+  }
+  o.max_pixels = 0;
+  Context unlimited(o);
+  EXPECT_EQ(spectral_match(unlimited, cube, ref, SpectralOptions{}).samples, 80);
+  EXPECT_NO_THROW(detect_and_compute(unlimited, img));
 }

@@ -207,7 +207,9 @@ TEST(EnviCube, PixelLimitIsCheckedBeforeMapping) {
   TempDir dir("envi");
   write_text(dir / "big.hdr", "ENVI\nsamples = 100000\nlines = 100000\nbands = 200\ndata type = 2\n");
   write_text(dir / "big.img", "x");
-  expect_error([&] { open_envi(dir / "big.hdr", 1u << 30); }, ErrorCode::kOutOfMemory, {"100000 x 100000", "limit"});
+  expect_error([&] { open_envi(dir / "big.hdr", 1u << 30); }, ErrorCode::kOutOfMemory,
+               {"big.hdr: cube of 100000 x 100000 = 10000000000 pixels exceeds the limit of 1073741824 pixels",
+                "--max-pixels", "SPECTRASIFT_MAX_PIXELS"});
   // Without a limit the size check still catches it.
   expect_error([&] { open_envi(dir / "big.hdr"); }, ErrorCode::kBadFormat, {"too small"});
 }

@@ -431,7 +431,11 @@ TEST_F(IoFiles, HugeDimensionsRejectedBeforeAllocating) {
   std::string ihdr = be32(100000) + be32(100000) + std::string("\x08\x00\x00\x00\x00", 5);
   const std::string png = std::string("\x89PNG\r\n\x1a\n", 8) + png_chunk("IHDR", ihdr) +
                           png_chunk("IDAT", std::string("\x78\x9c\x03\x00\x00\x00\x00\x01", 8)) + png_chunk("IEND", "");
-  expect_error([&] { read_image(write_bytes("huge.png", png)); }, ErrorCode::kOutOfMemory, "huge.png: image of 100000x100000");
+  // The message names the size, the limit and how to raise it.
+  expect_error([&] { read_image(write_bytes("huge.png", png)); }, ErrorCode::kOutOfMemory,
+               "huge.png: image of 100000 x 100000 = 10000000000 pixels exceeds the limit of 1073741824 pixels "
+               "(raise it with --max-pixels N or SPECTRASIFT_MAX_PIXELS; ImageLimits::max_pixels / "
+               "ContextOptions::max_pixels in the library; 0 = no limit)");
   // Under the limit, but more pixel data than deflate can pack into the file: rejected as corrupt
   // before the 400 MB buffer is allocated.
   std::string ihdr2 = be32(20000) + be32(20000) + std::string("\x08\x00\x00\x00\x00", 5);
@@ -442,8 +446,11 @@ TEST_F(IoFiles, HugeDimensionsRejectedBeforeAllocating) {
   write_image(path("small.pgm"), pattern(20, 20, 1, PixelType::kU8));
   ImageLimits lim;
   lim.max_pixels = 399;
-  expect_error([&] { read_image(path("small.pgm"), lim); }, ErrorCode::kOutOfMemory, "small.pgm");
+  expect_error([&] { read_image(path("small.pgm"), lim); }, ErrorCode::kOutOfMemory,
+               "small.pgm: image of 20 x 20 = 400 pixels exceeds the limit of 399 pixels (raise it with --max-pixels");
   lim.max_pixels = 400;
+  EXPECT_EQ(read_image(path("small.pgm"), lim).width, 20);
+  lim.max_pixels = 0;  // no limit
   EXPECT_EQ(read_image(path("small.pgm"), lim).width, 20);
   // Overflow of int dimensions.
   expect_error([&] { read_image(write_bytes("ovf.pgm", "P5\n4294967295 4294967295\n255\n")); },
@@ -543,6 +550,65 @@ TEST_F(IoFiles, WriterFailuresLeaveNothing) {
   bad.data.resize(3);
   expect_error([&] { write_png(path("bad.png"), bad); }, ErrorCode::kInvalidArgument, "bad.png");
   EXPECT_EQ(file_count(), 0u);
+}
+
+// An OutputSet commits several files together: nothing before commit(), everything after it, and
+// nothing at all (no target, no temporary) when a write or a rename fails.
+TEST_F(IoFiles, OutputSetCommitsAllOrNothing) {
+  const Image img = pattern(4, 4, 1, PixelType::kU8);
+  const std::vector<float> scores(6 * 5 * 2, 0.5f);
+  {
+    OutputSet out;
+    write_png(out.add(path("a.png")), img);
+    write_envi_f32(out, path("s.hdr"), 6, 5, {"one", "two"}, scores.data());
+    EXPECT_EQ(out.targets().size(), 3u);  // a.png, s.img, s.hdr
+    EXPECT_FALSE(fs::exists(path("a.png")));
+    EXPECT_FALSE(fs::exists(path("s.hdr")));
+    EXPECT_FALSE(fs::exists(path("s.img")));
+    out.commit();
+  }
+  EXPECT_EQ(read_image(path("a.png")).width, 4);
+  EXPECT_EQ(open_envi(path("s.hdr")).header().bands, 2);
+  EXPECT_EQ(file_count(), 3u);  // no temporary left
+  fs::remove(path("a.png"));
+  fs::remove(path("s.hdr"));
+  fs::remove(path("s.img"));
+
+  // A failure while writing a later output (its folder does not exist): the earlier ones never appear.
+  try {
+    OutputSet out;
+    write_envi_f32(out, path("s.hdr"), 6, 5, {"one", "two"}, scores.data());
+    write_png(out.add(path("no/such/dir/p.png")), img);
+    out.commit();
+    ADD_FAILURE() << "no Error thrown";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kIo) << e.what();
+  }
+  EXPECT_EQ(file_count(), 0u);
+
+  // A rename that fails inside commit() (the last target became a directory after add()): the targets
+  // already renamed are removed again, and so are the remaining temporaries.
+  try {
+    OutputSet out;
+    write_png(out.add(path("a.png")), img);
+    write_png(out.add(path("b.png")), img);
+    write_png(out.add(path("c.png")), img);
+    fs::create_directory(path("c.png"));
+    out.commit();
+    ADD_FAILURE() << "no Error thrown";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kIo) << e.what();
+    EXPECT_NE(std::string(e.what()).find("c.png"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(file_count(), 1u);  // only the directory c.png
+  EXPECT_TRUE(fs::is_directory(path("c.png")));
+
+  // An existing directory as a target, and one target given twice, are refused at once.
+  OutputSet out;
+  expect_error([&] { out.add(path("c.png")); }, ErrorCode::kIo, "is a directory");
+  write_png(out.add(path("a.png")), img);
+  expect_error([&] { out.add(dir_ / "x" / ".." / "a.png"); }, ErrorCode::kInvalidArgument, "two outputs");
+  EXPECT_EQ(file_count(), 2u);  // c.png and a.png's temporary
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -551,6 +552,8 @@ TEST(SpectralCli, ErrorsExitNonZeroAndLeaveNoOutput) {
       {q(cube) + " --ref-pixel 1,1 --top 2", "more than the 1 references"},
       {q(cube) + " --ref-mask " + q(data_dir() / "box.png"), "mask"},
       {q(cube) + " --ref-pixel 1,1 --backend cuda --device 99", "CUDA"},  // no such device anywhere
+      {q(cube) + " --ref-pixel 1,1 --max-pixels 7999",  // the cube is 80 x 100
+       "cube of 80 x 100 = 8000 pixels exceeds the limit of 7999 pixels (raise it with --max-pixels N"},
   };
   for (const auto& c : cases) {
     const auto r = run_cli("spectral " + c.args + " -o " + q(dir / "o.hdr") + " --png " + q(dir / "o.png"));
@@ -572,4 +575,42 @@ TEST(SpectralCli, ErrorsExitNonZeroAndLeaveNoOutput) {
     const auto name = e.path().filename().string();
     EXPECT_TRUE(name.rfind("trunc", 0) == 0) << "unexpected output " << name;
   }
+}
+
+// The outputs of one run are committed as a set: when the last one (the picture) cannot be written, the
+// scores and index cubes that were complete before it do not appear either, and no temporary is left.
+TEST(SpectralCli, ALateOutputFailureLeavesNoOutputAtAll) {
+  TempDir dir("spectral-cli-set");
+  const fs::path cube = data_dir() / "hydice_data.hdr";
+  fs::create_directory(dir / "a_directory.png");
+  const auto listing = [&] {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir.path())) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  const std::vector<std::string> before = listing();
+  struct Case {
+    std::string png;
+    std::string message;
+  };
+  const std::vector<Case> cases = {{q(dir / "no_such_dir" / "p.png"), "p.png"},
+                                   {q(dir / "a_directory.png"), "a_directory.png: is a directory"},
+                                   {q(dir / "o.img"), "o.img: given for two outputs"}};
+  for (const auto& c : cases)
+    for (const char* reduction : {"", " --best", " --top 2"}) {
+      const auto r = run_cli("spectral " + q(cube) + " --ref-pixel 1,1 --ref-pixel 5,7" + reduction + " -o " +
+                             q(dir / "o.hdr") + " --png " + c.png);
+      EXPECT_EQ(r.exit_code, 1) << c.png << reduction << "\n" << r.out;
+      EXPECT_NE(r.out.find(c.message), std::string::npos) << r.out;
+      EXPECT_EQ(listing(), before) << c.png << reduction << ": something was left in the output folder";
+    }
+  // The same command with a good picture path writes all five files, and nothing else.
+  const auto r = run_cli("spectral " + q(cube) + " --ref-pixel 1,1 --ref-pixel 5,7 --best -o " + q(dir / "o.hdr") +
+                         " --png " + q(dir / "o.png"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::vector<std::string> after = before;
+  for (const char* f : {"o.hdr", "o.img", "o.png", "o_index.hdr", "o_index.img"}) after.push_back(f);
+  std::sort(after.begin(), after.end());
+  EXPECT_EQ(listing(), after);
 }

@@ -12,15 +12,16 @@
 
 namespace spectrasift::cli {
 
-/// Options every subcommand takes (--backend, --device, --threads, -v, --json).
+/// Options every subcommand takes (--backend, --device, --threads, --max-pixels, -v, --json).
 struct GlobalOptions {
   std::string backend;  ///< empty: SPECTRASIFT_BACKEND or auto
   int device = -1;      ///< -1: SPECTRASIFT_DEVICE or the first
   int threads = 0;
+  long long max_pixels = -1;  ///< -1: SPECTRASIFT_MAX_PIXELS or ContextOptions' default (2^30); 0 = no limit
   bool verbose = false;
   bool json = false;
 
-  /// Adds --backend, --device, --threads and -v to a subcommand.
+  /// Adds --backend, --device, --threads, --max-pixels and -v to a subcommand.
   void add_backend_options(CLI::App& sub);
   /// Adds --json.
   void add_json_option(CLI::App& sub, const std::string& what = "print the result as one JSON object on stdout");

@@ -95,8 +95,10 @@ int run_demo(const DemoOptions& o, const GlobalOptions& g) {
 
   // 1. SIFT on one image.
   const fs::path moving_path = data / "box.png", fixed_path = data / "box_in_scene.png";
-  const Image moving = read_image(moving_path);
-  const Image fixed = read_image(fixed_path);
+  ImageLimits limits;
+  limits.max_pixels = ctx.options().max_pixels;
+  const Image moving = read_image(moving_path, limits);
+  const Image fixed = read_image(fixed_path, limits);
   auto t0 = Clock::now();
   const Features fm = detect_and_compute(ctx, moving);
   const double sift_ms = ms_since(t0);
@@ -138,8 +140,8 @@ int run_demo(const DemoOptions& o, const GlobalOptions& g) {
   const fs::path scene = find_scene(data);
   const fs::path targets = scene.parent_path() / (scene.stem().string() + "_targets.hdr");
   t0 = Clock::now();
-  const EnviCube cube = open_envi(scene);
-  const EnviCube target_cube = open_envi(targets);
+  const EnviCube cube = open_envi(scene, ctx.options().max_pixels);
+  const EnviCube target_cube = open_envi(targets, ctx.options().max_pixels);
   const int w = cube.header().samples, h = cube.header().lines;
   if (target_cube.header().samples != w || target_cube.header().lines != h)
     throw Error(ErrorCode::kBadFormat, targets.string() + ": target map size differs from " + scene.string());

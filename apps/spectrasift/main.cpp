@@ -14,6 +14,10 @@ void GlobalOptions::add_backend_options(CLI::App& sub) {
   sub.add_option("--backend", backend, "auto|cpu|cuda|opencl (default: $SPECTRASIFT_BACKEND or auto)");
   sub.add_option("--device", device, "device index within the backend (default: $SPECTRASIFT_DEVICE or 0)");
   sub.add_option("--threads", threads, "CPU threads, 0 = all (default 0)");
+  sub.add_option("--max-pixels", max_pixels,
+                 "largest image or cube read, in pixels (width x height), checked before allocating; 0 = no limit "
+                 "(default: $SPECTRASIFT_MAX_PIXELS or 1073741824 = 2^30)")
+      ->check(CLI::NonNegativeNumber);
   sub.add_flag("-v,--verbose", verbose, "log the backend picked and the time of each stage to stderr");
 }
 
@@ -24,6 +28,7 @@ ContextOptions GlobalOptions::context_options() const {
   if (!backend.empty()) o.backend = parse_backend(backend);
   if (device >= 0) o.device = device;
   o.threads = threads;
+  if (max_pixels >= 0) o.max_pixels = std::uint64_t(max_pixels);
   o.verbose = verbose;
   return o;
 }

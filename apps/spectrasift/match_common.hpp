@@ -99,32 +99,21 @@ inline void check_image_output(const std::filesystem::path& p, const char* optio
               p.string() + ": " + option + " must end in .png" + (tiff_supported() ? ", .tif or .tiff" : ""));
 }
 
-/// Outputs written to temporary files first and renamed onto their targets only when every one of
-/// them has been written, so that a failure leaves none of them (nor a partial file) behind.
-class OutputSet {
+/// The library's OutputSet (io.hpp: every output under a temporary name, all renamed together by
+/// commit(), none left behind by a failure) with writers for the images and text files of these commands.
+class OutputSet : public spectrasift::OutputSet {
  public:
   void add_image(const std::filesystem::path& target, const Image& image) {
-    auto out = std::make_unique<AtomicOutput>(target);
-    if (lower_extension(target) == ".png") write_png(out->temp_path(), image);
-    else write_tiff(out->temp_path(), image);
-    outputs_.push_back(std::move(out));
+    const std::filesystem::path temp = add(target);
+    if (lower_extension(target) == ".png") write_png(temp, image);
+    else write_tiff(temp, image);
   }
   void add_text(const std::filesystem::path& target, const std::string& text) {
-    auto out = std::make_unique<AtomicOutput>(target);
-    {
-      std::ofstream f(out->temp_path(), std::ios::binary);
-      f << text;
-      f.flush();
-      if (!f) throw Error(ErrorCode::kIo, target.string() + ": cannot write");
-    }
-    outputs_.push_back(std::move(out));
+    std::ofstream f(add(target), std::ios::binary);
+    f << text;
+    f.flush();
+    if (!f) throw Error(ErrorCode::kIo, target.string() + ": cannot write");
   }
-  void commit() {
-    for (auto& o : outputs_) o->commit();
-  }
-
- private:
-  std::vector<std::unique_ptr<AtomicOutput>> outputs_;
 };
 
 }  // namespace spectrasift::cli

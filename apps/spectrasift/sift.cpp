@@ -110,19 +110,14 @@ int run_sift(const SiftCliOptions& o, const GlobalOptions& g) {
 
   // Both outputs are written under temporary names and renamed only when both are complete.
   t = Clock::now();
-  std::optional<AtomicOutput> feat_out, draw_out;
-  if (!o.output.empty()) {
-    feat_out.emplace(o.output);
-    write_features(feat_out->temp_path(), features, *format);
-  }
+  OutputSet files;
+  if (!o.output.empty()) write_features(files.add(o.output), features, *format);
   if (!o.draw.empty()) {
-    draw_out.emplace(o.draw);
     const Image picture = draw_keypoints(image, features);
-    if (lower_ext(o.draw) == ".png") write_png(draw_out->temp_path(), picture);
-    else write_tiff(draw_out->temp_path(), picture);
+    if (lower_ext(o.draw) == ".png") write_png(files.add(o.draw), picture);
+    else write_tiff(files.add(o.draw), picture);
   }
-  if (feat_out) feat_out->commit();
-  if (draw_out) draw_out->commit();
+  files.commit();
   const double write_ms = ms_since(t);
 
   if (g.verbose)

@@ -6,7 +6,8 @@
 //
 // Outputs: OUT.hdr + OUT.img, float32 BSQ scores (one band per reference; or the best / k best scores);
 // with --best, --top and --threshold also OUT_index.hdr + OUT_index.img, int32 reference indices
-// (0-based, -1 = no data or rejected). Every file is written through AtomicOutput.
+// (0-based, -1 = no data or rejected). The outputs are one OutputSet: every file is written under a
+// temporary name first and all are renamed at the end, so a failure leaves none of them.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -59,7 +60,7 @@ bool is_envi_path(const fs::path& p) {
 }
 
 /// The mask as one byte per pixel (nonzero = selected): an ENVI single-band cube or an image.
-std::vector<std::uint8_t> read_mask(const fs::path& path, const EnviCube& cube) {
+std::vector<std::uint8_t> read_mask(const fs::path& path, const EnviCube& cube, std::uint64_t max_pixels) {
   const int w = cube.header().samples, h = cube.header().lines;
   std::vector<std::uint8_t> mask(std::size_t(w) * h, 0);
   auto size_error = [&](int mw, int mh) {
@@ -68,7 +69,7 @@ std::vector<std::uint8_t> read_mask(const fs::path& path, const EnviCube& cube) 
                                                   std::to_string(h));
   };
   if (is_envi_path(path)) {
-    const EnviCube m = open_envi(path);
+    const EnviCube m = open_envi(path, max_pixels);
     if (m.header().bands != 1)
       throw Error(ErrorCode::kInvalidArgument, path.string() + ": a mask has one band, this cube has " +
                                                    std::to_string(m.header().bands));
@@ -77,7 +78,9 @@ std::vector<std::uint8_t> read_mask(const fs::path& path, const EnviCube& cube) 
       for (int x = 0; x < w; ++x) mask[std::size_t(y) * w + x] = m.value(y, x, 0) != 0.0;
     return mask;
   }
-  const Image img = read_image(path);
+  ImageLimits limits;
+  limits.max_pixels = max_pixels;
+  const Image img = read_image(path, limits);
   if (img.width != w || img.height != h) throw size_error(img.width, img.height);
   const std::size_t bps = bytes_per_sample(img.type);
   for (std::size_t i = 0; i < mask.size(); ++i) {
@@ -96,7 +99,7 @@ std::vector<std::uint8_t> read_mask(const fs::path& path, const EnviCube& cube) 
 }
 
 /// The references as the cube's bands see them (a library is resampled when both carry wavelengths).
-SpectralLibrary load_references(const SpectralArgs& a, const EnviCube& cube, bool verbose) {
+SpectralLibrary load_references(const SpectralArgs& a, const EnviCube& cube, std::uint64_t max_pixels, bool verbose) {
   const int sources = int(!a.ref_pixels.empty()) + int(!a.ref_mask.empty()) + int(!a.library.empty());
   if (sources != 1)
     throw Error(ErrorCode::kInvalidArgument, "give exactly one of --ref-pixel (repeatable), --ref-mask or --library");
@@ -107,7 +110,7 @@ SpectralLibrary load_references(const SpectralArgs& a, const EnviCube& cube, boo
   }
   if (!a.ref_mask.empty()) {
     require_input_file(a.ref_mask);
-    return reference_from_mask(cube, read_mask(a.ref_mask, cube), "mask " + fs::path(a.ref_mask).stem().string());
+    return reference_from_mask(cube, read_mask(a.ref_mask, cube, max_pixels), "mask " + fs::path(a.ref_mask).stem().string());
   }
   require_input_file(a.library);
   SpectralLibrary lib = read_library(a.library);
@@ -220,7 +223,7 @@ int run_spectral(const SpectralArgs& a, const GlobalOptions& g) {
   Context ctx(co);
   const auto t_read = Clock::now();
   const EnviCube cube = open_envi(a.cube, co.max_pixels);
-  const SpectralLibrary refs = load_references(a, cube, g.verbose);
+  const SpectralLibrary refs = load_references(a, cube, co.max_pixels, g.verbose);
   const double read_ms = ms_since(t_read);
 
   Progress bar("spectral", !g.json);
@@ -245,10 +248,10 @@ int run_spectral(const SpectralArgs& a, const GlobalOptions& g) {
   } else {
     for (int i = 0; i < r.k; ++i) band_names.push_back(m + " rank " + std::to_string(i + 1));
   }
-  std::vector<std::string> outputs;
-  fs::path idx_path;
+  // Every output goes to a temporary name first; they are renamed together at the end (all or none).
+  OutputSet files;
   if (o.reduction != Reduction::kAll) {
-    idx_path = index_path(out);
+    const fs::path idx_path = index_path(out);
     std::vector<std::string> idx_names;
     for (int i = 0; i < r.k; ++i)
       idx_names.push_back(r.k == 1 ? "best reference index" : "reference index rank " + std::to_string(i + 1));
@@ -257,17 +260,17 @@ int run_spectral(const SpectralArgs& a, const GlobalOptions& g) {
                        ": reference indices (0-based; -1 = no data or rejected):";
     for (std::size_t i = 0; i < names.size(); ++i) desc += " " + std::to_string(i) + " = " + names[i] + ";";
     like.description = desc;
-    write_envi_i32(idx_path, r.samples, r.lines, idx_names, r.index.data(), &like);
-    outputs.push_back(idx_path.string());
+    write_envi_i32(files, idx_path, r.samples, r.lines, idx_names, r.index.data(), &like);
   }
   EnviHeader like = cube.header();
   like.description = "spectrasift spectral " + m + " scores of " + fs::path(a.cube).filename().string();
-  write_envi_f32(out, r.samples, r.lines, band_names, r.scores.data(), &like);
+  write_envi_f32(files, out, r.samples, r.lines, band_names, r.scores.data(), &like);
+  if (!a.png.empty()) write_png(files.add(a.png), make_picture(r, o, names));
+  files.commit();
+  std::vector<std::string> outputs;  // the headers and the picture, as before (not the .img data files)
+  if (o.reduction != Reduction::kAll) outputs.push_back(index_path(out).string());
   outputs.push_back(out.string());
-  if (!a.png.empty()) {
-    write_png(a.png, make_picture(r, o, names));
-    outputs.push_back(a.png);
-  }
+  if (!a.png.empty()) outputs.push_back(a.png);
   r.times.write_ms = ms_since(t_write);
   const double total_ms = ms_since(t_start);
 

@@ -36,11 +36,18 @@ namespace detail { struct ContextImpl; }
 ///
 /// Threads: one Context must NOT be used by two threads at the same time (its plans, buffers, queues
 /// and kernel cache are reused between calls without locks); calls on it from one thread at a time,
-/// in any order, are fine. Several Contexts, on the same device or on different ones, may run in
-/// parallel from different threads and give exactly the results of running them one after the other
-/// (tests/concurrency_test.cpp checks this for SIFT, matching, RANSAC and spectral matching on the CPU
-/// and OpenCL backends). The CPU backend's SIFT worker pool belongs to
-/// its Context and is not shared; its OpenMP parts use one OpenMP team per calling thread.
+/// in any order, are fine. This is checked: every operation that takes a Context (detect_and_compute,
+/// match_features, nearest_two, estimate_model, warp_image, spectral_match) claims it for the length of
+/// the call with one atomic compare-exchange, and a call from a second thread while another one runs
+/// throws Error(kInvalidArgument, "... Context used from two threads at the same time ...") before it
+/// touches anything (the first call goes on undisturbed). A call made from inside another one on the
+/// same thread (e.g. from a spectral_match progress callback) is allowed. Moving or destroying a Context
+/// while another thread uses it is not checked (it is a bug like any use after free).
+/// Several Contexts, on the same device or on different ones, may run in parallel from different
+/// threads and give exactly the results of running them one after the other (tests/concurrency_test.cpp
+/// checks this for SIFT, matching, RANSAC and spectral matching on the CPU and OpenCL backends, and the
+/// check above). The CPU backend's SIFT worker pool belongs to its Context and is not shared; its OpenMP
+/// parts use one OpenMP team per calling thread.
 class Context {
  public:
   explicit Context(const ContextOptions& options = ContextOptions::from_env());

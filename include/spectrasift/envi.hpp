@@ -15,6 +15,8 @@
 
 namespace spectrasift {
 
+class OutputSet;  // io.hpp
+
 /// ENVI "data type" codes that are supported (complex 6 and 9 are rejected with a clear error).
 enum class SampleType : std::uint8_t {
   kU8 = 1, kI16 = 2, kI32 = 3, kF32 = 4, kF64 = 5, kU16 = 12, kU32 = 13, kI64 = 14, kU64 = 15
@@ -114,6 +116,16 @@ void write_envi_i32(const std::filesystem::path& hdr_path, int samples, int line
 /// (Added with the implementation; the writers above use it.)
 void write_envi_raw(const std::filesystem::path& hdr_path, const EnviHeader& header, const void* bytes,
                     std::size_t size);
+/// The three writers above, writing into an OutputSet (io.hpp) instead: the data file and the header become
+/// two outputs of the set and appear only with the set's commit(), together with the set's other outputs.
+void write_envi_raw(OutputSet& outputs, const std::filesystem::path& hdr_path, const EnviHeader& header,
+                    const void* bytes, std::size_t size);
+void write_envi_f32(OutputSet& outputs, const std::filesystem::path& hdr_path, int samples, int lines,
+                    const std::vector<std::string>& band_names, const float* bands_data,
+                    const EnviHeader* like = nullptr);
+void write_envi_i32(OutputSet& outputs, const std::filesystem::path& hdr_path, int samples, int lines,
+                    const std::vector<std::string>& band_names, const std::int32_t* bands_data,
+                    const EnviHeader* like = nullptr);
 /// The header text that write_envi_raw writes (for tests and tools).
 std::string format_envi_header(const EnviHeader& header);
 

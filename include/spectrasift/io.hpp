@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,35 @@ class AtomicOutput {
   std::filesystem::path target_;
   std::filesystem::path temp_;
   bool committed_ = false;
+};
+
+/// Several outputs of one command, committed as a set: add() gives the temporary name (beside the
+/// target) to write each one to, and commit() renames them all onto their targets once every one is
+/// complete. Destroyed without commit() (an exception while any of them was written), it removes every
+/// temporary: no new output appears. If a rename fails inside commit(), the targets that commit() had
+/// already renamed are removed as well (a file that one of them had replaced is then gone too; a rename
+/// within one directory fails only when the target is a directory or the file system has gone wrong), the
+/// remaining temporaries are removed, and it throws Error(kIo).
+///
+///   OutputSet out;
+///   write_envi_f32(out, "scores.hdr", w, h, names, scores.data());  // scores.hdr + scores.img
+///   write_png(out.add("scores.png"), picture);
+///   out.commit();
+class OutputSet {
+ public:
+  OutputSet();
+  ~OutputSet();
+  OutputSet(const OutputSet&) = delete;
+  OutputSet& operator=(const OutputSet&) = delete;
+  /// Registers `target` and returns the temporary path to write it to. Throws Error(kInvalidArgument)
+  /// when the set holds `target` already, Error(kIo) when `target` is an existing directory.
+  std::filesystem::path add(const std::filesystem::path& target);
+  /// Renames every temporary onto its target, in the order they were added. Call it once.
+  void commit();
+  std::vector<std::filesystem::path> targets() const;
+
+ private:
+  std::vector<std::unique_ptr<AtomicOutput>> outputs_;
 };
 
 }  // namespace spectrasift

@@ -21,11 +21,13 @@ struct ContextOptions {
   /// Log which implementation ran, and the timing of each stage, to stderr.
   bool verbose = false;
   /// Largest image or cube accepted, in pixels (width * height); 0 = no limit. Checked before allocating.
+  /// The CLI's --max-pixels N and the environment variable SPECTRASIFT_MAX_PIXELS set it.
   std::uint64_t max_pixels = std::uint64_t(1) << 30;
 
   void check() const;
 
-  /// Reads SPECTRASIFT_BACKEND and SPECTRASIFT_DEVICE from the environment (unset: the defaults above).
+  /// Reads SPECTRASIFT_BACKEND, SPECTRASIFT_DEVICE and SPECTRASIFT_MAX_PIXELS from the environment (unset or
+  /// empty: the defaults above). A malformed value throws Error(kInvalidArgument) naming the variable.
   static ContextOptions from_env();
 };
 

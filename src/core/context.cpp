@@ -3,6 +3,7 @@
 
 #include <omp.h>
 
+#include <charconv>
 #include <cstdlib>
 #include <iostream>
 #include <thread>
@@ -92,6 +93,16 @@ ContextOptions ContextOptions::from_env() {
       throw Error(ErrorCode::kInvalidArgument, std::string("SPECTRASIFT_DEVICE='") + d + "' is not a device index");
     o.device = int(v);
   }
+  if (const char* m = std::getenv("SPECTRASIFT_MAX_PIXELS"); m && *m) {
+    // Digits only: no sign, spaces or suffix (std::from_chars also refuses values beyond 64 bits).
+    const char* end = m + std::char_traits<char>::length(m);
+    std::uint64_t v = 0;
+    const auto [next, ec] = std::from_chars(m, end, v);
+    if (ec != std::errc() || next != end)
+      throw Error(ErrorCode::kInvalidArgument, std::string("SPECTRASIFT_MAX_PIXELS='") + m +
+                                                   "' is not a pixel count (a whole number of pixels, 0 = no limit)");
+    o.max_pixels = v;
+  }
   return o;
 }
 
@@ -132,6 +143,25 @@ void ContextImpl::require_host_fallback(const std::string& operation) const {
                 operation + " is not implemented on the " + name + " backend yet (use --backend cpu or auto)", name);
   log(operation + ": not implemented on " + name + " yet, running on the CPU backend (" +
       std::to_string(cpu_threads()) + " threads)");
+}
+
+ContextUse::ContextUse(ContextImpl& impl, const char* operation) {
+  std::thread::id none{};
+  const std::thread::id me = std::this_thread::get_id();
+  // acquire/release: a thread that claims the context after another one released it sees all its writes.
+  if (impl.user.compare_exchange_strong(none, me, std::memory_order_acquire, std::memory_order_relaxed)) {
+    claimed_ = &impl;
+    return;
+  }
+  if (none == me) return;  // nested call on the thread that holds it
+  throw Error(ErrorCode::kInvalidArgument,
+              std::string(operation) +
+                  ": Context used from two threads at the same time (another thread is inside an operation on "
+                  "it); a Context is not thread-safe: use one Context per thread (see spectrasift/context.hpp)");
+}
+
+ContextUse::~ContextUse() {
+  if (claimed_) claimed_->user.store(std::thread::id{}, std::memory_order_release);
 }
 
 }  // namespace detail

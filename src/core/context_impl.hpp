@@ -3,9 +3,11 @@
 #pragma once
 
 #include <any>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "spectrasift/context.hpp"
 
@@ -34,6 +36,8 @@ struct ContextImpl {
   std::unique_ptr<opencl::State, opencl::StateDeleter> opencl;
   /// Reusable per-operation plans (buffers sized for the last input shape), keyed by operation name.
   std::map<std::string, std::any> plans;
+  /// The thread inside a public operation on this context; a default id when none (see ContextUse).
+  std::atomic<std::thread::id> user{};
 
   Backend backend() const noexcept { return device.backend; }
   /// Threads for the CPU backend: options.threads, or every hardware thread when 0.
@@ -44,6 +48,22 @@ struct ContextImpl {
   /// by `auto`, logs that the operation runs on the host CPU backend instead and returns; when the user
   /// asked for the backend explicitly, throws Error(kUnsupported) (DESIGN.md: never a silent fallback).
   void require_host_fallback(const std::string& operation) const;
+};
+
+/// Claims a Context for one public operation (held for the whole call): a Context must not be used by two
+/// threads at the same time (context.hpp), and this turns such use into Error(kInvalidArgument) in the
+/// thread that came second, before it touches any state, instead of a data race. A nested operation on
+/// the same thread (detect_and_compute(Image) calling the ImageF overload, a progress callback calling
+/// another operation) passes; only the outermost claim releases. Cost: one compare-exchange and one store.
+class ContextUse {
+ public:
+  ContextUse(ContextImpl& impl, const char* operation);
+  ~ContextUse();
+  ContextUse(const ContextUse&) = delete;
+  ContextUse& operator=(const ContextUse&) = delete;
+
+ private:
+  ContextImpl* claimed_ = nullptr;  ///< set when this is the outermost claim
 };
 
 }  // namespace spectrasift::detail

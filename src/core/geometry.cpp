@@ -544,6 +544,7 @@ void check_points(const std::vector<Point2>& moving, const std::vector<Point2>& 
 
 ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, const std::vector<Point2>& fixed,
                              const RansacOptions& options) {
+  const detail::ContextUse use(ctx.impl(), "estimate_model");
   options.check();
   check_points(moving, fixed);
   const auto t0 = std::chrono::steady_clock::now();
@@ -702,6 +703,7 @@ Image warp_image(const Image& moving, const std::array<double, 9>& matrix, int f
 }
 
 Image warp_image(Context& ctx, const Image& moving, const std::array<double, 9>& matrix, int fixed_w, int fixed_h) {
+  const detail::ContextUse use(ctx.impl(), "warp_image");
   check_warp(moving, matrix, fixed_w, fixed_h);
   // Warping is a host operation on every backend for now (one pass over the output).
   return cpu::warp(moving, invert_model(matrix), fixed_w, fixed_h, ctx.impl().cpu_threads());

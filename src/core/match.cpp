@@ -41,6 +41,7 @@ std::vector<Top2> top2(Context& ctx, const Features& query, const Features& trai
 }  // namespace
 
 std::vector<Top2> nearest_two(Context& ctx, const Features& query, const Features& train) {
+  const detail::ContextUse use(ctx.impl(), "nearest_two");
   check_features(query, "query");
   check_features(train, "train");
   return top2(ctx, query, train);
@@ -48,6 +49,7 @@ std::vector<Top2> nearest_two(Context& ctx, const Features& query, const Feature
 
 std::vector<Match> match_features(Context& ctx, const Features& query, const Features& train,
                                   const MatchOptions& options) {
+  const detail::ContextUse use(ctx.impl(), "match_features");
   options.check();
   check_features(query, "query");
   check_features(train, "train");

@@ -12,6 +12,7 @@
 
 #include "backend/cpu/sift.hpp"
 #include "core/context_impl.hpp"
+#include "core/limits.hpp"
 #include "spectrasift/error.hpp"
 #include "spectrasift/io.hpp"
 
@@ -111,11 +112,7 @@ void root_sift(std::vector<float>& desc) {
 void check_image_size(const detail::ContextImpl& ctx, int width, int height) {
   if (width <= 0 || height <= 0)
     invalid("the image is empty (" + std::to_string(width) + " x " + std::to_string(height) + ")");
-  const std::uint64_t limit = ctx.options.max_pixels;
-  if (limit && std::uint64_t(width) * std::uint64_t(height) > limit)
-    throw Error(ErrorCode::kOutOfMemory, "sift: the image has " + std::to_string(std::uint64_t(width) * height) +
-                                             " pixels, more than the limit of " + std::to_string(limit) +
-                                             " (ContextOptions::max_pixels)");
+  detail::check_pixel_limit("sift: image of ", std::uint64_t(width), std::uint64_t(height), ctx.options.max_pixels);
 }
 
 }  // namespace
@@ -132,6 +129,7 @@ void SiftOptions::check() const {
 }
 
 Features detect_and_compute(Context& ctx, const Image& image, const SiftOptions& options, const Image* mask) {
+  const detail::ContextUse use(ctx.impl(), "detect_and_compute");
   options.check();
   if (image.width <= 0 || image.height <= 0 || image.channels <= 0 || image.data.empty())
     invalid("the image is empty (" + std::to_string(image.width) + " x " + std::to_string(image.height) + " x " +
@@ -145,6 +143,7 @@ Features detect_and_compute(Context& ctx, const Image& image, const SiftOptions&
 }
 
 Features detect_and_compute(Context& ctx, const ImageF& gray, const SiftOptions& options, const Image* mask) {
+  const detail::ContextUse use(ctx.impl(), "detect_and_compute");
   options.check();
   auto& im = ctx.impl();
   check_image_size(im, gray.width, gray.height);

@@ -9,6 +9,8 @@
 #include <limits>
 #include <string>
 
+#include "core/context_impl.hpp"
+#include "core/limits.hpp"
 #include "core/spectral_backend.hpp"
 #include "numeric/spectral_metrics.h"
 #include "spectrasift/error.hpp"
@@ -186,8 +188,12 @@ PreparedReferences prepare_references(const EnviCube& cube, const SpectralLibrar
 SpectralResult spectral_match(Context& ctx, const EnviCube& cube, const SpectralLibrary& references,
                               const SpectralOptions& options, const ProgressFn& progress) {
   const auto t0 = std::chrono::steady_clock::now();
+  const detail::ContextUse use(ctx.impl(), "spectral_match");
   options.check();
   if (!cube.data()) throw Error(ErrorCode::kInvalidArgument, "spectral_match: the cube is not open");
+  // The cube is mapped, not loaded, but the scores (and index) below are allocated at its size.
+  detail::check_pixel_limit("spectral_match: cube of ", std::uint64_t(cube.header().samples),
+                            std::uint64_t(cube.header().lines), ctx.options().max_pixels);
   if (options.reduction == Reduction::kTopK && options.top_k > references.count)
     throw Error(ErrorCode::kInvalidArgument, "--top " + std::to_string(options.top_k) + " asks for more than the " +
                                                  std::to_string(references.count) + " references given");

@@ -19,6 +19,7 @@
 #include <limits>
 #include <sstream>
 
+#include "core/limits.hpp"
 #include "spectrasift/error.hpp"
 #include "spectrasift/io.hpp"
 
@@ -427,10 +428,7 @@ EnviCube open_envi(const fs::path& path, std::uint64_t max_pixels) {
   cube.header_path_ = hdr;
   const EnviHeader& h = cube.header_;
   const std::uint64_t pixels = std::uint64_t(h.samples) * std::uint64_t(h.lines);
-  if (max_pixels != 0 && pixels > max_pixels)
-    throw Error(ErrorCode::kOutOfMemory, hdr.string() + ": " + std::to_string(h.samples) + " x " +
-                                             std::to_string(h.lines) + " pixels exceed the limit of " +
-                                             std::to_string(max_pixels) + " pixels");
+  detail::check_pixel_limit(hdr.string() + ": cube of ", std::uint64_t(h.samples), std::uint64_t(h.lines), max_pixels);
   cube.data_path_ = lower(path.extension().string()) == ".hdr" ? find_envi_data_file(hdr) : path;
   // Expected size, with overflow checks (dimensions are each < 2^31).
   std::uint64_t data_bytes = 0, total = 0;
@@ -548,7 +546,8 @@ EnviHeader output_header(int samples, int lines, const std::vector<std::string>&
 
 }  // namespace
 
-void write_envi_raw(const fs::path& hdr_path, const EnviHeader& header, const void* bytes, std::size_t size) {
+void write_envi_raw(OutputSet& outputs, const fs::path& hdr_path, const EnviHeader& header, const void* bytes,
+                    std::size_t size) {
   fs::path hdr = hdr_path, data = hdr_path;
   if (lower(hdr_path.extension().string()) == ".hdr") {
     data.replace_extension(".img");
@@ -560,30 +559,45 @@ void write_envi_raw(const fs::path& hdr_path, const EnviHeader& header, const vo
   if (size != need)
     throw Error(ErrorCode::kInvalidArgument, hdr.string() + ": " + std::to_string(size) +
                                                  " bytes given for a cube of " + std::to_string(need) + " bytes");
-  AtomicOutput data_out(data), hdr_out(hdr);
-  write_file(data_out.temp_path(), bytes, size);
+  // Data first, header second: the set renames them in this order, and a failed header rename removes the
+  // data file again (no data file without its header).
+  write_file(outputs.add(data), bytes, size);
   const std::string text = format_envi_header(header);
-  write_file(hdr_out.temp_path(), text.data(), text.size());
-  data_out.commit();
-  try {
-    hdr_out.commit();
-  } catch (...) {
-    std::error_code ec;
-    fs::remove(data, ec);  // no data file without its header
-    throw;
-  }
+  write_file(outputs.add(hdr), text.data(), text.size());
+}
+
+void write_envi_raw(const fs::path& hdr_path, const EnviHeader& header, const void* bytes, std::size_t size) {
+  OutputSet outputs;
+  write_envi_raw(outputs, hdr_path, header, bytes, size);
+  outputs.commit();
+}
+
+void write_envi_f32(OutputSet& outputs, const fs::path& hdr_path, int samples, int lines,
+                    const std::vector<std::string>& band_names, const float* bands_data, const EnviHeader* like) {
+  const EnviHeader h = output_header(samples, lines, band_names, SampleType::kF32, like);
+  write_envi_raw(outputs, hdr_path, h, bands_data, std::size_t(samples) * lines * band_names.size() * sizeof(float));
+}
+
+void write_envi_i32(OutputSet& outputs, const fs::path& hdr_path, int samples, int lines,
+                    const std::vector<std::string>& band_names, const std::int32_t* bands_data,
+                    const EnviHeader* like) {
+  EnviHeader h = output_header(samples, lines, band_names, SampleType::kI32, like);
+  write_envi_raw(outputs, hdr_path, h, bands_data,
+                 std::size_t(samples) * lines * band_names.size() * sizeof(std::int32_t));
 }
 
 void write_envi_f32(const fs::path& hdr_path, int samples, int lines, const std::vector<std::string>& band_names,
                     const float* bands_data, const EnviHeader* like) {
-  const EnviHeader h = output_header(samples, lines, band_names, SampleType::kF32, like);
-  write_envi_raw(hdr_path, h, bands_data, std::size_t(samples) * lines * band_names.size() * sizeof(float));
+  OutputSet outputs;
+  write_envi_f32(outputs, hdr_path, samples, lines, band_names, bands_data, like);
+  outputs.commit();
 }
 
 void write_envi_i32(const fs::path& hdr_path, int samples, int lines, const std::vector<std::string>& band_names,
                     const std::int32_t* bands_data, const EnviHeader* like) {
-  EnviHeader h = output_header(samples, lines, band_names, SampleType::kI32, like);
-  write_envi_raw(hdr_path, h, bands_data, std::size_t(samples) * lines * band_names.size() * sizeof(std::int32_t));
+  OutputSet outputs;
+  write_envi_i32(outputs, hdr_path, samples, lines, band_names, bands_data, like);
+  outputs.commit();
 }
 
 // ---- spectral libraries ---------------------------------------------------------------------------------

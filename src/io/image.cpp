@@ -10,6 +10,7 @@
 #include <limits>
 #include <memory>
 
+#include "core/limits.hpp"
 #include "io/image_codecs.hpp"
 #include "spectrasift/error.hpp"
 #include "spectrasift/io.hpp"
@@ -48,10 +49,7 @@ std::size_t check_image_shape(const std::filesystem::path& path, std::int64_t wi
                                              std::to_string(height) + " are too large");
   const auto w = std::uint64_t(width), h = std::uint64_t(height);
   const std::uint64_t pixels = w * h;  // < 2^62, cannot overflow
-  if (limits.max_pixels != 0 && pixels > limits.max_pixels)
-    throw Error(ErrorCode::kOutOfMemory, path.string() + ": image of " + std::to_string(width) + "x" +
-                                             std::to_string(height) + " pixels exceeds the limit of " +
-                                             std::to_string(limits.max_pixels) + " pixels");
+  detail::check_pixel_limit(path.string() + ": image of ", w, h, limits.max_pixels);
   const std::uint64_t per_pixel = std::uint64_t(channels) * bytes_per_sample(type);
   if (pixels > std::numeric_limits<std::size_t>::max() / per_pixel ||
       pixels * per_pixel > std::uint64_t(std::numeric_limits<std::ptrdiff_t>::max()))
