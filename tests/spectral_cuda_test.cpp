@@ -311,5 +311,44 @@ TEST_F(SpectralCuda, Tf32BestMatchesCpuOnRealScene) {
   }
 }
 
+// The fused FP16 kernel (best / threshold of many references with tensor cores) rescores its candidates
+// with the exact formulas: on the real scene its scores and indices are the bits of the FP32 cuBLAS path
+// (also exact rescoring), for ed, sam and scc.
+TEST_F(SpectralCuda, FusedFp16BestEqualsFp32PathBitForBit) {
+  const EnviCube cube = open_envi(fs::path(SPECTRASIFT_TEST_DATA) / "hydice_data.hdr");
+  const TestCube v = read_values(cube);
+  std::vector<std::vector<double>> spectra;
+  for (int i = 0; i < 300; ++i) {
+    auto s = pixel_spectrum(v, (i * 31) % v.samples, (i * 11) % v.lines);
+    for (auto& x : s) x *= 1.0 + 0.002 * (i % 9);  // near-duplicates: many candidates within the margin
+    spectra.push_back(s);
+  }
+  const SpectralLibrary lib = library_of(spectra);
+  Context gpu = make_ctx(Backend::kCuda);
+  for (Metric m : {Metric::kEuclidean, Metric::kSpectralAngle, Metric::kCorrelation}) {
+    double median_best = 0;
+    for (Reduction r : {Reduction::kBest, Reduction::kThreshold}) {
+      SpectralOptions fp16;
+      fp16.metric = m;
+      fp16.reduction = r;
+      fp16.threshold = median_best;  // about half of the pixels pass
+      SpectralOptions fp32 = fp16;
+      fp32.allow_tensor_cores = false;
+      const SpectralResult a = spectral_match(gpu, cube, lib, fp16);
+      const SpectralResult b = spectral_match(gpu, cube, lib, fp32);
+      EXPECT_TRUE(bits_equal(a.scores, b.scores)) << to_string(m);
+      EXPECT_EQ(a.index, b.index) << to_string(m);
+      std::size_t matched = 0;
+      for (int i : a.index) matched += i >= 0;
+      EXPECT_GT(matched, a.index.size() / 10) << to_string(m);  // a real share matches (or passes)
+      std::vector<float> sorted;
+      for (float x : a.scores)
+        if (!std::isnan(x)) sorted.push_back(x);
+      std::sort(sorted.begin(), sorted.end());
+      if (!sorted.empty()) median_best = sorted[sorted.size() / 2];
+    }
+  }
+}
+
 }  // namespace
 }  // namespace spectrasift::test

@@ -18,6 +18,11 @@ void set_score_block_bytes(Context& ctx, std::size_t bytes);
 /// Staging of the streamed path for BIL/BIP: cudaHostRegister of the mapped file in place (true) or
 /// copies into pinned buffers (false, default). Hung on the H200 machine (see State::register_staging).
 void set_register_staging(Context& ctx, bool on);
+/// Many references, best/threshold with tensor cores: the fused FP16 kernel (true, default) or cuBLAS TF32.
+void set_fused_best(Context& ctx, bool on);
+/// Pixels of the last chunk of the last fused FP16 call with more keys within the GEMM error bound than
+/// the candidates it rescores (kBestCandidates, the best keys).
+unsigned long long fused_overflow_pixels(Context& ctx);
 /// Pinned host -> device cudaMemcpyAsync of `bytes`: milliseconds.
 double pinned_upload_ms(Context& ctx, std::size_t bytes, int reps);
 

@@ -26,6 +26,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -34,6 +36,7 @@
 #include "backend/cuda/bench_support.hpp"
 #include "backend/cuda/check.hpp"
 #include "backend/cuda/kernels/spectral.cuh"
+#include "backend/cuda/kernels/spectral_best_fp16.cuh"
 #include "backend/cuda/state.hpp"
 #include "core/spectral_backend.hpp"
 #include "spectrasift/error.hpp"
@@ -115,6 +118,9 @@ struct Plan {
   int ldc = 0;                ///< score block leading dimension (references padded to 4)
   int sub_pix = 0;            ///< pixels per GEMM score block
   float* scores_block[2] = {nullptr, nullptr};
+  bool fused = false;         ///< best/threshold on the fused FP16 kernel (spectral_best_fp16)
+  BestFp16Args best;          ///< its operands
+  std::size_t best_smem = 0;  ///< its dynamic shared memory
   RescoreRows rescore;        ///< padded reference rows for the exact rescoring
   // per chunk
   PixelPlanes planes;
@@ -126,11 +132,15 @@ struct Plan {
   int* out_index = nullptr;
 };
 
+/// Samples between the band planes of a BSQ chunk as it travels: padded to 8 so that every plane starts
+/// 16-byte aligned for the vector loads of spectral_one_ref_rows.
+long long bsq_plane_pitch(const detail::CubeView& c, int lines) { return round_up<long long>((long long)lines * c.samples, 8); }
+
 ChunkLayout layout_of(const detail::CubeView& c, int lines, int n) {
   ChunkLayout l;
   switch (c.interleave) {
-    case Interleave::kBsq:  // used band planes only
-      l.ls = c.samples; l.ss = 1; l.bs = (long long)lines * c.samples;
+    case Interleave::kBsq:  // used band planes only, each padded to a multiple of 8 samples
+      l.ls = c.samples; l.ss = 1; l.bs = bsq_plane_pitch(c, lines);
       (void)n;
       break;
     case Interleave::kBil:
@@ -145,8 +155,8 @@ ChunkLayout layout_of(const detail::CubeView& c, int lines, int n) {
 
 /// Bytes of a chunk of `lines` lines as it travels.
 std::size_t chunk_travel_bytes(const detail::CubeView& c, int lines, int n, std::size_t es) {
-  const std::size_t per_line_band = std::size_t(c.samples) * es;
-  return std::size_t(lines) * per_line_band * std::size_t(c.interleave == Interleave::kBsq ? n : c.bands);
+  if (c.interleave == Interleave::kBsq) return std::size_t(bsq_plane_pitch(c, lines)) * std::size_t(n) * es;
+  return std::size_t(lines) * std::size_t(c.samples) * es * std::size_t(c.bands);
 }
 
 /// The host pieces of chunk [y0, y0+lines) in travel order, copied into `dst`.
@@ -156,10 +166,11 @@ void chunk_pieces(const Plan& pl, int y0, int lines, void* dst, std::vector<Copy
   auto* out = static_cast<std::uint8_t*>(dst);
   if (c.interleave == Interleave::kBsq) {
     const std::size_t run = std::size_t(lines) * c.samples * pl.es;
+    const std::size_t pitch = std::size_t(bsq_plane_pitch(c, lines)) * pl.es;
     for (int j = 0; j < pl.n; ++j) {
       const std::size_t b = std::size_t(pl.refs->band_index[j]);
       const std::uint8_t* src = c.data + (b * c.band_stride + std::size_t(y0) * c.line_stride) * pl.es;
-      pieces.push_back({out + std::size_t(j) * run, src, run});
+      pieces.push_back({out + std::size_t(j) * pitch, src, run});
     }
   } else {
     const std::size_t bytes = std::size_t(lines) * c.line_stride * pl.es;
@@ -193,6 +204,8 @@ Plan make_plan(State& st, const detail::CubeView& cube, const detail::PreparedRe
   pl.one_ref = refs.count == 1;
   pl.gemm = !force_exact && !pl.one_ref && opt.reduction != Reduction::kAll && refs.count >= kGemmMinRefs &&
             (opt.reduction != Reduction::kTopK || opt.top_k <= kGemmMaxTopK);
+  pl.fused = pl.gemm && opt.allow_tensor_cores && st.fused_best && refs.metric != Metric::kInformationDivergence &&
+             (opt.reduction == Reduction::kBest || opt.reduction == Reduction::kThreshold);
   pl.chunk_lines = std::max(1, std::min(max_lines, cube.lines));
   pl.nchunks = (cube.lines + pl.chunk_lines - 1) / pl.chunk_lines;
   pl.chunk_bytes = chunk_travel_bytes(cube, pl.chunk_lines, pl.n, pl.es);
@@ -274,39 +287,88 @@ Plan make_plan(State& st, const detail::CubeView& cube, const detail::PreparedRe
                                   2.0 * pl.kdim * std::ldexp(1.0, -24) * rmax);
       pl.rescore.margin_b = float(wmax * std::ldexp(1.0, -21));
     }
-    pl.gemm_refs = st.buffer("spectral.gemm_refs", sizeof(float) * a.size()).as<float>();
-    SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(pl.gemm_refs, a.data(), sizeof(float) * a.size(), cudaMemcpyHostToDevice, s));
-    pl.gemm_w = st.buffer("spectral.gemm_w", sizeof(float) * R).as<float>();
-    SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(pl.gemm_w, w.data(), sizeof(float) * R, cudaMemcpyHostToDevice, s));
-    // Reference rows padded to 4 floats for the rescoring's 16-byte loads.
-    const int npad = round_up(n, 4);
-    std::vector<float> v1p(std::size_t(R) * npad, 0.0f), v2p;
-    for (int r = 0; r < R; ++r) std::copy_n(refs.values.data() + std::size_t(r) * n, n, v1p.data() + std::size_t(r) * npad);
-    pl.rescore.npad = npad;
-    float* dv1 = st.buffer("spectral.v1pad", sizeof(float) * v1p.size()).as<float>();
-    SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(dv1, v1p.data(), sizeof(float) * v1p.size(), cudaMemcpyHostToDevice, s));
-    pl.rescore.v1 = dv1;
-    if (sid) {
-      v2p.assign(std::size_t(R) * npad, 0.0f);
-      for (int r = 0; r < R; ++r)
-        std::copy_n(refs.values2.data() + std::size_t(r) * n, n, v2p.data() + std::size_t(r) * npad);
-      float* dv2 = st.buffer("spectral.v2pad", sizeof(float) * v2p.size()).as<float>();
-      SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(dv2, v2p.data(), sizeof(float) * v2p.size(), cudaMemcpyHostToDevice, s));
-      pl.rescore.v2 = dv2;
+    if (pl.fused) {
+      // FP16 operands: the centred rows scaled by s_a = 2^ref_exp (largest |entry| in [2^14, 2^15)), kh
+      // = n rounded up to the mma's 16, rpad = R rounded up to a reference tile; padding rows have zero
+      // entries and key offset -inf, so they never become candidates.
+      BestFp16Args& b = pl.best;
+      b.count = R;
+      b.kh = round_up(n, 16);
+      b.rpad = round_up(R, kBestTileN);
+      double amax = 0;
+      for (float v : a) amax = std::max(amax, double(std::abs(v)));
+      int e = 0;
+      if (amax > 0) std::frexp(amax, &e);
+      b.ref_exp = amax > 0 ? 15 - e : 0;
+      std::vector<__half> ah(std::size_t(b.rpad) * b.kh, __float2half(0.0f));
+      std::vector<float> wp(b.rpad, -INFINITY);
+      for (int r = 0; r < R; ++r) {
+        for (int j = 0; j < n; ++j)
+          ah[std::size_t(r) * b.kh + j] = __float2half_rn(float(std::ldexp(double(a[std::size_t(r) * pl.kpad + j]), b.ref_exp)));
+        wp[r] = w[r];
+      }
+      auto* dh = st.buffer("spectral.best_refs", sizeof(__half) * ah.size()).as<__half>();
+      SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(dh, ah.data(), sizeof(__half) * ah.size(), cudaMemcpyHostToDevice, s));
+      b.refs = dh;
+      auto* dw = st.buffer("spectral.best_w", sizeof(float) * wp.size()).as<float>();
+      SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(dw, wp.data(), sizeof(float) * wp.size(), cudaMemcpyHostToDevice, s));
+      b.w = dw;
+      // Error bound of a key: both operands are rounded to nearest FP16 here (relative error 2^-11 each, so
+      // 2^-10 per product; products are exact in the FP32 accumulator, whose sum adds K 2^-23), so a
+      // difference of two keys is off by at most ~2^-9 (1 + K 2^-13) |x| dmax, plus the keys' float rounding
+      // (2^-22 (|x| dmax + wmax)), the exact rescoring's own float sum (2 K 2^-24 |x| rmax), and the absolute
+      // error of pixel values below FP16's normal range after scaling (2^-25 / s_x per element, so
+      // 2^-24 sqrt(kh) dmax / s_x). (The TF32 path keeps a 4x looser 2^-7: cuBLAS may truncate.)
+      b.margin_a = float(dmax * (std::ldexp(1.0, -9) * (1.0 + pl.kdim * std::ldexp(1.0, -13)) + std::ldexp(1.0, -22)) +
+                         2.0 * pl.kdim * std::ldexp(1.0, -24) * rmax);
+      b.margin_b = float(wmax * std::ldexp(1.0, -22));
+      b.margin_s = float(std::ldexp(std::sqrt(double(b.kh)) * dmax, -24));
+      b.cand = st.buffer("spectral.best_cand", sizeof(int) * chunk_pix * kBestCandidates).as<int>();
+      b.ncand = st.buffer("spectral.best_ncand", sizeof(int) * chunk_pix).as<int>();
+      auto* counters = st.buffer("spectral.best_counters", 2 * sizeof(unsigned)).as<unsigned>();
+      b.absmax = counters;
+      b.overflows = counters + 1;
+      SPECTRASIFT_CUDA_CHECK(cudaMemsetAsync(counters, 0, 2 * sizeof(unsigned), s));
+      pl.best_smem = best_fp16_smem(b.kh);
+      if (pl.best_smem > std::size_t(st.props.sharedMemPerBlockOptin)) {
+        pl.fused = false;  // too many bands for this GPU's shared memory: the cuBLAS path
+      }
     }
-    pl.x_rows = st.buffer("spectral.x_rows", sizeof(float) * chunk_pix * pl.kpad).as<float>();
-    pl.rescore.x = sid ? nullptr : pl.x_rows;  // sid rescoring needs the pixel's values: the planes
-    pl.rescore.kpad = pl.kpad;
-    std::size_t free_b = 0, total_b = 0;
-    SPECTRASIFT_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-    const std::size_t block_bytes = std::min(st.score_block_bytes, free_b / 16);  // two blocks, small GPUs too
-    std::size_t sub = block_bytes / (sizeof(float) * std::size_t(pl.ldc));
-    sub = std::max<std::size_t>(256, std::min<std::size_t>(sub, chunk_pix));
-    pl.sub_pix = int(round_up<std::size_t>(sub, 32));
-    for (int i = 0; i < 2; ++i)
-      pl.scores_block[i] = st.buffer(i ? "spectral.scores_block1" : "spectral.scores_block0",
-                                     sizeof(float) * std::size_t(pl.ldc) * pl.sub_pix).as<float>();
-    st.cublas_handle();
+    if (!pl.fused) {
+      pl.gemm_refs = st.buffer("spectral.gemm_refs", sizeof(float) * a.size()).as<float>();
+      SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(pl.gemm_refs, a.data(), sizeof(float) * a.size(), cudaMemcpyHostToDevice, s));
+      pl.gemm_w = st.buffer("spectral.gemm_w", sizeof(float) * R).as<float>();
+      SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(pl.gemm_w, w.data(), sizeof(float) * R, cudaMemcpyHostToDevice, s));
+      // Reference rows padded to 4 floats for the rescoring's 16-byte loads.
+      const int npad = round_up(n, 4);
+      std::vector<float> v1p(std::size_t(R) * npad, 0.0f), v2p;
+      for (int r = 0; r < R; ++r) std::copy_n(refs.values.data() + std::size_t(r) * n, n, v1p.data() + std::size_t(r) * npad);
+      pl.rescore.npad = npad;
+      float* dv1 = st.buffer("spectral.v1pad", sizeof(float) * v1p.size()).as<float>();
+      SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(dv1, v1p.data(), sizeof(float) * v1p.size(), cudaMemcpyHostToDevice, s));
+      pl.rescore.v1 = dv1;
+      if (sid) {
+        v2p.assign(std::size_t(R) * npad, 0.0f);
+        for (int r = 0; r < R; ++r)
+          std::copy_n(refs.values2.data() + std::size_t(r) * n, n, v2p.data() + std::size_t(r) * npad);
+        float* dv2 = st.buffer("spectral.v2pad", sizeof(float) * v2p.size()).as<float>();
+        SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(dv2, v2p.data(), sizeof(float) * v2p.size(), cudaMemcpyHostToDevice, s));
+        pl.rescore.v2 = dv2;
+      }
+      pl.x_rows = st.buffer("spectral.x_rows", sizeof(float) * chunk_pix * pl.kpad).as<float>();
+      pl.rescore.x = sid ? nullptr : pl.x_rows;  // sid rescoring needs the pixel's values: the planes
+      pl.rescore.kpad = pl.kpad;
+      std::size_t free_b = 0, total_b = 0;
+      SPECTRASIFT_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+      const std::size_t block_bytes = std::min(st.score_block_bytes, free_b / 16);  // two blocks, small GPUs too
+      std::size_t sub = block_bytes / (sizeof(float) * std::size_t(pl.ldc));
+      sub = std::max<std::size_t>(256, std::min<std::size_t>(sub, chunk_pix));
+      pl.sub_pix = int(round_up<std::size_t>(sub, 32));
+      for (int i = 0; i < 2; ++i)
+        pl.scores_block[i] = st.buffer(i ? "spectral.scores_block1" : "spectral.scores_block0",
+                                       sizeof(float) * std::size_t(pl.ldc) * pl.sub_pix).as<float>();
+      st.cublas_handle();
+    }
   }
 
   // Outputs: the whole image on the device when it fits comfortably, else one chunk at a time.
@@ -364,7 +426,34 @@ void compute_chunk(Plan& pl, const void* d_chunk, int y0, int lines, cudaStream_
     with_type(cube.type, [&](auto T) {
       using U = typename Storage<decltype(T)::value>::type;
       with_metric(refs.metric, [&](auto M) {
-        auto kern = spectral_one_ref<decltype(T)::value, decltype(M)::value>;
+        constexpr int kT = decltype(T)::value, kM = decltype(M)::value;
+        if constexpr (kOneRefIntegerPath<kT, kM>) {
+          if (layout.ss == 1 && cc.scale == 1.0f) {
+            // BSQ/BIL: V consecutive pixels per thread, one vector load per band (same bits as spectral_one_ref).
+            // V = 4 when every run of V samples is aligned (BSQ planes are padded to 8; a BIL row must hold a
+            // multiple of V samples), else 2 or 1.
+            constexpr int kVmax = 4;  // 8 needed ~200 registers and ran slower on the H200
+            int v = kVmax;
+            if (cube.interleave == Interleave::kBil)
+              while (v > 1 && cube.samples % v != 0) v /= 2;
+            const std::size_t smem_rows = std::size_t(pl.n) * (sizeof(double) + sizeof(float) + sizeof(int));
+            auto launch = [&](auto k_plain, auto k_ignore, int vv) {
+              auto kern = cc.has_ignore ? k_ignore : k_plain;
+              if (smem_rows > 48 * 1024)
+                SPECTRASIFT_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_rows)));
+              const int threads = (npix + vv - 1) / vv;
+              kern<<<(threads + kOneRefRowsBlock - 1) / kOneRefRowsBlock, kOneRefRowsBlock, smem_rows, s>>>(
+                  static_cast<const U*>(d_chunk), layout, cc, r, out);
+            };
+            switch (v) {
+              case 4: launch(spectral_one_ref_rows<kT, kM, 4, false>, spectral_one_ref_rows<kT, kM, 4, true>, 4); break;
+              case 2: launch(spectral_one_ref_rows<kT, kM, 2, false>, spectral_one_ref_rows<kT, kM, 2, true>, 2); break;
+              default: launch(spectral_one_ref_rows<kT, kM, 1, false>, spectral_one_ref_rows<kT, kM, 1, true>, 1); break;
+            }
+            return;
+          }
+        }
+        auto kern = spectral_one_ref<kT, kM>;
         if (smem > 32 * 1024)  // many bands: beyond the default 48 KiB with the static partial sums
           SPECTRASIFT_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
         kern<<<(npix + kOneRefPixels - 1) / kOneRefPixels, kBlock, smem, s>>>(static_cast<const U*>(d_chunk), layout, cc,
@@ -375,10 +464,12 @@ void compute_chunk(Plan& pl, const void* d_chunk, int y0, int lines, cudaStream_
     return;
   }
 
+  if (pl.fused) SPECTRASIFT_CUDA_CHECK(cudaMemsetAsync(pl.best.absmax, 0, 2 * sizeof(unsigned), s));  // + overflows
   with_type(cube.type, [&](auto T) {
     using U = typename Storage<decltype(T)::value>::type;
     spectral_convert<decltype(T)::value><<<blocks, kBlock, 0, s>>>(static_cast<const U*>(d_chunk), layout, cc,
-                                                                    pl.band_index, pl.n, int(refs.metric), pl.planes);
+                                                                    pl.band_index, pl.n, int(refs.metric), pl.planes,
+                                                                    pl.fused ? pl.best.absmax : nullptr);
   });
   SPECTRASIFT_CUDA_CHECK_LAUNCH();
   RefSet rs;
@@ -397,6 +488,33 @@ void compute_chunk(Plan& pl, const void* d_chunk, int y0, int lines, cudaStream_
       kern<<<blocks, kBlock, smem, s>>>(pl.planes, npix, rs, out);
     });
     SPECTRASIFT_CUDA_CHECK_LAUNCH();
+    return;
+  }
+
+  if (pl.fused) {
+    // Best/threshold of many references: GEMM keys and candidates in one kernel, then the exact rescoring.
+    with_metric(refs.metric, [&](auto M) {
+      constexpr int kM = decltype(M)::value;
+      if constexpr (kM != SPECTRAL_METRIC_SID) {
+        auto best = spectral_best_fp16<kM>;
+        SPECTRASIFT_CUDA_CHECK(cudaFuncSetAttribute(best, cudaFuncAttributeMaxDynamicSharedMemorySize, int(pl.best_smem)));
+        static const bool prof = std::getenv("SPECTRASIFT_CUDA_PROFILE") != nullptr;  // TEMPORARY diagnostics
+        State& st = *pl.st;
+        if (prof) SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(900), s));
+        best<<<(npix + kBestTileM - 1) / kBestTileM, 256, pl.best_smem, s>>>(pl.planes, npix, pl.n, pl.best);
+        SPECTRASIFT_CUDA_CHECK_LAUNCH();
+        if (prof) SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(901), s));
+        spectral_rescore<kM><<<(npix + kBlock / 8 - 1) / (kBlock / 8), kBlock, 0, s>>>(pl.planes, npix, rs, pl.best.cand,
+                                                                                  pl.best.ncand, out);
+        SPECTRASIFT_CUDA_CHECK_LAUNCH();
+        if (prof) {
+          SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(902), s));
+          SPECTRASIFT_CUDA_CHECK(cudaEventSynchronize(st.event(902)));
+          std::fprintf(stderr, "[profile] best_fp16 %.3f ms, rescore %.3f ms\n", ms_between(st.event(900), st.event(901)),
+                       ms_between(st.event(901), st.event(902)));
+        }
+      }
+    });
     return;
   }
 
@@ -583,6 +701,7 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
   check_result_sizes(result, pl);
   HostCopyPool& pool = st.host_copy_pool(ctx.cpu_threads());
   ctx.log(std::string("cuda spectral: ") + (pl.one_ref ? "one-reference kernel" : pl.gemm ?
+          pl.fused ? "fused FP16 tensor-core best + exact rescoring" :
           (options.allow_tensor_cores ? "GEMM (TF32) + exact rescoring" : "GEMM (FP32) + exact rescoring") :
           "exact multi-reference kernel") + ", " + std::to_string(pl.nchunks) + " chunks of " +
           std::to_string(pl.chunk_lines) + " lines");
@@ -624,7 +743,7 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
       if (c >= 2) SPECTRASIFT_CUDA_CHECK(cudaEventSynchronize(st.event(4 * (c - 2) + 1)));  // staging b was uploaded
       const auto t_read = Clock::now();
       chunk_pieces(pl, y0, nl, pin[b]->ptr, pieces);
-      for (const auto& p : pieces) bytes += p.bytes;
+      bytes = chunk_travel_bytes(cube, nl, pl.n, pl.es);  // BSQ: with the plane padding
       pool.copy(pieces);
       read_ms += ms_since(t_read);
       src = pin[b]->ptr;
@@ -738,6 +857,18 @@ RegisterTiming host_register_timing(Context& ctx, const void* ptr, std::size_t b
 void set_register_staging(Context& ctx, bool on) { state(ctx.impl()).register_staging = on; }
 
 void set_score_block_bytes(Context& ctx, std::size_t bytes) { state(ctx.impl()).score_block_bytes = bytes; }
+
+void set_fused_best(Context& ctx, bool on) { state(ctx.impl()).fused_best = on; }
+
+unsigned long long fused_overflow_pixels(Context& ctx) {
+  State& st = state(ctx.impl());
+  st.activate();
+  const auto it = st.buffers.find("spectral.best_counters");
+  if (it == st.buffers.end()) return 0;
+  unsigned c[2] = {0, 0};
+  SPECTRASIFT_CUDA_CHECK(cudaMemcpy(c, it->second.ptr, sizeof c, cudaMemcpyDeviceToHost));
+  return c[1];
+}
 
 double pinned_upload_ms(Context& ctx, std::size_t bytes, int reps) {
   State& st = state(ctx.impl());

@@ -70,6 +70,9 @@ struct State {
   /// H200 machine (Firecracker VM, driver 580.159) cudaHostRegister of a file mapping did not return
   /// within 60 s; keep it off unless measured on the target machine.
   bool register_staging = false;
+  /// Best/threshold of many references with tensor cores allowed (ed, sam, scc): the fused FP16 kernel
+  /// (spectral_best_fp16 + spectral_rescore, true, the default) or cuBLAS TF32 + spectral_select (false).
+  bool fused_best = true;
   /// Ordering-only events (no timing), created on first use and reused.
   std::vector<cudaEvent_t> sync_events;
 

@@ -11,6 +11,7 @@
 //
 // Kernels (all with 256-thread blocks):
 //   spectral_one_ref   8 threads per pixel, native samples -> one score (bandwidth-bound path)
+//   spectral_one_ref_rows  one thread per pixel, same partial sums: BSQ/BIL small-integer cubes
 //   spectral_convert   one thread per pixel, native samples -> float planes F[j][p] + stats + no-data flag
 //   spectral_gemm_rows 32x32 tiles, F -> the GEMM operand X, one row per pixel (sid: [p'/P, log p'])
 //   spectral_multi     one thread per pixel, F against references tiled through shared memory
@@ -228,6 +229,153 @@ __global__ void __launch_bounds__(kBlock) spectral_one_ref(const typename Storag
   write_single(out, q, score);
 }
 
+/// Small-integer cubes (u8/i16/u16, no scale factor, not sid): the conversion-free loop of
+/// spectral_one_ref applies (see there). Uniform across the grid.
+template <int kType, int kMetric>
+constexpr bool kOneRefIntegerPath = (kType == SPECTRAL_TYPE_U8 || kType == SPECTRAL_TYPE_I16 ||
+                                     kType == SPECTRAL_TYPE_U16) && kMetric != SPECTRAL_METRIC_SID;
+
+constexpr int kOneRefRowsBlock = 64;  ///< threads per block of spectral_one_ref_rows
+
+/// V consecutive stored samples, loaded with one vector instruction (V * sizeof(Raw) = 2..16 bytes).
+template <class Raw, int V> struct alignas(V * sizeof(Raw)) SampleVec {
+  Raw v[V];
+};
+
+/* spectral_one_ref_rows<kType, kMetric, V, kIgnore>: the one-reference pass for BSQ and BIL chunks (the samples of
+ * a band are contiguous, layout.ss == 1) of small-integer cubes without a scale factor (the caller checks
+ * kOneRefIntegerPath and cube.scale == 1). Launch: grid ceil(npix / (64 V)), block 64, V CONSECUTIVE
+ * PIXELS PER THREAD, dynamic shared memory n * 16 bytes (the reference row in double and float, the band
+ * indices). The caller guarantees alignment: layout.bs is a multiple of V (BSQ planes are padded to 8
+ * samples) and, for BIL, samples % V == 0, so that each band's V samples are one aligned vector load and
+ * a warp reads 32 V consecutive samples of a band (V = 8 and int16: 512 bytes per load instruction).
+ * Each thread keeps spectral_one_ref's eight band-group partial sums (group g = bands g, g+8, ..., each
+ * summed in band order) per pixel and merges them in group order, so its scores are bit-identical to
+ * spectral_one_ref's (which BIP chunks and the other types take): one partition for every layout. The 8
+ * loads of a round of bands are issued before they are used; per element the loop costs ~8 instructions
+ * (no conversion unit, integer sums of p and p^2 with the 64-bit adds amortised, the no-data test only
+ * when the cube has an ignore value: kIgnore). Blocks are small (64 threads) so that the
+ * whole grid is resident at once on a large GPU: no tail wave. */
+template <int kType, int kMetric, int V, bool kIgnore>
+__global__ void __launch_bounds__(kOneRefRowsBlock) spectral_one_ref_rows(
+    const typename Storage<kType>::type* __restrict__ chunk, ChunkLayout layout, CubeConst cube, OneRef ref,
+    OutView out) {
+  static_assert(kOneRefIntegerPath<kType, kMetric>, "spectral_one_ref_rows: small-integer cubes only");
+  using Raw = typename Storage<kType>::type;
+  using Vec = SampleVec<Raw, V>;
+  extern __shared__ double smem_d[];
+  double* r1d = smem_d;
+  float* r1 = reinterpret_cast<float*>(smem_d + ref.n);
+  int* bidx = reinterpret_cast<int*>(r1 + ref.n);
+  for (int j = threadIdx.x; j < ref.n; j += blockDim.x) {
+    const float v = ref.v1[j];
+    r1[j] = v;
+    r1d[j] = (double)v;
+    bidx[j] = ref.band_index[j];
+  }
+  __syncthreads();
+  const int p0 = (blockIdx.x * blockDim.x + threadIdx.x) * V;
+  if (p0 >= cube.npix) return;
+  const int yl = p0 / cube.samples, x = p0 - yl * cube.samples;
+  const Raw* px = chunk + (long long)yl * layout.ls + x;
+  const int n = ref.n;
+  constexpr int G = kOneRefGroups;
+  constexpr bool kEd = kMetric == SPECTRAL_METRIC_ED;
+  // Squares summed in 32 bits before the 64-bit sum: u8 8 per word, i16 2 (2 * 2^30), u16 1.
+  constexpr int kSqPerWord = kType == SPECTRAL_TYPE_U8 ? 8 : kType == SPECTRAL_TYPE_I16 ? 2 : 1;
+  float dot[V][G];
+  double d2[kEd ? V : 1][G];
+  long long s1[V];
+  unsigned long long s2[V];
+  int ignored = 0;  // bit v: pixel v
+#pragma unroll
+  for (int v = 0; v < V; ++v) {
+    s1[v] = 0;
+    s2[v] = 0;
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      dot[v][g] = 0.0f;
+      if constexpr (kEd) d2[v][g] = 0.0;
+    }
+  }
+  // The float test v == ignore on exact integers: an ignore value that is not an integer never matches.
+  int ign_int = 0;
+  bool ign_is_int = false;
+  if (kIgnore && fabsf(cube.ignore) < 2147483648.0f) {
+    ign_int = (int)cube.ignore;
+    ign_is_int = (float)ign_int == cube.ignore;
+  }
+  for (int j0 = 0; j0 < n; j0 += G) {
+    Vec raw[G];
+#pragma unroll
+    for (int e = 0; e < G; ++e)
+      if (j0 + e < n) raw[e] = *reinterpret_cast<const Vec*>(px + (long long)bidx[j0 + e] * layout.bs);
+    int s1r[V];         // sums of up to 8 samples: exact in int
+    unsigned s2r[V];    // sums of kSqPerWord squares
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+      s1r[v] = 0;
+      s2r[v] = 0;
+    }
+#pragma unroll
+    for (int e = 0; e < G; ++e) {
+      if (j0 + e >= n) break;
+      const float rf = r1[j0 + e];
+      const double rd = r1d[j0 + e];
+#pragma unroll
+      for (int v = 0; v < V; ++v) {
+        Raw rv = raw[e].v[v];
+        if (cube.big_endian) rv = byte_swap(rv);
+        const int iv = kType == SPECTRAL_TYPE_I16 ? (int)(short)rv : (int)rv;
+        if constexpr (kIgnore) ignored |= (ign_is_int && iv == ign_int) << v;  // == the float test: iv is exact
+        if constexpr (kEd) {
+          const double d = (double)iv - rd;
+          d2[v][e] += d * d;
+        } else {
+          const float f = __int_as_float(0x4B400000 + iv) - 12582912.0f;  // (float)iv, exactly
+          s1r[v] += iv;
+          s2r[v] += (unsigned)iv * (unsigned)iv;  // iv^2 < 2^32, also for negative i16
+          if ((e + 1) % kSqPerWord == 0) {
+            s2[v] += s2r[v];
+            s2r[v] = 0;
+          }
+          dot[v][e] += f * rf;
+        }
+      }
+    }
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+      s1[v] += s1r[v];
+      s2[v] += s2r[v];
+    }
+  }
+  const int higher = spectral_higher_is_better(kMetric);
+#pragma unroll
+  for (int v = 0; v < V; ++v) {
+    const int p = p0 + v;
+    if (p >= cube.npix) break;
+    // Merge in group order, exactly as spectral_one_ref does.
+    SpectralPixelStats st;
+    spectral_stats_init(&st);
+    SpectralPairAcc acc;
+    spectral_pair_init(&acc);
+    st.sum_p = (double)s1[v];
+    st.sum_p2 = (double)s2[v];
+    if constexpr (kEd) {
+      acc.d2 = d2[v][0];
+#pragma unroll
+      for (int g = 1; g < G; ++g) acc.d2 += d2[v][g];
+    } else {
+      acc.dot = dot[v][0];
+#pragma unroll
+      for (int g = 1; g < G; ++g) acc.dot += dot[v][g];
+    }
+    float score = ((ignored >> v) & 1) ? SPECTRASIFT_NAN_F : spectral_finalise(kMetric, &st, &acc, n, ref.constant);
+    if (out.mode == kOutThreshold && !spectral_passes(score, out.threshold, higher)) score = SPECTRASIFT_NAN_F;
+    write_single(out, p, score);
+  }
+}
+
 /// Per-pixel products of spectral_convert, for the multi-reference paths.
 struct PixelPlanes {
   float* f = nullptr;            ///< F[j * pitch + p]: scaled value of used band j
@@ -238,14 +386,15 @@ struct PixelPlanes {
   unsigned char* valid = nullptr;  ///< 0 = no data (ignore value in a used band)
 };
 
-/* spectral_convert<kType>: native chunk -> float planes, statistics and no-data flags.
- * Launch: grid ceil(npix / 256), block 256, one thread per pixel; no shared memory. Writes are
- * coalesced (plane j is contiguous in p). */
+/* spectral_convert<kType>: native chunk -> float planes, statistics and no-data flags; with `absmax`
+ * (not null) also the largest finite |value| of the chunk, as float bits through atomicMax (the maximum
+ * does not depend on the order). Launch: grid ceil(npix / 256), block 256, one thread per pixel; no
+ * shared memory. Writes are coalesced (plane j is contiguous in p). */
 template <int kType>
 __global__ void __launch_bounds__(kBlock) spectral_convert(const typename Storage<kType>::type* __restrict__ chunk,
                                                            ChunkLayout layout, CubeConst cube,
                                                            const int* __restrict__ band_index, int n, int metric,
-                                                           PixelPlanes planes) {
+                                                           PixelPlanes planes, unsigned* absmax) {
   const int p = blockIdx.x * blockDim.x + threadIdx.x;
   if (p >= cube.npix) return;
   const int yl = p / cube.samples, x = p - yl * cube.samples;
@@ -253,6 +402,7 @@ __global__ void __launch_bounds__(kBlock) spectral_convert(const typename Storag
   SpectralPixelStats st;
   spectral_stats_init(&st);
   int ignored = 0;
+  float amax = 0.0f;
 #pragma unroll 4
   for (int j = 0; j < n; ++j) {
     const float v = load_sample<kType>(chunk, base + (long long)__ldg(band_index + j) * layout.bs, cube.big_endian);
@@ -260,7 +410,10 @@ __global__ void __launch_bounds__(kBlock) spectral_convert(const typename Storag
     const float pv = v * cube.scale;
     planes.f[(long long)j * planes.pitch + p] = pv;
     spectral_stats_add(&st, metric, pv);
+    const float a = fabsf(pv);
+    if (a <= 3.402823466e38f) amax = fmaxf(amax, a);  // finite values only
   }
+  if (absmax && amax > 0.0f) atomicMax(absmax, __float_as_uint(amax));
   planes.sum_p[p] = st.sum_p;
   planes.sum_p2[p] = st.sum_p2;
   planes.sum_plp[p] = st.sum_plp;
