@@ -10,7 +10,11 @@
 // BIL and BIP chunks are one contiguous run. Nothing is reorganised on the host.
 //
 // Paths, by reference count and reduction:
-//   one reference              spectral_one_ref: native samples straight into the metric (bandwidth-bound)
+//   one reference              spectral_one_ref_rows (BSQ/BIL small-integer cubes: 4 pixels per thread,
+//                              vector loads) or spectral_one_ref: native samples straight into the metric
+//   many references, best or   spectral_convert + spectral_best_fp16 (FP16 tensor cores, the best keys kept
+//   threshold, tensor cores    per pixel in registers, no score block) + spectral_rescore (exact scores of
+//   allowed, ed/sam/scc        the few best candidates): kernels/spectral_best_fp16.cuh
 //   kAll, or < kGemmMinRefs    spectral_convert + spectral_multi: exact formulas, references tiled in
 //                              shared memory
 //   many references            spectral_convert + cuBLAS GEMM of the pixels against the references
@@ -26,8 +30,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -287,6 +289,16 @@ Plan make_plan(State& st, const detail::CubeView& cube, const detail::PreparedRe
                                   2.0 * pl.kdim * std::ldexp(1.0, -24) * rmax);
       pl.rescore.margin_b = float(wmax * std::ldexp(1.0, -21));
     }
+    // Reference rows padded to 4 floats for the rescoring's 16-byte loads (both many-reference paths).
+    const int npad = round_up(n, 4);
+    {
+      std::vector<float> v1p(std::size_t(R) * npad, 0.0f);
+      for (int r = 0; r < R; ++r) std::copy_n(refs.values.data() + std::size_t(r) * n, n, v1p.data() + std::size_t(r) * npad);
+      pl.rescore.npad = npad;
+      float* dv1 = st.buffer("spectral.v1pad", sizeof(float) * v1p.size()).as<float>();
+      SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(dv1, v1p.data(), sizeof(float) * v1p.size(), cudaMemcpyHostToDevice, s));
+      pl.rescore.v1 = dv1;
+    }
     if (pl.fused) {
       // FP16 operands: the centred rows scaled by s_a = 2^ref_exp (largest |entry| in [2^14, 2^15)), kh
       // = n rounded up to the mma's 16, rpad = R rounded up to a reference tile; padding rows have zero
@@ -339,14 +351,7 @@ Plan make_plan(State& st, const detail::CubeView& cube, const detail::PreparedRe
       SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(pl.gemm_refs, a.data(), sizeof(float) * a.size(), cudaMemcpyHostToDevice, s));
       pl.gemm_w = st.buffer("spectral.gemm_w", sizeof(float) * R).as<float>();
       SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(pl.gemm_w, w.data(), sizeof(float) * R, cudaMemcpyHostToDevice, s));
-      // Reference rows padded to 4 floats for the rescoring's 16-byte loads.
-      const int npad = round_up(n, 4);
-      std::vector<float> v1p(std::size_t(R) * npad, 0.0f), v2p;
-      for (int r = 0; r < R; ++r) std::copy_n(refs.values.data() + std::size_t(r) * n, n, v1p.data() + std::size_t(r) * npad);
-      pl.rescore.npad = npad;
-      float* dv1 = st.buffer("spectral.v1pad", sizeof(float) * v1p.size()).as<float>();
-      SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(dv1, v1p.data(), sizeof(float) * v1p.size(), cudaMemcpyHostToDevice, s));
-      pl.rescore.v1 = dv1;
+      std::vector<float> v2p;
       if (sid) {
         v2p.assign(std::size_t(R) * npad, 0.0f);
         for (int r = 0; r < R; ++r)
@@ -498,21 +503,11 @@ void compute_chunk(Plan& pl, const void* d_chunk, int y0, int lines, cudaStream_
       if constexpr (kM != SPECTRAL_METRIC_SID) {
         auto best = spectral_best_fp16<kM>;
         SPECTRASIFT_CUDA_CHECK(cudaFuncSetAttribute(best, cudaFuncAttributeMaxDynamicSharedMemorySize, int(pl.best_smem)));
-        static const bool prof = std::getenv("SPECTRASIFT_CUDA_PROFILE") != nullptr;  // TEMPORARY diagnostics
-        State& st = *pl.st;
-        if (prof) SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(900), s));
         best<<<(npix + kBestTileM - 1) / kBestTileM, 256, pl.best_smem, s>>>(pl.planes, npix, pl.n, pl.best);
         SPECTRASIFT_CUDA_CHECK_LAUNCH();
-        if (prof) SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(901), s));
-        spectral_rescore<kM><<<(npix + kBlock / 8 - 1) / (kBlock / 8), kBlock, 0, s>>>(pl.planes, npix, rs, pl.best.cand,
-                                                                                  pl.best.ncand, out);
+        spectral_rescore<kM><<<(npix + kBlock / 8 - 1) / (kBlock / 8), kBlock, 0, s>>>(pl.planes, npix, rs, pl.rescore,
+                                                                                  pl.best.cand, pl.best.ncand, out);
         SPECTRASIFT_CUDA_CHECK_LAUNCH();
-        if (prof) {
-          SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(902), s));
-          SPECTRASIFT_CUDA_CHECK(cudaEventSynchronize(st.event(902)));
-          std::fprintf(stderr, "[profile] best_fp16 %.3f ms, rescore %.3f ms\n", ms_between(st.event(900), st.event(901)),
-                       ms_between(st.event(901), st.event(902)));
-        }
       }
     });
     return;

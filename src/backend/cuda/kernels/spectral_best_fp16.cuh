@@ -48,7 +48,7 @@ struct BestFp16Args {
 /// Dynamic shared memory of spectral_best_fp16 for kh halves per row.
 inline std::size_t best_fp16_smem(int kh) {
   const std::size_t tiles = std::size_t(kBestTileM + 2 * kBestTileN) * std::size_t(kh + kBestRowPad) * 2;
-  const std::size_t merge = std::size_t(kBestTileM) * ((2 * kBestHolders + 1) * 8 + (kBestHolders + 1) * 4);
+  const std::size_t merge = std::size_t(kBestTileM) * ((2 * kBestHolders + 1) * 8);
   return tiles > merge ? tiles : merge;
 }
 
@@ -86,27 +86,25 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4],
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-/// A thread's three best keys of one pixel (b1 >= b2 >= b3; b3 is only a value: the best key it dropped).
+/// A thread's two best keys of one pixel (b1 >= b2), in accumulator units (see spectral_best_fp16).
 struct KeyTop {
-  float b1, b2, b3;
+  float b1, b2;
   int i1, i2;
 };
 __device__ __forceinline__ void keytop_init(KeyTop& t) {
-  t.b1 = t.b2 = t.b3 = -INFINITY;
+  t.b1 = t.b2 = -INFINITY;
   t.i1 = t.i2 = -1;
 }
-/// Strict '>': among equal keys the first seen (the lower reference index) stays ahead.
+/// Strict '>': among equal keys the first seen (the lower reference index) stays ahead. The common case
+/// (not better than the second) is one compare and a branch.
 __device__ __forceinline__ void keytop_add(KeyTop& t, float v, int i) {
   if (v > t.b2) {
-    t.b3 = t.b2;
     if (v > t.b1) {
       t.b2 = t.b1; t.i2 = t.i1;
       t.b1 = v; t.i1 = i;
     } else {
       t.b2 = v; t.i2 = i;
     }
-  } else if (v > t.b3) {
-    t.b3 = v;
   }
 }
 
@@ -118,11 +116,11 @@ __device__ __forceinline__ void keytop_add(KeyTop& t, float v, int i) {
  * The block converts its 128 pixels from the float planes into FP16 rows (scaled by s_x) that stay in
  * shared memory; the references stream through in tiles of 128 (cp.async, double-buffered). The 8 warps
  * form a 2 x 4 grid of 64 pixels x 32 references; each warp runs 4 x 4 mma.m16n8k16 per 16 bands
- * (ldmatrix fragments). After each tile every thread folds its 8 pixels x 8 references of keys
- * key = acc * 2^-(x_exp + ref_exp) + w_r into a KeyTop per pixel. At the end the 16 KeyTops of a pixel
+ * (ldmatrix fragments). After each tile every thread folds its 8 pixels x 8 references of keys, in
+ * accumulator units acc + w_r 2^(x_exp + ref_exp), into a KeyTop per pixel (its two best). At the end the 16 KeyTops of a pixel
  * meet in shared memory; one thread per pixel takes the best key and keeps up to kBestCandidates of the
  * entries within the margin (margin_a |x| + margin_b + margin_s / s_x), best first, as candidates; it counts
- * the pixel in `overflows` when more keys were within the margin (or a holder dropped one, its b3). */
+ * the pixel in `overflows` when more keys were within the margin. */
 template <int kMetric>
 __global__ void __launch_bounds__(256, 1) spectral_best_fp16(PixelPlanes planes, int npix, int n, BestFp16Args args) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -135,7 +133,9 @@ __global__ void __launch_bounds__(256, 1) spectral_best_fp16(PixelPlanes planes,
   const int p0 = blockIdx.x * kBestTileM;
   const int x_exp = pixel_exp(args.absmax);
   const float sx = pow2f(x_exp);
-  const float inv = pow2f(-(x_exp + args.ref_exp));
+  // Keys are compared in accumulator units, acc + w_r * 2^(x_exp + ref_exp) (a positive power of two
+  // scales the key exactly, the order is unchanged): one add per key for ed, none for sam/scc (w = 0).
+  const float to_acc = pow2f(x_exp + args.ref_exp);
   const int ntiles = args.rpad / kBestTileN;
   const int chunks_per_row = args.kh / 8;  // 16-byte pieces of a reference row
 
@@ -149,7 +149,8 @@ __global__ void __launch_bounds__(256, 1) spectral_best_fp16(PixelPlanes planes,
   };
   load_refs(0, rs0);
   // The pixel tile: planes (band-major floats) -> scaled FP16 rows, two bands per 32-bit store.
-  for (int e = tid; e < kBestTileM * (args.kh / 2); e += blockDim.x) {
+#pragma unroll 8
+  for (int e = tid; e < kBestTileM * (args.kh / 2); e += blockDim.x) {  // unrolled: 16 loads in flight
     const int q = e % kBestTileM, j = 2 * (e / kBestTileM);
     const int p = p0 + q;
     float v0 = 0.0f, v1 = 0.0f;
@@ -200,13 +201,20 @@ __global__ void __launch_bounds__(256, 1) spectral_best_fp16(PixelPlanes planes,
 #pragma unroll
     for (int ni = 0; ni < 4; ++ni) {
       const int r = r_base + ni * 8;
-      const float2 w2 = __ldg(reinterpret_cast<const float2*>(args.w + r));
+      float2 w2 = __ldg(reinterpret_cast<const float2*>(args.w + r));  // -inf for padding references
+      if (kMetric == SPECTRAL_METRIC_ED) {
+        w2.x *= to_acc;
+        w2.y *= to_acc;
+      } else {  // sam/scc: w = 0 (the padding's -inf stays)
+        w2.x = w2.x < 0.0f ? -INFINITY : 0.0f;
+        w2.y = w2.y < 0.0f ? -INFINITY : 0.0f;
+      }
 #pragma unroll
       for (int mi = 0; mi < 4; ++mi) {
-        keytop_add(top[mi * 2 + 0], __fadd_rn(__fmul_rn(acc[mi][ni][0], inv), w2.x), r);
-        keytop_add(top[mi * 2 + 0], __fadd_rn(__fmul_rn(acc[mi][ni][1], inv), w2.y), r + 1);
-        keytop_add(top[mi * 2 + 1], __fadd_rn(__fmul_rn(acc[mi][ni][2], inv), w2.x), r);
-        keytop_add(top[mi * 2 + 1], __fadd_rn(__fmul_rn(acc[mi][ni][3], inv), w2.y), r + 1);
+        keytop_add(top[mi * 2 + 0], acc[mi][ni][0] + w2.x, r);
+        keytop_add(top[mi * 2 + 0], acc[mi][ni][1] + w2.y, r + 1);
+        keytop_add(top[mi * 2 + 1], acc[mi][ni][2] + w2.x, r);
+        keytop_add(top[mi * 2 + 1], acc[mi][ni][3] + w2.y, r + 1);
       }
     }
   }
@@ -214,7 +222,6 @@ __global__ void __launch_bounds__(256, 1) spectral_best_fp16(PixelPlanes planes,
   constexpr int kE = 2 * kBestHolders + 1;  // entries per pixel row, +1 against bank conflicts
   float* mv = reinterpret_cast<float*>(smem_raw);
   int* mi_ = reinterpret_cast<int*>(mv + kBestTileM * kE);
-  float* m3 = reinterpret_cast<float*>(mi_ + kBestTileM * kE);
   const int holder = wn * 4 + t4;
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
@@ -223,7 +230,6 @@ __global__ void __launch_bounds__(256, 1) spectral_best_fp16(PixelPlanes planes,
     mi_[q * kE + 2 * holder] = top[i].i1;
     mv[q * kE + 2 * holder + 1] = top[i].b2;
     mi_[q * kE + 2 * holder + 1] = top[i].i2;
-    m3[q * (kBestHolders + 1) + holder] = top[i].b3;
   }
   __syncthreads();
   if (tid >= kBestTileM) return;
@@ -246,15 +252,13 @@ __global__ void __launch_bounds__(256, 1) spectral_best_fp16(PixelPlanes planes,
     // No key at all (NaN data) or keys that cannot be ranked (inf): the exact scores are NaN, no candidates.
     if (best > -INFINITY && best < INFINITY) {
       const float margin = args.margin_a * (float)sqrt(st.sum_p2) + args.margin_b + args.margin_s / sx;
-      const float thr = best - margin;
+      const float thr = best - margin * to_acc;  // in accumulator units
       // The candidates: the keys within the margin of the best, best first (ties: lower index), at most
-      // kBestCandidates of them. More keys within the margin (or a dropped one) is counted, not an error:
+      // kBestCandidates of them. More keys within the margin is counted, not an error:
       // the error bound is a worst case, and the exact best is among the few best keys in practice
       // (the benchmark measures the agreement with the exact kernel).
       int within = 0;
-      bool dropped = false;
       for (int e = 0; e < 2 * kBestHolders; ++e) within += (mi_[q * kE + e] >= 0 && mv[q * kE + e] >= thr);
-      for (int h = 0; h < kBestHolders; ++h) dropped |= m3[q * (kBestHolders + 1) + h] >= thr;
       for (; count < kBestCandidates && count < within; ++count) {
         int pick = -1;
         for (int e = 0; e < 2 * kBestHolders; ++e) {
@@ -267,7 +271,7 @@ __global__ void __launch_bounds__(256, 1) spectral_best_fp16(PixelPlanes planes,
         args.cand[(long long)p * kBestCandidates + count] = mi_[q * kE + pick];
         mi_[q * kE + pick] = -1;  // taken (this thread's own row)
       }
-      if (within > kBestCandidates || dropped) atomicAdd(args.overflows, 1u);
+      if (within > kBestCandidates) atomicAdd(args.overflows, 1u);
     }
   }
   args.ncand[p] = count;
@@ -275,11 +279,12 @@ __global__ void __launch_bounds__(256, 1) spectral_best_fp16(PixelPlanes planes,
 
 /* spectral_rescore<kMetric>: exact scores of each pixel's candidates and the reduction. Launch: grid
  * ceil(npix / 32), block 256: 8 lanes per pixel (32 pixels per block, 4 per warp). Lane c of a pixel
- * rescores candidate c (kBestCandidates = 8). Scores use the single-pass formulas with the bands in order, reading the float planes,
+ * rescores candidate c (kBestCandidates = 8). Scores use the single-pass formulas with the bands in order, reading the float planes
+ * and the reference rows padded to 4 floats (rows.v1, float4 loads),
  * so they are the exact kernel's (spectral_multi) bits; the 8 lanes reduce with spectral_better (ties to
  * the lower index) through shuffles. */
 template <int kMetric>
-__global__ void __launch_bounds__(kBlock) spectral_rescore(PixelPlanes planes, int npix, RefSet refs,
+__global__ void __launch_bounds__(kBlock) spectral_rescore(PixelPlanes planes, int npix, RefSet refs, RescoreRows rows,
                                                            const int* __restrict__ cand, const int* __restrict__ ncand,
                                                            OutView out) {
   const int c = threadIdx.x & 7;
@@ -295,10 +300,19 @@ __global__ void __launch_bounds__(kBlock) spectral_rescore(PixelPlanes planes, i
     auto score_of = [&](int r) {
       SpectralPairAcc acc;
       spectral_pair_init(&acc);
-      const float* v1 = refs.v1 + (long long)r * refs.n;
-#pragma unroll 4
-      for (int j = 0; j < refs.n; ++j)
-        spectral_pair_add(&acc, kMetric, planes.f[(long long)j * planes.pitch + p], __ldg(v1 + j), 0.0f);
+      const float* v1 = rows.v1 + (long long)r * rows.npad;  // 16-byte aligned rows: float4 loads
+      const float* f = planes.f + p;
+      const int n4 = refs.n & ~3;
+#pragma unroll 2
+      for (int j = 0; j < n4; j += 4) {
+        const float4 rv = __ldg(reinterpret_cast<const float4*>(v1 + j));
+        const long long o = (long long)j * planes.pitch;
+        spectral_pair_add(&acc, kMetric, f[o], rv.x, 0.0f);
+        spectral_pair_add(&acc, kMetric, f[o + planes.pitch], rv.y, 0.0f);
+        spectral_pair_add(&acc, kMetric, f[o + 2 * planes.pitch], rv.z, 0.0f);
+        spectral_pair_add(&acc, kMetric, f[o + 3 * planes.pitch], rv.w, 0.0f);
+      }
+      for (int j = n4; j < refs.n; ++j) spectral_pair_add(&acc, kMetric, f[(long long)j * planes.pitch], __ldg(v1 + j), 0.0f);
       return spectral_finalise(kMetric, &st, &acc, refs.n, refs.constant[r]);
     };
     if (c < nc) {
