@@ -503,7 +503,7 @@ void compute_chunk(Plan& pl, const void* d_chunk, int y0, int lines, cudaStream_
       if constexpr (kM != SPECTRAL_METRIC_SID) {
         auto best = spectral_best_fp16<kM>;
         SPECTRASIFT_CUDA_CHECK(cudaFuncSetAttribute(best, cudaFuncAttributeMaxDynamicSharedMemorySize, int(pl.best_smem)));
-        best<<<(npix + kBestTileM - 1) / kBestTileM, 256, pl.best_smem, s>>>(pl.planes, npix, pl.n, pl.best);
+        best<<<(npix + kBestTileM - 1) / kBestTileM, kBestThreads, pl.best_smem, s>>>(pl.planes, npix, pl.n, pl.best);
         SPECTRASIFT_CUDA_CHECK_LAUNCH();
         spectral_rescore<kM><<<(npix + kBlock / 8 - 1) / (kBlock / 8), kBlock, 0, s>>>(pl.planes, npix, rs, pl.rescore,
                                                                                   pl.best.cand, pl.best.ncand, out);

@@ -26,6 +26,7 @@ constexpr int kBestTileN = 128;     ///< references per streamed tile
 constexpr int kBestHolders = 16;    ///< threads holding keys of one pixel (4 warps along N x 4 lanes of a quad)
 constexpr int kBestCandidates = 8;  ///< candidates rescored per pixel (the best keys within the margin)
 constexpr int kBestRowPad = 8;      ///< halves of padding per shared-memory row (ldmatrix without bank conflicts)
+constexpr int kBestThreads = 512;   ///< 16 warps: a 4 x 4 grid of 32 pixels x 32 references
 
 /// Operands of spectral_best_fp16 prepared by the host (spectral.cu) and by spectral_convert.
 struct BestFp16Args {
@@ -95,41 +96,41 @@ __device__ __forceinline__ void keytop_init(KeyTop& t) {
   t.b1 = t.b2 = -INFINITY;
   t.i1 = t.i2 = -1;
 }
-/// Strict '>': among equal keys the first seen (the lower reference index) stays ahead. The common case
-/// (not better than the second) is one compare and a branch.
+/// Strict '>': among equal keys the first seen (the lower reference index) stays ahead. Branch-free (two
+/// compares, three min/max, three selects): the epilogue runs for every key, and the compiler predicated
+/// the branchy form into more instructions than this (Nsight Compute: ALU-bound, issue-limited).
 __device__ __forceinline__ void keytop_add(KeyTop& t, float v, int i) {
-  if (v > t.b2) {
-    if (v > t.b1) {
-      t.b2 = t.b1; t.i2 = t.i1;
-      t.b1 = v; t.i1 = i;
-    } else {
-      t.b2 = v; t.i2 = i;
-    }
-  }
+  const bool gt1 = v > t.b1, gt2 = v > t.b2;
+  t.i2 = gt1 ? t.i1 : (gt2 ? i : t.i2);
+  t.b2 = fmaxf(t.b2, fminf(v, t.b1));
+  t.i1 = gt1 ? i : t.i1;
+  t.b1 = fmaxf(t.b1, v);
 }
 
 /* spectral_best_fp16<kMetric> (ed, sam, scc): GEMM keys of every pixel of a chunk against every reference,
  * the best kept per pixel, candidates for the exact rescoring written out.
- * Launch: grid ceil(npix / 128), block 256 (8 warps), dynamic shared memory best_fp16_smem(kh):
+ * Launch: grid ceil(npix / 128), block 512 (16 warps), dynamic shared memory best_fp16_smem(kh):
  *   (128 + 2 * 128) rows * (kh + 8) halves * 2 bytes (174 KiB for 224 bands), at least the merge area
  *   (41.5 KiB): one block per SM.
  * The block converts its 128 pixels from the float planes into FP16 rows (scaled by s_x) that stay in
- * shared memory; the references stream through in tiles of 128 (cp.async, double-buffered). The 8 warps
- * form a 2 x 4 grid of 64 pixels x 32 references; each warp runs 4 x 4 mma.m16n8k16 per 16 bands
- * (ldmatrix fragments). After each tile every thread folds its 8 pixels x 8 references of keys, in
+ * shared memory; the references stream through in tiles of 128 (cp.async, double-buffered). The 16 warps
+ * form a 4 x 4 grid of 32 pixels x 32 references; each warp runs 2 x 4 mma.m16n8k16 per 16 bands
+ * (ldmatrix fragments; 16 warps rather than 8 with twice the tile: with 2 warps per scheduler the kernel
+ * was latency-bound, Nsight Compute: 0.45 eligible warps per cycle). After each tile every thread folds
+ * its 4 pixels x 8 references of keys, in
  * accumulator units acc + w_r 2^(x_exp + ref_exp), into a KeyTop per pixel (its two best). At the end the 16 KeyTops of a pixel
  * meet in shared memory; one thread per pixel takes the best key and keeps up to kBestCandidates of the
  * entries within the margin (margin_a |x| + margin_b + margin_s / s_x), best first, as candidates; it counts
  * the pixel in `overflows` when more keys were within the margin. */
 template <int kMetric>
-__global__ void __launch_bounds__(256, 1) spectral_best_fp16(PixelPlanes planes, int npix, int n, BestFp16Args args) {
+__global__ void __launch_bounds__(kBestThreads, 1) spectral_best_fp16(PixelPlanes planes, int npix, int n, BestFp16Args args) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const int pitch = args.kh + kBestRowPad;  // halves per shared row
   __half* xs = reinterpret_cast<__half*>(smem_raw);
   __half* rs0 = xs + kBestTileM * pitch;
   __half* rs1 = rs0 + kBestTileN * pitch;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int wm = warp >> 2, wn = warp & 3;  // 2 x 4 warps: 64 pixels x 32 references each
+  const int wm = warp >> 2, wn = warp & 3;  // 4 x 4 warps: 32 pixels x 32 references each
   const int p0 = blockIdx.x * kBestTileM;
   const int x_exp = pixel_exp(args.absmax);
   const float sx = pow2f(x_exp);
@@ -139,11 +140,20 @@ __global__ void __launch_bounds__(256, 1) spectral_best_fp16(PixelPlanes planes,
   const int ntiles = args.rpad / kBestTileN;
   const int chunks_per_row = args.kh / 8;  // 16-byte pieces of a reference row
 
+  // 16-byte piece c = r * chunks_per_row + k8 of a tile; each thread walks c = tid, tid + 512, ... with
+  // (r, k8) stepped incrementally (no division in the loop).
+  const int step_r = kBestThreads / chunks_per_row, step_k = kBestThreads % chunks_per_row;
   auto load_refs = [&](int tile, __half* dst) {
     const __half* src = args.refs + (long long)tile * kBestTileN * args.kh;
-    for (int c = tid; c < kBestTileN * chunks_per_row; c += blockDim.x) {
-      const int r = c / chunks_per_row, k8 = c - r * chunks_per_row;
+    int r = tid / chunks_per_row, k8 = tid - r * chunks_per_row;
+    while (r < kBestTileN) {
       cp_async16(dst + r * pitch + k8 * 8, src + (long long)r * args.kh + k8 * 8);
+      r += step_r;
+      k8 += step_k;
+      if (k8 >= chunks_per_row) {
+        k8 -= chunks_per_row;
+        ++r;
+      }
     }
     cp_async_commit();
   };
@@ -161,9 +171,9 @@ __global__ void __launch_bounds__(256, 1) spectral_best_fp16(PixelPlanes planes,
     *reinterpret_cast<__half2*>(xs + q * pitch + j) = __floats2half2_rn(v0, v1);
   }
 
-  KeyTop top[8];  // pixels wm*64 + mi*16 + (lane/4) + 8h, h = index & 1, mi = index >> 1
+  KeyTop top[4];  // pixels wm*32 + mi*16 + (lane/4) + 8h, h = index & 1, mi = index >> 1
 #pragma unroll
-  for (int i = 0; i < 8; ++i) keytop_init(top[i]);
+  for (int i = 0; i < 4; ++i) keytop_init(top[i]);
   const int g = lane >> 2, t4 = lane & 3;
   // ldmatrix row addresses: A (pixels) rows lane%16 at k + 8 (lane/16); B (references) rows
   // (lane & 7) + 8 (lane >> 4) at k + 8 ((lane >> 3) & 1).
@@ -175,24 +185,24 @@ __global__ void __launch_bounds__(256, 1) spectral_best_fp16(PixelPlanes planes,
     cp_async_wait_all();
     __syncthreads();  // tile `tile` (and the pixel rows) visible; nobody still reads the other buffer
     if (tile + 1 < ntiles) load_refs(tile + 1, (tile & 1) ? rs0 : rs1);
-    float acc[4][4][4];
+    float acc[2][4][4];
 #pragma unroll
-    for (int mi = 0; mi < 4; ++mi)
+    for (int mi = 0; mi < 2; ++mi)
 #pragma unroll
       for (int ni = 0; ni < 4; ++ni)
 #pragma unroll
         for (int c = 0; c < 4; ++c) acc[mi][ni][c] = 0.0f;
-    const __half* xa = xs + (wm * 64 + a_row) * pitch + a_k;
+    const __half* xa = xs + (wm * 32 + a_row) * pitch + a_k;
     const __half* rb = cur + (wn * 32 + b_row) * pitch + b_k;
 #pragma unroll 2
     for (int k = 0; k < args.kh; k += 16) {
-      unsigned a[4][4], b[2][4];
+      unsigned a[2][4], b[2][4];
 #pragma unroll
-      for (int mi = 0; mi < 4; ++mi) ldmatrix_x4(a[mi], xa + mi * 16 * pitch + k);
+      for (int mi = 0; mi < 2; ++mi) ldmatrix_x4(a[mi], xa + mi * 16 * pitch + k);
 #pragma unroll
       for (int nj = 0; nj < 2; ++nj) ldmatrix_x4(b[nj], rb + nj * 16 * pitch + k);
 #pragma unroll
-      for (int mi = 0; mi < 4; ++mi)
+      for (int mi = 0; mi < 2; ++mi)
 #pragma unroll
         for (int ni = 0; ni < 4; ++ni) mma_16816(acc[mi][ni], a[mi], b[ni >> 1][(ni & 1) * 2], b[ni >> 1][(ni & 1) * 2 + 1]);
     }
@@ -210,7 +220,7 @@ __global__ void __launch_bounds__(256, 1) spectral_best_fp16(PixelPlanes planes,
         w2.y = w2.y < 0.0f ? -INFINITY : 0.0f;
       }
 #pragma unroll
-      for (int mi = 0; mi < 4; ++mi) {
+      for (int mi = 0; mi < 2; ++mi) {
         keytop_add(top[mi * 2 + 0], acc[mi][ni][0] + w2.x, r);
         keytop_add(top[mi * 2 + 0], acc[mi][ni][1] + w2.y, r + 1);
         keytop_add(top[mi * 2 + 1], acc[mi][ni][2] + w2.x, r);
@@ -224,8 +234,8 @@ __global__ void __launch_bounds__(256, 1) spectral_best_fp16(PixelPlanes planes,
   int* mi_ = reinterpret_cast<int*>(mv + kBestTileM * kE);
   const int holder = wn * 4 + t4;
 #pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    const int q = wm * 64 + (i >> 1) * 16 + g + 8 * (i & 1);
+  for (int i = 0; i < 4; ++i) {
+    const int q = wm * 32 + (i >> 1) * 16 + g + 8 * (i & 1);
     mv[q * kE + 2 * holder] = top[i].b1;
     mi_[q * kE + 2 * holder] = top[i].i1;
     mv[q * kE + 2 * holder + 1] = top[i].b2;
