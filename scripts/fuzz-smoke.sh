@@ -32,7 +32,7 @@ for t in "${TARGETS[@]}"; do
   # -rss_limit_mb: the targets cap decoded sizes far below this, so hitting it means a leak or an
   # allocation the limits should have refused. -timeout: a single input taking 10 s is a hang.
   log="$out/log.txt"
-  if "$BUILD/fuzz/${t}_fuzz" "$work" "fuzz/corpus/$t" -dict="fuzz/dict/${DICT[$t]}.dict" \
+  if "$BUILD/bin/${t}_fuzz" "$work" "fuzz/corpus/$t" -dict="fuzz/dict/${DICT[$t]}.dict" \
        -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
        -artifact_prefix="$out/" -print_final_stats=1 ${FUZZ_EXTRA:-} >"$log" 2>&1; then
     runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
