@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Builds spectrasift on the GPU machine for the H200 (sm_90), runs every test and the benchmarks there,
-# and writes every log and table to ${OUT:-out}/ (at most 8 files):
+# and writes every log and table to ${OUT:-out}/ (at most 10 files):
 #   system.txt   machine, driver, toolchain, `spectrasift devices`
 #   build.log    configure + build
 #   ctest.log    the whole test suite (CUDA tests run here; CI has no GPU)
 #   bench.log    every benchmark's full output
 #   tables.md    the benchmark tables (for bench/RESULTS.md)
 #   summary.txt  one line per step with its status and duration
+#   gpu_memory.txt  GPU memory (nvidia-smi) during longrun_test on CUDA (LONGRUN_N, default 1000); longrun.log
 # Usage (from the repository root): bash scripts/device-check.sh [--quick] [--no-tests] [--no-bench]
 # Environment: OUT (output folder, default out), BUILD (build folder, default build-device), JOBS (default nproc),
 # CTEST_JOBS (default 8), CTEST_TIMEOUT (s per test, default 300), BENCHES (names of the benchmarks to run, default all built), BENCH_TIMEOUT (s, default 150),
@@ -85,6 +86,23 @@ if [ $run_tests = 1 ]; then
   grep -E "tests passed|tests failed|Failed|\*\*\*" "$OUT/ctest.log" | tail -30 >>"$summary"
 else
   skip "ctest (--no-tests)"
+fi
+
+# ---- long run on the GPU: host RSS (the test's own check) and GPU memory sampled by nvidia-smi ----
+if [ $run_tests = 1 ] && [ -x "$BUILD/bin/longrun_test" ] && command -v nvidia-smi >/dev/null; then
+  gpumem="$OUT/gpu_memory.txt"
+  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 250 >"$gpumem.raw" 2>&1 &
+  smi=$!
+  step "longrun cuda N=${LONGRUN_N:-1000}" "$OUT/longrun.log" env SPECTRASIFT_LONGRUN_N="${LONGRUN_N:-1000}" \
+    SPECTRASIFT_LONGRUN_BACKEND=cuda timeout 300 "$BUILD/bin/longrun_test"
+  kill $smi 2>/dev/null; wait $smi 2>/dev/null
+  # memory.used (MiB) over the run: the first samples are before the Context exists.
+  awk 'NF {v[NR]=$1} END {n=NR; q=int(n/4); min=1e9; max=0; for (i=q+1; i<=n; i++) {if (v[i]<min) min=v[i]; if (v[i]>max) max=v[i]}
+       printf "nvidia-smi memory.used: %d samples every 250 ms; first %s MiB, after the first quarter min %s max %s MiB, last %s MiB\n", n, v[1], min, max, v[n]}' \
+      "$gpumem.raw" >"$gpumem"
+  grep -E "\[longrun\]" "$OUT/longrun.log" >>"$gpumem" || true
+  rm -f "$gpumem.raw"
+  cat "$gpumem" >>"$summary"
 fi
 
 # ---- benchmarks ----
