@@ -138,6 +138,15 @@ struct Plan {
 /// 16-byte aligned for the vector loads of spectral_one_ref_rows.
 long long bsq_plane_pitch(const detail::CubeView& c, int lines) { return round_up<long long>((long long)lines * c.samples, 8); }
 
+/// Pixels per thread of the vector-load kernels (at most vmax, a power of two): every run of V samples of a
+/// band must be V-aligned: BSQ planes are padded to 8; a BIL row must hold a multiple of V samples.
+int vector_pixels(const detail::CubeView& c, int vmax) {
+  int v = vmax;
+  if (c.interleave == Interleave::kBil)
+    while (v > 1 && c.samples % v != 0) v /= 2;
+  return v;
+}
+
 ChunkLayout layout_of(const detail::CubeView& c, int lines, int n) {
   ChunkLayout l;
   switch (c.interleave) {
@@ -437,10 +446,7 @@ void compute_chunk(Plan& pl, const void* d_chunk, int y0, int lines, cudaStream_
             // BSQ/BIL: V consecutive pixels per thread, one vector load per band (same bits as spectral_one_ref).
             // V = 4 when every run of V samples is aligned (BSQ planes are padded to 8; a BIL row must hold a
             // multiple of V samples), else 2 or 1.
-            constexpr int kVmax = 4;  // 8 needed ~200 registers and ran slower on the H200
-            int v = kVmax;
-            if (cube.interleave == Interleave::kBil)
-              while (v > 1 && cube.samples % v != 0) v /= 2;
+            const int v = vector_pixels(cube, 4);  // 8 needed ~200 registers and ran slower on the H200
             const std::size_t smem_rows = std::size_t(pl.n) * (sizeof(double) + sizeof(float) + sizeof(int));
             auto launch = [&](auto k_plain, auto k_ignore, int vv) {
               auto kern = cc.has_ignore ? k_ignore : k_plain;
@@ -470,11 +476,30 @@ void compute_chunk(Plan& pl, const void* d_chunk, int y0, int lines, cudaStream_
   }
 
   if (pl.fused) SPECTRASIFT_CUDA_CHECK(cudaMemsetAsync(pl.best.absmax, 0, 2 * sizeof(unsigned), s));  // + overflows
+  unsigned* absmax = pl.fused ? pl.best.absmax : nullptr;
   with_type(cube.type, [&](auto T) {
-    using U = typename Storage<decltype(T)::value>::type;
-    spectral_convert<decltype(T)::value><<<blocks, kBlock, 0, s>>>(static_cast<const U*>(d_chunk), layout, cc,
-                                                                    pl.band_index, pl.n, int(refs.metric), pl.planes,
-                                                                    pl.fused ? pl.best.absmax : nullptr);
+    constexpr int kT = decltype(T)::value;
+    using U = typename Storage<kT>::type;
+    if constexpr (kOneRefIntegerPath<kT, SPECTRAL_METRIC_SAM>) {
+      if (layout.ss == 1 && cc.scale == 1.0f && refs.metric != Metric::kInformationDivergence) {
+        // BSQ/BIL small integers: V pixels per thread, vector loads, the same bits (see the kernel).
+        const int v = vector_pixels(cube, 4);
+        auto launch = [&](auto k_plain, auto k_ignore, int vv) {
+          auto kern = cc.has_ignore ? k_ignore : k_plain;
+          const int threads = (npix + vv - 1) / vv;
+          kern<<<(threads + kBlock - 1) / kBlock, kBlock, 0, s>>>(static_cast<const U*>(d_chunk), layout, cc,
+                                                                  pl.band_index, pl.n, pl.planes, absmax);
+        };
+        switch (v) {
+          case 4: launch(spectral_convert_rows<kT, 4, false>, spectral_convert_rows<kT, 4, true>, 4); break;
+          case 2: launch(spectral_convert_rows<kT, 2, false>, spectral_convert_rows<kT, 2, true>, 2); break;
+          default: launch(spectral_convert_rows<kT, 1, false>, spectral_convert_rows<kT, 1, true>, 1); break;
+        }
+        return;
+      }
+    }
+    spectral_convert<kT><<<blocks, kBlock, 0, s>>>(static_cast<const U*>(d_chunk), layout, cc, pl.band_index, pl.n,
+                                                   int(refs.metric), pl.planes, absmax);
   });
   SPECTRASIFT_CUDA_CHECK_LAUNCH();
   RefSet rs;

@@ -13,6 +13,7 @@
 //   spectral_one_ref   8 threads per pixel, native samples -> one score (bandwidth-bound path)
 //   spectral_one_ref_rows  one thread per pixel, same partial sums: BSQ/BIL small-integer cubes
 //   spectral_convert   one thread per pixel, native samples -> float planes F[j][p] + stats + no-data flag
+//   spectral_convert_rows  the same for BSQ/BIL small-integer cubes, V pixels per thread, vector loads
 //   spectral_gemm_rows 32x32 tiles, F -> the GEMM operand X, one row per pixel (sid: [p'/P, log p'])
 //   spectral_multi     one thread per pixel, F against references tiled through shared memory
 //   spectral_select    one warp per pixel, GEMM scores -> top candidates -> exact rescoring -> reduction
@@ -418,6 +419,69 @@ __global__ void __launch_bounds__(kBlock) spectral_convert(const typename Storag
   planes.sum_p2[p] = st.sum_p2;
   planes.sum_plp[p] = st.sum_plp;
   planes.valid[p] = ignored ? 0 : 1;
+}
+
+/* spectral_convert_rows<kType, V, kIgnore>: spectral_convert for BSQ/BIL chunks of small-integer cubes
+ * without a scale factor, for ed/sam/scc (the caller checks; sid needs logarithms). Same outputs, bit for
+ * bit: the float of an integer sample is exact, and sum p / sum p^2 are exact integers (summed as such).
+ * Launch: grid ceil(npix / (256 V)), block 256, V consecutive pixels per thread (alignment as in
+ * spectral_one_ref_rows: layout.bs % V == 0, BIL samples % V == 0), one vector load per band and one
+ * V-float store per plane (planes.pitch is a multiple of 32). */
+template <int kType, int V, bool kIgnore>
+__global__ void __launch_bounds__(kBlock) spectral_convert_rows(const typename Storage<kType>::type* __restrict__ chunk,
+                                                                ChunkLayout layout, CubeConst cube,
+                                                                const int* __restrict__ band_index, int n,
+                                                                PixelPlanes planes, unsigned* absmax) {
+  using Raw = typename Storage<kType>::type;
+  using Vec = SampleVec<Raw, V>;
+  const int p0 = (blockIdx.x * blockDim.x + threadIdx.x) * V;
+  if (p0 >= cube.npix) return;
+  const int yl = p0 / cube.samples, x = p0 - yl * cube.samples;
+  const Raw* px = chunk + (long long)yl * layout.ls + x;
+  long long s1[V];
+  unsigned long long s2[V];
+  int ignored = 0, amax = 0;
+  int ign_int = 0;
+  bool ign_is_int = false;
+  if (kIgnore && fabsf(cube.ignore) < 2147483648.0f) {
+    ign_int = (int)cube.ignore;
+    ign_is_int = (float)ign_int == cube.ignore;
+  }
+#pragma unroll
+  for (int v = 0; v < V; ++v) {
+    s1[v] = 0;
+    s2[v] = 0;
+  }
+#pragma unroll 4
+  for (int j = 0; j < n; ++j) {
+    const Vec raw = *reinterpret_cast<const Vec*>(px + (long long)__ldg(band_index + j) * layout.bs);
+    float f[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+      Raw rv = raw.v[v];
+      if (cube.big_endian) rv = byte_swap(rv);
+      const int iv = kType == SPECTRAL_TYPE_I16 ? (int)(short)rv : (int)rv;
+      f[v] = __int_as_float(0x4B400000 + iv) - 12582912.0f;  // (float)iv, exactly
+      if constexpr (kIgnore) ignored |= (ign_is_int && iv == ign_int) << v;
+      s1[v] += iv;
+      s2[v] += (unsigned long long)((unsigned)iv * (unsigned)iv);
+      amax = max(amax, abs(iv));
+    }
+    float* dst = planes.f + (long long)j * planes.pitch + p0;
+    if constexpr (V == 4) *reinterpret_cast<float4*>(dst) = make_float4(f[0], f[1], f[2], f[3]);
+    else if constexpr (V == 2) *reinterpret_cast<float2*>(dst) = make_float2(f[0], f[1]);
+    else dst[0] = f[0];
+  }
+#pragma unroll
+  for (int v = 0; v < V; ++v) {
+    const int p = p0 + v;
+    if (p >= cube.npix) break;
+    planes.sum_p[p] = (double)s1[v];
+    planes.sum_p2[p] = (double)s2[v];
+    planes.sum_plp[p] = 0.0;
+    planes.valid[p] = ((ignored >> v) & 1) ? 0 : 1;
+  }
+  if (absmax && amax > 0) atomicMax(absmax, __float_as_uint((float)amax));
 }
 
 /* spectral_gemm_rows: the GEMM operand X, one row of kpad floats per pixel (pixel-major, so that the
