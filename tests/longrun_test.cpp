@@ -22,6 +22,9 @@
 #include <string>
 #include <vector>
 
+#ifdef SPECTRASIFT_HAVE_CUDA
+#include "backend/cuda/bench_support.hpp"
+#endif
 #include "spectrasift/context.hpp"
 #include "spectrasift/envi.hpp"
 #include "spectrasift/error.hpp"
@@ -72,6 +75,14 @@ int env_int(const char* name, int fallback) {
   return v && *v ? std::atoi(v) : fallback;
 }
 
+/// Device memory in use (MiB) when ctx is a CUDA Context, else -1.
+double gpu_used_mib([[maybe_unused]] Context& ctx) {
+#ifdef SPECTRASIFT_HAVE_CUDA
+  if (ctx.backend() == Backend::kCuda) return double(cuda::bench::device_memory_used_bytes(ctx)) / (1 << 20);
+#endif
+  return -1;
+}
+
 TEST(LongRun, ExtractionsRegistrationsAndSpectralRunsKeepMemoryFlat) {
   const int n = env_int("SPECTRASIFT_LONGRUN_N", 12);
   ASSERT_GE(n, 4);
@@ -105,8 +116,15 @@ TEST(LongRun, ExtractionsRegistrationsAndSpectralRunsKeepMemoryFlat) {
   }
   const std::string cube_hdr = kData + "/hydice_data.hdr";
 
+  std::vector<std::pair<int, int>> pixels;
+  for (int k = 0; k < 120; ++k) pixels.push_back({(k * 7) % 80, (k * 13) % 80});
+  const SpectralLibrary many_refs = [&] {
+    const EnviCube cube = open_envi(cube_hdr);
+    return reference_from_pixels(cube, pixels);
+  }();
+
   const int warmup = std::max(3, n / 10);
-  double rss_warm = 0;
+  double rss_warm = 0, gpu_warm = 0;
   std::size_t total_features = 0;
   int models = 0;
   for (int it = 0; it < n; ++it) {
@@ -140,10 +158,26 @@ TEST(LongRun, ExtractionsRegistrationsAndSpectralRunsKeepMemoryFlat) {
       return spectral_match(c, cube, reference_from_pixels(cube, {{3, 4}, {50, 60}}), so);
     });
     ASSERT_EQ(sr.samples, 80);
+    // And the best of many references (the GEMM / fused tensor-core path on a GPU).
+    SpectralOptions mo;
+    mo.metric = it % 2 == 0 ? Metric::kSpectralAngle : Metric::kEuclidean;
+    mo.reduction = Reduction::kBest;
+    const SpectralResult mr = on("spectral", [&](Context& c) { return spectral_match(c, cube, many_refs, mo); });
+    ASSERT_EQ(mr.index.size(), std::size_t(mr.samples) * mr.lines);
 
-    if (it + 1 == warmup) rss_warm = rss_mib();
+    if (it + 1 == warmup) {
+      rss_warm = rss_mib();
+      gpu_warm = gpu_used_mib(ctx);
+    }
   }
   const double rss_end = rss_mib();
+  const double gpu_end = gpu_used_mib(ctx);
+  if (gpu_end >= 0) {
+    // Device memory in use on the whole GPU (cudaMemGetInfo): the Context's buffer pools must not grow.
+    std::printf("[longrun] GPU memory in use after %d: %.1f MiB, after %d: %.1f MiB (growth %.2f MiB)\n", warmup,
+                gpu_warm, n, gpu_end, gpu_end - gpu_warm);
+    EXPECT_LT(gpu_end - gpu_warm, 16.0) << "device memory grew from " << gpu_warm << " to " << gpu_end << " MiB";
+  }
   std::printf("[longrun] %s: %d iterations (2 extractions + match + RANSAC + warp + spectral each), "
               "%zu features, %d models; RSS after %d: %.1f MiB, after %d: %.1f MiB (growth %.2f MiB); "
               "run on the CPU (not implemented here):%s\n",

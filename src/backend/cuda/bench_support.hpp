@@ -23,6 +23,8 @@ void set_fused_best(Context& ctx, bool on);
 /// Pixels of the last chunk of the last fused FP16 call with more keys within the GEMM error bound than
 /// the candidates it rescores (kBestCandidates, the best keys).
 unsigned long long fused_overflow_pixels(Context& ctx);
+/// Device memory in use on the context's GPU (total - free from cudaMemGetInfo, after a device sync).
+std::size_t device_memory_used_bytes(Context& ctx);
 /// Pinned host -> device cudaMemcpyAsync of `bytes`: milliseconds.
 double pinned_upload_ms(Context& ctx, std::size_t bytes, int reps);
 

@@ -880,6 +880,15 @@ void set_score_block_bytes(Context& ctx, std::size_t bytes) { state(ctx.impl()).
 
 void set_fused_best(Context& ctx, bool on) { state(ctx.impl()).fused_best = on; }
 
+std::size_t device_memory_used_bytes(Context& ctx) {
+  State& st = state(ctx.impl());
+  st.activate();
+  SPECTRASIFT_CUDA_CHECK(cudaDeviceSynchronize());
+  std::size_t free_b = 0, total_b = 0;
+  SPECTRASIFT_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  return total_b - free_b;
+}
+
 unsigned long long fused_overflow_pixels(Context& ctx) {
   State& st = state(ctx.impl());
   st.activate();
