@@ -9,7 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   libopencv-dev python3-opencv python3-numpy python3-spectral python3-skimage opencv-doc libvlfeat-dev
-  clang libclang-rt-14-dev llvm   # fuzz targets (libFuzzer) and the sanitizers' symbolizer
+  clang libclang-rt-14-dev llvm libomp-14-dev   # fuzz targets (libFuzzer), symbolizer, libomp + Archer for TSan
 )
 missing=()
 for p in "${packages[@]}"; do
