@@ -9,7 +9,7 @@
 // spectral.cu) is the same, but FP16 operands are half the bytes and mma.sync runs them at twice the
 // rate. The range is handled by powers of two: the pixels are scaled by s_x (from the chunk's largest
 // |value|, computed by spectral_convert) and the centred references by s_a, so that the largest of each
-// lies in [2^14, 2^15); the key is acc * 2^-(log2 s_x + log2 s_a) + w_r, exactly undone.
+// lies in [2^14, 2^15); keys are compared in accumulator units, acc + w_r s_x s_a (an exact rescaling).
 #pragma once
 
 #include <cuda_fp16.h>
@@ -53,8 +53,8 @@ inline std::size_t best_fp16_smem(int kh) {
   return tiles > merge ? tiles : merge;
 }
 
-/// 2^e as a float, for e in the normal range.
-__device__ __forceinline__ float pow2f(int e) { return __int_as_float((e + 127) << 23); }
+/// 2^e as a float, e clamped to the normal range.
+__device__ __forceinline__ float pow2f(int e) { return __int_as_float((max(-126, min(127, e)) + 127) << 23); }
 
 /// s_x = 2^x_exp with the chunk's largest |value| * s_x in [2^14, 2^15) (1 for an all-zero chunk).
 __device__ __forceinline__ int pixel_exp(const unsigned* absmax) {
