@@ -374,11 +374,12 @@ SpectralLibrary resample_library(const SpectralLibrary& lib, const std::vector<d
   }() : std::vector<double>{});
   const std::vector<double> dst_w = widths_of(wavelength, fwhm);
 
-  // Each source band covers [c - w/2, c + w/2]; the destination band's response is a Gaussian of its
-  // FWHM; the weight of a source band is the response's integral over its interval (erf), and the
-  // weights are normalised to sum 1. A destination band whose response is less than half covered by
-  // the library's bands ("no overlap") gets NaN, and spectral_match leaves that band out for every
-  // reference.
+  // Spectral Python's BandResampler rule: destination band d spans [c - f/2, c + f/2] (its FWHM) and has a
+  // Gaussian response of that FWHM; every source band whose interval [c_i - w_i/2, c_i + w_i/2] overlaps
+  // that span contributes the response's integral over the overlap (the source value is taken as
+  // constant over its band), the weights normalised to sum 1. A destination band that no source band
+  // overlaps ("no overlap": beyond the library's range) gets NaN, and spectral_match leaves that band out
+  // for every reference. (SPy integrates with a 1.5e-7 approximation of erf; std::erf here.)
   const std::size_t nd = wavelength.size();
   SpectralLibrary out;
   out.count = lib.count;
@@ -391,20 +392,26 @@ SpectralLibrary resample_library(const SpectralLibrary& lib, const std::vector<d
   const double kSigmaPerFwhm = 1.0 / (2.0 * std::sqrt(2.0 * std::log(2.0)));
   std::vector<double> w(lib.bands);
   for (std::size_t d = 0; d < nd; ++d) {
-    const double sigma = dst_w[d] * kSigmaPerFwhm;
-    double covered = 0;
+    const double c = wavelength[d], sigma = dst_w[d] * kSigmaPerFwhm;
+    const double lo2 = c - 0.5 * dst_w[d], hi2 = c + 0.5 * dst_w[d];
+    const double k = 1.0 / (sigma * std::sqrt(2.0));
+    double total = 0;
+    bool any = false;
     for (int i = 0; i < lib.bands; ++i) {
-      const double lo = src[i] - 0.5 * src_w[i], hi = src[i] + 0.5 * src_w[i];
-      const double k = 1.0 / (sigma * std::sqrt(2.0));
-      w[i] = 0.5 * (std::erf((hi - wavelength[d]) * k) - std::erf((lo - wavelength[d]) * k));
-      covered += w[i];
+      const double lo1 = src[i] - 0.5 * src_w[i], hi1 = src[i] + 0.5 * src_w[i];
+      w[i] = 0;
+      if ((lo1 < lo2 && hi1 < lo2) || (lo1 > hi2 && hi1 > hi2)) continue;  // no overlap (SPy's test)
+      const double a = std::max(lo1, lo2), b = std::min(hi1, hi2);
+      w[i] = 0.5 * (std::erf((b - c) * k) - std::erf((a - c) * k));
+      total += w[i];
+      any = true;
     }
-    // Overlapping source intervals would count twice; the ratio below normalises either way.
-    if (!(covered >= 0.5)) continue;
+    if (!any || !(total > 0)) continue;  // NaN
     for (int s = 0; s < lib.count; ++s) {
       double acc = 0;
-      for (int i = 0; i < lib.bands; ++i) acc += w[i] * double(lib.spectra[std::size_t(s) * lib.bands + i]);
-      out.spectra[std::size_t(s) * nd + d] = float(acc / covered);
+      for (int i = 0; i < lib.bands; ++i)
+        if (w[i] != 0) acc += w[i] * double(lib.spectra[std::size_t(s) * lib.bands + i]);
+      out.spectra[std::size_t(s) * nd + d] = float(acc / total);
     }
   }
   return out;
