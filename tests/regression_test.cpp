@@ -6,6 +6,7 @@
 #include <fstream>
 #include <string>
 
+#include "spectrasift/envi.hpp"
 #include "spectrasift/error.hpp"
 #include "spectrasift/io.hpp"
 
@@ -91,6 +92,29 @@ TEST_F(Regression, FeaturesKeyCoordinatesBeyondFloatRangeAreAnError) {
 TEST_F(Regression, FeaturesJsonNumberOverflowIsAnError) {
   EXPECT_EQ(read_error(write("overflow.json", R"({"format":1e999})")), ErrorCode::kBadFormat);
   EXPECT_EQ(read_error(write("overflow2.json", json_features("1e999"))), ErrorCode::kBadFormat);
+}
+
+// library_fuzz (CI smoke, 2026-11-29): a .sli whose 'file type' was damaged ("ENVI Spectral Libra" + NULs)
+// escaped the header parser's library check, so 'wavelength = {8}' (1 value) passed for a 4-sample library
+// and read_envi_library returned 1 wavelength for 4 bands. Read as a library, the counts are checked
+// against the samples.
+TEST_F(Regression, SpectralLibraryWavelengthCountIsCheckedAgainstSamples) {
+  write("lib.hdr", std::string("ENVI\nsamples = 4\nlines = 2\nbands = 1\ndata type = 1\nfile type = ENVI Spectral Libra") +
+                       std::string(8, '\0') + "\ninterleave = bsq\nwavelength = {8}\n");
+  const fs::path sli = write("lib.sli", std::string("\x00\x01\x02\x03\x04\x05\x06\x07", 8));
+  try {
+    (void)read_envi_library(sli);
+    ADD_FAILURE() << "a 1-value wavelength list was accepted for a 4-sample library";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kBadFormat) << e.what();
+    EXPECT_NE(std::string(e.what()).find("wavelength"), std::string::npos) << e.what();
+  }
+  // The same library with 4 wavelengths reads.
+  write("lib.hdr", "ENVI\nsamples = 4\nlines = 2\nbands = 1\ndata type = 1\nfile type = ENVI Spectral Library\n"
+                   "interleave = bsq\nwavelength = {400, 500, 600, 700}\n");
+  const SpectralLibrary lib = read_envi_library(sli);
+  EXPECT_EQ(lib.bands, 4);
+  EXPECT_EQ(lib.wavelength.size(), 4u);
 }
 
 }  // namespace

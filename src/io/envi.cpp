@@ -620,6 +620,15 @@ SpectralLibrary read_envi_library(const fs::path& path) {
                              std::to_string(lib.count) + " spectra");
   for (int i = 0; i < lib.count; ++i)
     lib.names.push_back(h.spectra_names.empty() ? "spectrum " + std::to_string(i + 1) : h.spectra_names[i]);
+  // The header parser checks these lengths against the samples only when 'file type' says "ENVI Spectral
+  // Library"; read as a library, the spectral axis is the samples whatever the file type says (found by
+  // library_fuzz: a damaged file type let one wavelength through for 4 samples).
+  for (const auto& [key, list] : {std::pair<const char*, const std::vector<double>*>{"wavelength", &h.wavelength},
+                                  {"fwhm", &h.fwhm}})
+    if (!list->empty() && list->size() != std::size_t(lib.bands))
+      bad(c.header_path(), std::string("'") + key + "' has " + std::to_string(list->size()) +
+                               " values, but the spectral library has " + std::to_string(lib.bands) +
+                               " samples (its spectral axis)");
   lib.wavelength = h.wavelength;
   lib.wavelength_units = h.wavelength_units;
   lib.fwhm = h.fwhm;
