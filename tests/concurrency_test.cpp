@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "image_test_util.hpp"
 #include "spectrasift/context.hpp"
 #include "spectrasift/envi.hpp"
 #include "spectrasift/error.hpp"
@@ -37,26 +38,14 @@
 #include "spectrasift/sift.hpp"
 #include "spectrasift/spectral.hpp"
 
+using spectrasift::test::crop;
+
 namespace {
 
 using namespace spectrasift;
 
 const std::string kData = SPECTRASIFT_TEST_DATA;
 
-/// A w x h crop of a U8 grey image starting at (x0, y0).
-Image crop(const Image& src, int x0, int y0, int w, int h) {
-  Image out;
-  out.width = w;
-  out.height = h;
-  out.channels = src.channels;
-  out.type = src.type;
-  const std::size_t px = std::size_t(src.channels) * bytes_per_sample(src.type);
-  out.data.resize(std::size_t(w) * h * px);
-  for (int y = 0; y < h; ++y)
-    std::memcpy(out.data.data() + std::size_t(y) * w * px,
-                src.data.data() + (std::size_t(y0 + y) * src.width + x0) * px, std::size_t(w) * px);
-  return out;
-}
 
 /// One job's inputs: an image, the same image under a known similarity, a cube and reference pixels.
 struct Job {

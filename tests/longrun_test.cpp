@@ -25,6 +25,7 @@
 #ifdef SPECTRASIFT_HAVE_CUDA
 #include "backend/cuda/bench_support.hpp"
 #endif
+#include "image_test_util.hpp"
 #include "spectrasift/context.hpp"
 #include "spectrasift/envi.hpp"
 #include "spectrasift/error.hpp"
@@ -42,6 +43,8 @@
 #endif
 #endif
 
+using spectrasift::test::crop;
+
 namespace {
 
 using namespace spectrasift;
@@ -56,19 +59,6 @@ double rss_mib() {
   return double(pages_resident) * double(::sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
 }
 
-Image crop(const Image& src, int x0, int y0, int w, int h) {
-  Image out;
-  out.width = w;
-  out.height = h;
-  out.channels = src.channels;
-  out.type = src.type;
-  const std::size_t px = std::size_t(src.channels) * bytes_per_sample(src.type);
-  out.data.resize(std::size_t(w) * h * px);
-  for (int y = 0; y < h; ++y)
-    std::memcpy(out.data.data() + std::size_t(y) * w * px,
-                src.data.data() + (std::size_t(y0 + y) * src.width + x0) * px, std::size_t(w) * px);
-  return out;
-}
 
 int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);
