@@ -528,13 +528,15 @@ int main(int argc, char** argv) {
       auto exact = sized_result(nrefs, o);
       const int exact_reps = quick ? 1 : 3;
       const double t_exact = cuda::bench::resident_compute_ms(ctx, view, prep, o, exact_reps, &exact, true);
-      struct P { const char* name; bool tf32; bool exact; bool fused; };
-      const P paths[] = {{"FP16 fused kernel + exact rescoring", true, false, true},
-                         {"TF32 GEMM (cuBLAS) + exact rescoring", true, false, false},
-                         {"FP32 GEMM (cuBLAS) + exact rescoring", false, false, false},
-                         {"exact FP32 kernel (no GEMM)", false, true, false}};
+      struct P { const char* name; bool tf32; bool exact; bool fused; bool wgmma; };
+      const P paths[] = {{"FP16 fused kernel (wgmma) + exact rescoring", true, false, true, true},
+                         {"FP16 fused kernel (mma.sync) + exact rescoring", true, false, true, false},
+                         {"TF32 GEMM (cuBLAS) + exact rescoring", true, false, false, false},
+                         {"FP32 GEMM (cuBLAS) + exact rescoring", false, false, false, false},
+                         {"exact FP32 kernel (no GEMM)", false, true, false, false}};
       for (const auto& pth : paths) {
         if (pth.fused && m == Metric::kInformationDivergence) continue;  // sid has no fused path
+        if (pth.wgmma && !cuda::bench::fused_wgmma_available(ctx)) continue;  // not an sm_90a build on CC 9.0
         SpectralOptions oo = o;
         oo.allow_tensor_cores = pth.tf32;
         SpectralResult res = exact;
@@ -543,10 +545,12 @@ int main(int argc, char** argv) {
         if (!pth.exact) {
           res = sized_result(nrefs, oo);
           cuda::bench::set_fused_best(ctx, pth.fused);
+          cuda::bench::set_fused_wgmma(ctx, pth.wgmma);
           ms = cuda::bench::resident_compute_ms(ctx, view, prep, oo, reps, &res);
           if (pth.fused) note = " (" + std::to_string(cuda::bench::fused_overflow_pixels(ctx)) +
                                 " pixels had more than 8 keys within the error bound)";
           cuda::bench::set_fused_best(ctx, true);
+          cuda::bench::set_fused_wgmma(ctx, true);
         }
         std::size_t same = 0, same64 = 0;
         for (std::size_t p = 0; p < S * L; ++p) same += res.index[p] == exact.index[p];

@@ -49,11 +49,11 @@ spectrasift_backend_switch(CUDA _cuda_found)
 if(SPECTRASIFT_HAVE_CUDA)
   if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
     set(CMAKE_CUDA_ARCHITECTURES ${SPECTRASIFT_CUDA_ARCH})
-    # "native" needs a GPU at configure time; a machine without one compiles for Hopper.
+    # "native" needs a GPU at configure time; a machine without one compiles for Hopper (90a: with wgmma).
     if(SPECTRASIFT_CUDA_ARCH STREQUAL "native")
       execute_process(COMMAND nvidia-smi -L RESULT_VARIABLE _smi OUTPUT_QUIET ERROR_QUIET)
       if(NOT _smi EQUAL 0)
-        set(CMAKE_CUDA_ARCHITECTURES 90)
+        set(CMAKE_CUDA_ARCHITECTURES 90a)
       endif()
     endif()
   endif()

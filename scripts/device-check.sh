@@ -65,7 +65,7 @@ if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export 
 # ---- build ----
 build_log="$OUT/build.log"; : >"$build_log"
 if ! step configure "$build_log" cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DSPECTRASIFT_WITH_CUDA=ON \
-     -DSPECTRASIFT_CUDA_ARCH=90 -DSPECTRASIFT_WERROR=OFF; then
+     -DSPECTRASIFT_CUDA_ARCH=90a -DSPECTRASIFT_WERROR=OFF; then
   echo "configure failed: see $build_log"; cat "$summary"; exit 1
 fi
 # Build everything; if a target fails, still build and run what can be built.

@@ -24,6 +24,9 @@
 #include "spectrasift/error.hpp"
 #include "spectrasift/spectral.hpp"
 #include "tolerances.hpp"
+#ifdef SPECTRASIFT_HAVE_CUDA
+#include "backend/cuda/bench_support.hpp"
+#endif
 
 namespace spectrasift::test {
 namespace {
@@ -313,7 +316,7 @@ TEST_F(SpectralCuda, Tf32BestMatchesCpuOnRealScene) {
 
 // The fused FP16 kernel (best / threshold of many references with tensor cores) rescores its candidates
 // with the exact formulas: on the real scene its scores and indices are the bits of the FP32 cuBLAS path
-// (also exact rescoring), for ed, sam and scc.
+// (also exact rescoring), for ed, sam and scc; in both its forms (wgmma where built, and mma.sync).
 TEST_F(SpectralCuda, FusedFp16BestEqualsFp32PathBitForBit) {
   const EnviCube cube = open_envi(fs::path(SPECTRASIFT_TEST_DATA) / "hydice_data.hdr");
   const TestCube v = read_values(cube);
@@ -325,7 +328,16 @@ TEST_F(SpectralCuda, FusedFp16BestEqualsFp32PathBitForBit) {
   }
   const SpectralLibrary lib = library_of(spectra);
   Context gpu = make_ctx(Backend::kCuda);
+  std::vector<bool> forms = {false};
+#ifdef SPECTRASIFT_HAVE_CUDA
+  if (cuda::bench::fused_wgmma_available(gpu)) forms.push_back(true);
+#endif
+  for (bool wgmma : forms)
   for (Metric m : {Metric::kEuclidean, Metric::kSpectralAngle, Metric::kCorrelation}) {
+    SCOPED_TRACE(wgmma ? "wgmma" : "mma.sync");
+#ifdef SPECTRASIFT_HAVE_CUDA
+    cuda::bench::set_fused_wgmma(gpu, wgmma);
+#endif
     double median_best = 0;
     for (Reduction r : {Reduction::kBest, Reduction::kThreshold}) {
       SpectralOptions fp16;

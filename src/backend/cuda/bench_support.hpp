@@ -20,6 +20,10 @@ void set_score_block_bytes(Context& ctx, std::size_t bytes);
 void set_register_staging(Context& ctx, bool on);
 /// Many references, best/threshold with tensor cores: the fused FP16 kernel (true, default) or cuBLAS TF32.
 void set_fused_best(Context& ctx, bool on);
+/// The fused kernel's form: wgmma (true, default, where built and supported) or mma.sync (false).
+void set_fused_wgmma(Context& ctx, bool on);
+/// Whether this build and device run the wgmma form (an sm_90a build on a compute capability 9.0 GPU).
+bool fused_wgmma_available(Context& ctx);
 /// Pixels of the last chunk of the last fused FP16 call with more keys within the GEMM error bound than
 /// the candidates it rescores (kBestCandidates, the best keys).
 unsigned long long fused_overflow_pixels(Context& ctx);

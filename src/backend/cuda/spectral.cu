@@ -14,7 +14,9 @@
 //                              vector loads) or spectral_one_ref: native samples straight into the metric
 //   many references, best or   spectral_convert + spectral_best_fp16 (FP16 tensor cores, the best keys kept
 //   threshold, tensor cores    per pixel in registers, no score block) + spectral_rescore (exact scores of
-//   allowed, ed/sam/scc        the few best candidates): kernels/spectral_best_fp16.cuh
+//   allowed, ed/sam/scc        the few best candidates): kernels/spectral_best_fp16.cuh; on an sm_90a build
+//                              and a compute capability 9.0 GPU its wgmma form, spectral_best_wgmma
+//                              (kernels/spectral_best_wgmma.cuh), same candidates contract
 //   kAll, or < kGemmMinRefs    spectral_convert + spectral_multi: exact formulas, references tiled in
 //                              shared memory
 //   many references            spectral_convert + cuBLAS GEMM of the pixels against the references
@@ -39,6 +41,7 @@
 #include "backend/cuda/check.hpp"
 #include "backend/cuda/kernels/spectral.cuh"
 #include "backend/cuda/kernels/spectral_best_fp16.cuh"
+#include "backend/cuda/kernels/spectral_best_wgmma.cuh"
 #include "backend/cuda/state.hpp"
 #include "core/spectral_backend.hpp"
 #include "spectrasift/error.hpp"
@@ -121,6 +124,7 @@ struct Plan {
   int sub_pix = 0;            ///< pixels per GEMM score block
   float* scores_block[2] = {nullptr, nullptr};
   bool fused = false;         ///< best/threshold on the fused FP16 kernel (spectral_best_fp16)
+  bool wgmma = false;         ///< ... in its wgmma form (spectral_best_wgmma: sm_90a build, CC 9.0 device)
   BestFp16Args best;          ///< its operands
   std::size_t best_smem = 0;  ///< its dynamic shared memory
   RescoreRows rescore;        ///< padded reference rows for the exact rescoring
@@ -315,7 +319,13 @@ Plan make_plan(State& st, const detail::CubeView& cube, const detail::PreparedRe
       BestFp16Args& b = pl.best;
       b.count = R;
       b.kh = round_up(n, 16);
-      b.rpad = round_up(R, kBestTileN);
+#if defined(SPECTRASIFT_CUDA_WGMMA)
+      pl.wgmma = st.fused_wgmma && st.props.major == 9 && st.props.minor == 0 &&
+                 best_wgmma_smem(b.kh) <= std::size_t(st.props.sharedMemPerBlockOptin);
+#endif
+      // spectral_best_wgmma streams tiles of kWgTileN rows stored in its shared-memory (core-matrix)
+      // layout; spectral_best_fp16 reads plain rows in tiles of kBestTileN.
+      b.rpad = round_up(R, pl.wgmma ? kWgTileN : kBestTileN);
       double amax = 0;
       for (float v : a) amax = std::max(amax, double(std::abs(v)));
       int e = 0;
@@ -323,10 +333,20 @@ Plan make_plan(State& st, const detail::CubeView& cube, const detail::PreparedRe
       b.ref_exp = amax > 0 ? 15 - e : 0;
       std::vector<__half> ah(std::size_t(b.rpad) * b.kh, __float2half(0.0f));
       std::vector<float> wp(b.rpad, -INFINITY);
+      // Key offsets centred (a constant shift of every key of a pixel keeps the order): the keys' float
+      // rounding, and the wgmma form's packing error, scale with |w|.
+      double wmean = 0;
+      for (int r = 0; r < R; ++r) wmean += w[r];
+      wmean /= R;
+      double wmax_c = 0;
+      for (int r = 0; r < R; ++r) wmax_c = std::max(wmax_c, std::abs(double(w[r]) - wmean));
       for (int r = 0; r < R; ++r) {
-        for (int j = 0; j < n; ++j)
-          ah[std::size_t(r) * b.kh + j] = __float2half_rn(float(std::ldexp(double(a[std::size_t(r) * pl.kpad + j]), b.ref_exp)));
-        wp[r] = w[r];
+        for (int j = 0; j < n; ++j) {
+          const std::size_t at = pl.wgmma ? std::size_t(r / kWgTileN) * kWgTileN * b.kh + wg_core_index(r % kWgTileN, j, b.kh)
+                                          : std::size_t(r) * b.kh + j;
+          ah[at] = __float2half_rn(float(std::ldexp(double(a[std::size_t(r) * pl.kpad + j]), b.ref_exp)));
+        }
+        wp[r] = float(double(w[r]) - wmean);
       }
       auto* dh = st.buffer("spectral.best_refs", sizeof(__half) * ah.size()).as<__half>();
       SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(dh, ah.data(), sizeof(__half) * ah.size(), cudaMemcpyHostToDevice, s));
@@ -340,9 +360,13 @@ Plan make_plan(State& st, const detail::CubeView& cube, const detail::PreparedRe
       // (2^-22 (|x| dmax + wmax)), the exact rescoring's own float sum (2 K 2^-24 |x| rmax), and the absolute
       // error of pixel values below FP16's normal range after scaling (2^-25 / s_x per element, so
       // 2^-24 sqrt(kh) dmax / s_x). (The TF32 path keeps a 4x looser 2^-7: cuBLAS may truncate.)
-      b.margin_a = float(dmax * (std::ldexp(1.0, -9) * (1.0 + pl.kdim * std::ldexp(1.0, -13)) + std::ldexp(1.0, -22)) +
+      // The wgmma form replaces a key's low key_bits mantissa bits (error < 2^(key_bits - 23) |key|, |key| <=
+      // |x| dmax + |w|): twice that for a difference.
+      b.key_bits = pl.wgmma ? best_wgmma_key_bits(b.rpad) : 0;
+      const double packing = pl.wgmma ? std::ldexp(1.0, b.key_bits - 22) : 0.0;
+      b.margin_a = float(dmax * (std::ldexp(1.0, -9) * (1.0 + pl.kdim * std::ldexp(1.0, -13)) + std::ldexp(1.0, -22) + packing) +
                          2.0 * pl.kdim * std::ldexp(1.0, -24) * rmax);
-      b.margin_b = float(wmax * std::ldexp(1.0, -22));
+      b.margin_b = float(wmax_c * (std::ldexp(1.0, -22) + packing));
       b.margin_s = float(std::ldexp(std::sqrt(double(b.kh)) * dmax, -24));
       b.cand = st.buffer("spectral.best_cand", sizeof(int) * chunk_pix * kBestCandidates).as<int>();
       b.ncand = st.buffer("spectral.best_ncand", sizeof(int) * chunk_pix).as<int>();
@@ -350,7 +374,7 @@ Plan make_plan(State& st, const detail::CubeView& cube, const detail::PreparedRe
       b.absmax = counters;
       b.overflows = counters + 1;
       SPECTRASIFT_CUDA_CHECK(cudaMemsetAsync(counters, 0, 2 * sizeof(unsigned), s));
-      pl.best_smem = best_fp16_smem(b.kh);
+      pl.best_smem = pl.wgmma ? best_wgmma_smem(b.kh) : best_fp16_smem(b.kh);
       if (pl.best_smem > std::size_t(st.props.sharedMemPerBlockOptin)) {
         pl.fused = false;  // too many bands for this GPU's shared memory: the cuBLAS path
       }
@@ -526,9 +550,15 @@ void compute_chunk(Plan& pl, const void* d_chunk, int y0, int lines, cudaStream_
     with_metric(refs.metric, [&](auto M) {
       constexpr int kM = decltype(M)::value;
       if constexpr (kM != SPECTRAL_METRIC_SID) {
-        auto best = spectral_best_fp16<kM>;
-        SPECTRASIFT_CUDA_CHECK(cudaFuncSetAttribute(best, cudaFuncAttributeMaxDynamicSharedMemorySize, int(pl.best_smem)));
-        best<<<(npix + kBestTileM - 1) / kBestTileM, kBestThreads, pl.best_smem, s>>>(pl.planes, npix, pl.n, pl.best);
+        if (pl.wgmma) {
+          auto best = spectral_best_wgmma<kM>;
+          SPECTRASIFT_CUDA_CHECK(cudaFuncSetAttribute(best, cudaFuncAttributeMaxDynamicSharedMemorySize, int(pl.best_smem)));
+          best<<<(npix + kWgPixels - 1) / kWgPixels, kWgThreads, pl.best_smem, s>>>(pl.planes, npix, pl.n, pl.best);
+        } else {
+          auto best = spectral_best_fp16<kM>;
+          SPECTRASIFT_CUDA_CHECK(cudaFuncSetAttribute(best, cudaFuncAttributeMaxDynamicSharedMemorySize, int(pl.best_smem)));
+          best<<<(npix + kBestTileM - 1) / kBestTileM, kBestThreads, pl.best_smem, s>>>(pl.planes, npix, pl.n, pl.best);
+        }
         SPECTRASIFT_CUDA_CHECK_LAUNCH();
         spectral_rescore<kM><<<(npix + kBlock / 8 - 1) / (kBlock / 8), kBlock, 0, s>>>(pl.planes, npix, rs, pl.rescore,
                                                                                   pl.best.cand, pl.best.ncand, out);
@@ -879,6 +909,18 @@ void set_register_staging(Context& ctx, bool on) { state(ctx.impl()).register_st
 void set_score_block_bytes(Context& ctx, std::size_t bytes) { state(ctx.impl()).score_block_bytes = bytes; }
 
 void set_fused_best(Context& ctx, bool on) { state(ctx.impl()).fused_best = on; }
+
+void set_fused_wgmma(Context& ctx, bool on) { state(ctx.impl()).fused_wgmma = on; }
+
+bool fused_wgmma_available(Context& ctx) {
+#if defined(SPECTRASIFT_CUDA_WGMMA)
+  const State& st = state(ctx.impl());
+  return st.props.major == 9 && st.props.minor == 0;
+#else
+  (void)ctx;
+  return false;
+#endif
+}
 
 std::size_t device_memory_used_bytes(Context& ctx) {
   State& st = state(ctx.impl());

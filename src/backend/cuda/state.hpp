@@ -73,6 +73,9 @@ struct State {
   /// Best/threshold of many references with tensor cores allowed (ed, sam, scc): the fused FP16 kernel
   /// (spectral_best_fp16 + spectral_rescore, true, the default) or cuBLAS TF32 + spectral_select (false).
   bool fused_best = true;
+  /// The fused kernel in its wgmma form where it exists (sm_90a build, compute capability 9.0; true, the
+  /// default) or the mma.sync form (false; bench comparison).
+  bool fused_wgmma = true;
   /// Ordering-only events (no timing), created on first use and reused.
   std::vector<cudaEvent_t> sync_events;
 

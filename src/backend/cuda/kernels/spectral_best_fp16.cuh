@@ -36,6 +36,7 @@ struct BestFp16Args {
   int rpad = 0;                  ///< count rounded up to kBestTileN
   int kh = 0;                    ///< GEMM inner dimension (used bands) rounded up to 16
   int ref_exp = 0;               ///< s_a = 2^ref_exp
+  int key_bits = 0;              ///< spectral_best_wgmma: low key bits replaced by the key's position
   unsigned* absmax = nullptr;    ///< bits of the chunk's largest finite |value| (spectral_convert)
   float margin_a = 0, margin_b = 0;  ///< the GEMM error bound (see spectral.cu): margin_a |x| + margin_b
   float margin_s = 0;                ///< + margin_s / s_x: subnormal FP16 pixel values
