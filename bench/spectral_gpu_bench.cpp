@@ -14,7 +14,7 @@
 //   3000 refs    best match, TF32 + exact rescoring, FP32 GEMM + rescoring, and the exact kernel; the
 //                fraction of pixels whose best reference equals the exact FP32 kernel's and a float64
 //                CPU computation's (sampled pixels)
-// Usage: spectral_gpu_bench [--dir DIR] [--reps N] [--refs N] [--quick] [--json FILE]
+// Usage: spectral_gpu_bench [--dir DIR] [--reps N] [--refs N] [--quick] [--all-metrics] [--json FILE]
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -324,7 +324,7 @@ int main(int argc, char** argv) {
   fs::path dir = "/tmp/spectrasift_gpu_bench";
   std::string table_path = std::string(SPECTRASIFT_DATA_DIR) + "/../bench/data/abu_urban_2_spectra_256x198.i16";
   int reps = 20, nrefs = 3000;
-  bool quick = false;
+  bool quick = false, all_metrics = false;  // --all-metrics: every metric in the one-reference table also with --quick
   std::string json_path;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -337,8 +337,9 @@ int main(int argc, char** argv) {
     else if (a == "--refs") nrefs = std::stoi(next());
     else if (a == "--spectra") table_path = next();
     else if (a == "--quick") quick = true;
+    else if (a == "--all-metrics") all_metrics = true;
     else if (a == "--json") json_path = next();
-    else { std::fprintf(stderr, "usage: spectral_gpu_bench [--dir DIR] [--reps N] [--refs N] [--quick] [--json FILE]\n"); return 2; }
+    else { std::fprintf(stderr, "usage: spectral_gpu_bench [--dir DIR] [--reps N] [--refs N] [--quick] [--all-metrics] [--json FILE]\n"); return 2; }
   }
   // Watchdog: reports the step every 15 s and ends the program when one step has run for 60 s (a stuck
   // driver call must not eat a device session), after printing what it was doing.
@@ -441,7 +442,7 @@ int main(int argc, char** argv) {
        << fmt(floor_ms * 1e3, 1) << " us; max error against float64 on every 61st pixel (sam: on cos):\n\n"
        << "| metric | interleave | compute (us) | x floor | effective GB/s | identical to bsq | max err vs f64 |\n|---|---|---|---|---|---|---|\n";
     for (Metric m : metrics) {
-      if (quick && m != Metric::kSpectralAngle) continue;
+      if (quick && !all_metrics && m != Metric::kSpectralAngle) continue;
       const auto prep = prepare(ref1, 1, m);
       SpectralOptions o;
       o.metric = m;
@@ -650,6 +651,48 @@ int main(int argc, char** argv) {
     run_e2e(false);
     md << "\n(host read / upload / compute are sums over the chunks; they overlap, so they add up to more than the end-to-end time)\n\n";
     flush();
+    {
+      // Staging sweep: chunk size x store kind x first-chunk ramp (median of 5 after a warm-up).
+      g_stage = "staging sweep";
+      ++g_step;
+      md << "Copy staging sweep (sam, one reference, end to end from a fresh mmap, median of 5; ramp = first chunk 1/8 the size):\n\n"
+         << "| interleave | chunk MiB | stores | ramp | end to end (ms) | x pinned upload | upload sum (ms) | host copy sum (ms) |\n|---|---|---|---|---|---|---|---|\n";
+      const std::vector<int> sizes = quick ? std::vector<int>{4, 8, 16, 32} : std::vector<int>{2, 4, 8, 16, 32};
+      for (const auto& il : ils) {
+        if (il.be || il.il == Interleave::kBil) continue;
+        const fs::path file = dir / (std::string("cube_") + il.name + ".img");
+        for (int mib : sizes)
+          for (bool streaming : {true, false})
+            for (bool ramp : {false, true}) {
+              cuda::bench::set_staging(ctx, std::size_t(mib) << 20, streaming, ramp);
+              SpectralOptions o;
+              o.metric = Metric::kSpectralAngle;
+              o.reduction = Reduction::kBest;
+              std::vector<double> tot, upl, rd;
+              for (int r = 0; r <= 5; ++r) {
+                auto res = sized_result(1, o);
+                const auto t0 = std::chrono::steady_clock::now();
+                Mapping mp(file);
+                cuda::spectral_match(ctx.impl(), view_of(mp.ptr, il.il, false), prep1, o, res, {});
+                const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+                if (r == 0) continue;
+                tot.push_back(ms);
+                upl.push_back(res.times.upload_ms);
+                rd.push_back(res.times.read_ms);
+              }
+              ++g_step;
+              md << "| " << il.name << " | " << mib << " | " << (streaming ? "streaming" : "plain") << " | " << (ramp ? "yes" : "no")
+                 << " | " << fmt(median(tot)) << " | " << fmt(median(tot) / up_ms, 2) << " | " << fmt(median(upl)) << " | "
+                 << fmt(median(rd)) << " |\n";
+              js << "{\"case\":\"staging\",\"interleave\":\"" << il.name << "\",\"chunk_mib\":" << mib << ",\"streaming\":"
+                 << (streaming ? "true" : "false") << ",\"ramp\":" << (ramp ? "true" : "false") << ",\"ms\":" << median(tot) << "}\n";
+            }
+        flush();
+      }
+      cuda::bench::set_staging(ctx, 0, false, false);  // the defaults
+      md << "\n";
+      flush();
+    }
     {
       // many references, end to end (streamed from the file)
       g_stage = "many references, end to end";

@@ -18,6 +18,9 @@ void set_score_block_bytes(Context& ctx, std::size_t bytes);
 /// Staging of the streamed path for BIL/BIP: cudaHostRegister of the mapped file in place (true) or
 /// copies into pinned buffers (false, default). Hung on the H200 machine (see State::register_staging).
 void set_register_staging(Context& ctx, bool on);
+/// Copy staging of the streamed path: raw bytes per chunk (0 = default), non-temporal stores or plain
+/// copies, a first chunk of 1/8 the size (see State::stage_*).
+void set_staging(Context& ctx, std::size_t chunk_bytes, bool streaming, bool ramp);
 /// Many references, best/threshold with tensor cores: the fused FP16 kernel (true, default) or cuBLAS TF32.
 void set_fused_best(Context& ctx, bool on);
 /// The fused kernel's form: wgmma (true, default, where built and supported) or mma.sync (false).

@@ -51,7 +51,7 @@ HostCopyPool::HostCopyPool(int threads) {
 HostCopyPool::~HostCopyPool() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
+    stop_.store(true);
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
@@ -69,30 +69,26 @@ void HostCopyPool::drain(const std::function<void(int)>& fn, int n) {
 void HostCopyPool::worker_loop() {
   unsigned seen = 0;
   for (;;) {
-    // Spin briefly before sleeping: the streaming pipeline hands out a job every few hundred us, and a
+    // Spin before sleeping: the streaming pipeline hands out a job every few hundred us, and a
     // condition-variable wake-up costs tens of microseconds.
-    const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(500);
-    while (generation_.load(std::memory_order_acquire) == seen && std::chrono::steady_clock::now() < spin_until) {
+    const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(2000);
+    while (generation_.load() == seen && !stop_.load() && std::chrono::steady_clock::now() < spin_until) {
+#if defined(__SSE2__)
+      _mm_pause();
+#endif
     }
-    const std::function<void(int)>* job = nullptr;
-    int n = 0;
-    {
+    if (generation_.load() == seen && !stop_.load()) {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stop_ || generation_.load(std::memory_order_acquire) != seen; });
-      if (stop_) return;
-      seen = generation_.load(std::memory_order_acquire);
-      // The job is taken under the lock: a worker that wakes after the job finished sees none.
-      job = job_;
-      n = job_n_;
-      if (!job) continue;
-      ++busy_workers_;
+      sleepers_.fetch_add(1);
+      wake_.wait(lock, [&] { return stop_.load() || generation_.load() != seen; });
+      sleepers_.fetch_sub(1);
     }
-    drain(*job, n);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      --busy_workers_;
-    }
-    done_.notify_all();
+    if (stop_.load()) return;
+    seen = generation_.load();
+    active_.fetch_add(1);
+    const std::function<void(int)>* job = job_.load();
+    if (job) drain(*job, job_n_.load());
+    active_.fetch_sub(1);
   }
 }
 
@@ -102,23 +98,30 @@ void HostCopyPool::parallel_for(int n, const std::function<void(int)>& fn) {
     for (int i = 0; i < n; ++i) fn(i);
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    job_ = &fn;
-    job_n_ = n;
-    next_.store(0, std::memory_order_relaxed);
-    finished_.store(0, std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_release);
+  next_.store(0);
+  finished_.store(0);
+  job_n_.store(n);
+  job_.store(&fn);
+  generation_.fetch_add(1);
+  if (sleepers_.load() > 0) {
+    std::lock_guard<std::mutex> lock(mutex_);  // a sleeper between its check and wait() cannot miss this
+    wake_.notify_all();
   }
-  wake_.notify_all();
   drain(fn, n);
-  // Wait until every index is done and no worker still holds the job.
-  std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [&] { return finished_.load(std::memory_order_acquire) >= n && busy_workers_ == 0; });
-  job_ = nullptr;
+  while (finished_.load() < n) {
+#if defined(__SSE2__)
+    _mm_pause();
+#endif
+  }
+  job_.store(nullptr);  // before waiting for active_ == 0: see the member comment
+  while (active_.load() > 0) {
+#if defined(__SSE2__)
+    _mm_pause();
+#endif
+  }
 }
 
-void HostCopyPool::copy(const std::vector<CopyPiece>& pieces, std::size_t split_bytes) {
+void HostCopyPool::copy(const std::vector<CopyPiece>& pieces, std::size_t split_bytes, bool streaming) {
   split_.clear();
   for (const auto& p : pieces) {
     for (std::size_t off = 0; off < p.bytes; off += split_bytes) {
@@ -126,7 +129,10 @@ void HostCopyPool::copy(const std::vector<CopyPiece>& pieces, std::size_t split_
       split_.push_back({static_cast<char*>(p.dst) + off, static_cast<const char*>(p.src) + off, b});
     }
   }
-  const std::function<void(int)> fn = [this](int i) { copy_streaming(split_[i].dst, split_[i].src, split_[i].bytes); };
+  const std::function<void(int)> fn = [this, streaming](int i) {
+    if (streaming) copy_streaming(split_[i].dst, split_[i].src, split_[i].bytes);
+    else std::memcpy(split_[i].dst, split_[i].src, split_[i].bytes);
+  };
   parallel_for(int(split_.size()), fn);
 }
 

@@ -125,6 +125,7 @@ struct Plan {
   float* scores_block[2] = {nullptr, nullptr};
   bool fused = false;         ///< best/threshold on the fused FP16 kernel (spectral_best_fp16)
   bool wgmma = false;         ///< ... in its wgmma form (spectral_best_wgmma: sm_90a build, CC 9.0 device)
+  bool bip_vector = false;    ///< one reference on BIP, every band used in order, pixels 16-byte aligned
   BestFp16Args best;          ///< its operands
   std::size_t best_smem = 0;  ///< its dynamic shared memory
   RescoreRows rescore;        ///< padded reference rows for the exact rescoring
@@ -231,6 +232,10 @@ Plan make_plan(State& st, const detail::CubeView& cube, const detail::PreparedRe
   // Band indices: BSQ chunks carry the used planes in order.
   std::vector<int> bidx(n);
   for (int j = 0; j < n; ++j) bidx[j] = cube.interleave == Interleave::kBsq ? j : refs.band_index[j];
+  if (pl.one_ref && cube.interleave == Interleave::kBip && n == cube.bands && (std::size_t(cube.bands) * pl.es) % 16 == 0) {
+    pl.bip_vector = true;
+    for (int j = 0; j < n; ++j) pl.bip_vector = pl.bip_vector && bidx[j] == j;
+  }
   pl.band_index = st.buffer("spectral.band_index", sizeof(int) * n).as<int>();
   SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(pl.band_index, bidx.data(), sizeof(int) * n, cudaMemcpyHostToDevice, s));
   pl.v1 = st.buffer("spectral.v1", sizeof(float) * std::size_t(R) * n).as<float>();
@@ -466,6 +471,17 @@ void compute_chunk(Plan& pl, const void* d_chunk, int y0, int lines, cudaStream_
       with_metric(refs.metric, [&](auto M) {
         constexpr int kT = decltype(T)::value, kM = decltype(M)::value;
         if constexpr (kOneRefIntegerPath<kT, kM>) {
+          if (pl.bip_vector && cc.scale == 1.0f) {
+            // BIP with every band used: one pixel per thread, its 8 bands of a round in one vector load
+            // (the same partial sums, hence the same bits, as every other layout).
+            const std::size_t smem_rows = std::size_t(pl.n) * (sizeof(double) + sizeof(float) + sizeof(int));
+            auto kern = cc.has_ignore ? spectral_one_ref_rows<kT, kM, 1, true, true> : spectral_one_ref_rows<kT, kM, 1, false, true>;
+            if (smem_rows > 48 * 1024)
+              SPECTRASIFT_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_rows)));
+            kern<<<(npix + kOneRefRowsBlock - 1) / kOneRefRowsBlock, kOneRefRowsBlock, smem_rows, s>>>(
+                static_cast<const U*>(d_chunk), layout, cc, r, out);
+            return;
+          }
           if (layout.ss == 1 && cc.scale == 1.0f) {
             // BSQ/BIL: V consecutive pixels per thread, one vector load per band (same bits as spectral_one_ref).
             // V = 4 when every run of V samples is aligned (BSQ planes are padded to 8; a BIL row must hold a
@@ -734,9 +750,9 @@ struct RegisteredChunks {
   }
 };
 
-int default_chunk_lines(const detail::CubeView& cube, int n) {
+int default_chunk_lines(const detail::CubeView& cube, int n, std::size_t chunk_bytes) {
   const std::size_t line = chunk_travel_bytes(cube, 1, n, std::size_t(spectral_sample_size(int(cube.type))));
-  return int(std::max<std::size_t>(1, kDefaultChunkBytes / std::max<std::size_t>(1, line)));
+  return int(std::max<std::size_t>(1, (chunk_bytes ? chunk_bytes : kDefaultChunkBytes) / std::max<std::size_t>(1, line)));
 }
 
 }  // namespace
@@ -746,7 +762,7 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
   const auto t_start = Clock::now();
   State& st = state(ctx);
   st.activate();
-  const int lines = options.chunk_lines > 0 ? options.chunk_lines : default_chunk_lines(cube, refs.used_bands);
+  const int lines = options.chunk_lines > 0 ? options.chunk_lines : default_chunk_lines(cube, refs.used_bands, st.stage_chunk_bytes);
   Plan pl = make_plan(st, cube, refs, options, lines, false);
   check_result_sizes(result, pl);
   HostCopyPool& pool = st.host_copy_pool(ctx.cpu_threads());
@@ -756,25 +772,41 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
           "exact multi-reference kernel") + ", " + std::to_string(pl.nchunks) + " chunks of " +
           std::to_string(pl.chunk_lines) + " lines");
 
-  // Double buffers: pinned staging and device chunks; events say when each may be reused.
-  PinnedBuffer* pin[2] = {&st.pinned_buffer("spectral.stage0", pl.chunk_bytes), &st.pinned_buffer("spectral.stage1", pl.chunk_bytes)};
+  RegisteredChunks reg(st, pl, st.register_staging && cube.interleave != Interleave::kBsq);
+  // The chunks: whole chunk_lines each, except (copy staging, ramp on) the first three, of 1/8, 1/4 and 1/2
+  // of that: the first upload, which nothing overlaps, starts sooner, and the host copy (~97 GB/s on the
+  // H200 machine) of a chunk twice the size still keeps pace with the upload (~55 GB/s) of the one before.
+  std::vector<int> starts;
+  {
+    int y = 0;
+    if (!reg.on && st.stage_ramp && pl.nchunks > 1)
+      for (int div = 8; div > 1 && y < cube.lines; div /= 2) starts.push_back(y), y += std::max(1, pl.chunk_lines / div);
+    for (; y < cube.lines; y += pl.chunk_lines) starts.push_back(y);
+    starts.push_back(cube.lines);
+  }
+  const int nchunks = int(starts.size()) - 1;
+  // Pinned staging: a ring of kStages buffers, so that the host copy runs up to kStages - 1 chunks ahead of
+  // the uploads (with two, every copy waited for the upload before last and the DMA engine idled between
+  // chunks); device chunks: double buffers. Events say when each may be reused.
+  constexpr int kStages = 4;
+  PinnedBuffer* pin[kStages];
+  for (int i = 0; i < kStages; ++i) pin[i] = &st.pinned_buffer("spectral.stage" + std::to_string(i), pl.chunk_bytes);
   DeviceBuffer* dev[2] = {&st.buffer("spectral.chunk0", pl.chunk_bytes), &st.buffer("spectral.chunk1", pl.chunk_bytes)};
   // Events per chunk k: 4k upload start, 4k+1 upload end, 4k+2 compute start, 4k+3 compute end.
-  for (int i = 0; i < 4 * pl.nchunks; ++i) st.event(std::size_t(i));
+  for (int i = 0; i < 4 * nchunks; ++i) st.event(std::size_t(i));
   SPECTRASIFT_CUDA_CHECK(cudaStreamSynchronize(st.compute));  // references uploaded, pads cleared
 
   const PinnedResult pres = pinned_result(pl);
   double read_ms = 0, download_ms = 0;
   std::vector<CopyPiece> pieces;
-  RegisteredChunks reg(st, pl, st.register_staging && cube.interleave != Interleave::kBsq);
   if (reg.on) {
     const auto t_read = Clock::now();
     reg.on = reg.add(0);  // refused (no support, or a mapping the driver cannot lock): copy staging
     read_ms += ms_since(t_read);
   }
-  for (int c = 0; c < pl.nchunks; ++c) {
-    const int y0 = c * pl.chunk_lines;
-    const int nl = std::min(pl.chunk_lines, cube.lines - y0);
+  for (int c = 0; c < nchunks; ++c) {
+    const int y0 = starts[c];
+    const int nl = starts[c + 1] - y0;
     const int b = c % 2;
     const void* src = nullptr;
     std::size_t bytes = 0;
@@ -790,13 +822,14 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
       read_ms += ms_since(t_read);
     }
     if (!src) {
-      if (c >= 2) SPECTRASIFT_CUDA_CHECK(cudaEventSynchronize(st.event(4 * (c - 2) + 1)));  // staging b was uploaded
+      const int sb = c % kStages;
+      if (c >= kStages) SPECTRASIFT_CUDA_CHECK(cudaEventSynchronize(st.event(4 * (c - kStages) + 1)));  // staging sb was uploaded
       const auto t_read = Clock::now();
-      chunk_pieces(pl, y0, nl, pin[b]->ptr, pieces);
+      chunk_pieces(pl, y0, nl, pin[sb]->ptr, pieces);
       bytes = chunk_travel_bytes(cube, nl, pl.n, pl.es);  // BSQ: with the plane padding
-      pool.copy(pieces);
+      pool.copy(pieces, std::size_t(1) << 18, st.stage_streaming);
       read_ms += ms_since(t_read);
-      src = pin[b]->ptr;
+      src = pin[sb]->ptr;
     }
     if (c >= 2) SPECTRASIFT_CUDA_CHECK(cudaStreamWaitEvent(st.copy, st.event(4 * (c - 2) + 3), 0));  // device b consumed
     SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(4 * c), st.copy));
@@ -840,7 +873,7 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
     download_ms += ms_since(t_dl);
   }
   double upload_ms = 0, compute_ms = 0;
-  for (int c = 0; c < pl.nchunks; ++c) {
+  for (int c = 0; c < nchunks; ++c) {
     upload_ms += ms_between(st.event(4 * c), st.event(4 * c + 1));
     compute_ms += ms_between(st.event(4 * c + 2), st.event(4 * c + 3));
   }
@@ -909,6 +942,13 @@ void set_register_staging(Context& ctx, bool on) { state(ctx.impl()).register_st
 void set_score_block_bytes(Context& ctx, std::size_t bytes) { state(ctx.impl()).score_block_bytes = bytes; }
 
 void set_fused_best(Context& ctx, bool on) { state(ctx.impl()).fused_best = on; }
+
+void set_staging(Context& ctx, std::size_t chunk_bytes, bool streaming, bool ramp) {
+  State& st = state(ctx.impl());
+  st.stage_chunk_bytes = chunk_bytes;
+  st.stage_streaming = streaming;
+  st.stage_ramp = ramp;
+}
 
 void set_fused_wgmma(Context& ctx, bool on) { state(ctx.impl()).fused_wgmma = on; }
 

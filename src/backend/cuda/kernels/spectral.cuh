@@ -243,9 +243,11 @@ template <class Raw, int V> struct alignas(V * sizeof(Raw)) SampleVec {
   Raw v[V];
 };
 
-/* spectral_one_ref_rows<kType, kMetric, V, kIgnore>: the one-reference pass for BSQ and BIL chunks (the samples of
- * a band are contiguous, layout.ss == 1) of small-integer cubes without a scale factor (the caller checks
- * kOneRefIntegerPath and cube.scale == 1). Launch: grid ceil(npix / (64 V)), block 64, V CONSECUTIVE
+/* spectral_one_ref_rows<kType, kMetric, V, kIgnore, kBandVec>: the one-reference pass for BSQ and BIL chunks (the
+ * samples of a band are contiguous, layout.ss == 1) of small-integer cubes without a scale factor (the caller
+ * checks kOneRefIntegerPath and cube.scale == 1). kBandVec (V = 1): the BIP form, one pixel per thread whose
+ * 8 bands of a round (= the 8 band groups) come in one aligned vector load; the caller checks that every band
+ * is used in stored order and that a pixel's samples start 16-byte aligned (bands * sample size % 16 == 0). Launch: grid ceil(npix / (64 V)), block 64, V CONSECUTIVE
  * PIXELS PER THREAD, dynamic shared memory n * 16 bytes (the reference row in double and float, the band
  * indices). The caller guarantees alignment: layout.bs is a multiple of V (BSQ planes are padded to 8
  * samples) and, for BIL, samples % V == 0, so that each band's V samples are one aligned vector load and
@@ -257,11 +259,12 @@ template <class Raw, int V> struct alignas(V * sizeof(Raw)) SampleVec {
  * (no conversion unit, integer sums of p and p^2 with the 64-bit adds amortised, the no-data test only
  * when the cube has an ignore value: kIgnore). Blocks are small (64 threads) so that the
  * whole grid is resident at once on a large GPU: no tail wave. */
-template <int kType, int kMetric, int V, bool kIgnore>
+template <int kType, int kMetric, int V, bool kIgnore, bool kBandVec = false>
 __global__ void __launch_bounds__(kOneRefRowsBlock) spectral_one_ref_rows(
     const typename Storage<kType>::type* __restrict__ chunk, ChunkLayout layout, CubeConst cube, OneRef ref,
     OutView out) {
   static_assert(kOneRefIntegerPath<kType, kMetric>, "spectral_one_ref_rows: small-integer cubes only");
+  static_assert(!kBandVec || V == 1, "spectral_one_ref_rows: the band-vector form takes one pixel per thread");
   using Raw = typename Storage<kType>::type;
   using Vec = SampleVec<Raw, V>;
   extern __shared__ double smem_d[];
@@ -278,7 +281,7 @@ __global__ void __launch_bounds__(kOneRefRowsBlock) spectral_one_ref_rows(
   const int p0 = (blockIdx.x * blockDim.x + threadIdx.x) * V;
   if (p0 >= cube.npix) return;
   const int yl = p0 / cube.samples, x = p0 - yl * cube.samples;
-  const Raw* px = chunk + (long long)yl * layout.ls + x;
+  const Raw* px = chunk + (long long)yl * layout.ls + (long long)x * layout.ss;
   const int n = ref.n;
   constexpr int G = kOneRefGroups;
   constexpr bool kEd = kMetric == SPECTRAL_METRIC_ED;
@@ -308,9 +311,22 @@ __global__ void __launch_bounds__(kOneRefRowsBlock) spectral_one_ref_rows(
   }
   for (int j0 = 0; j0 < n; j0 += G) {
     Vec raw[G];
+    if constexpr (kBandVec) {
+      // BIP, every band used in stored order: the 8 bands of a round are one aligned vector load.
+      using Round = SampleVec<Raw, G>;
+      static_assert(sizeof(Round) == sizeof(raw), "one round = G samples");
+      if (j0 + G <= n) {
+        *reinterpret_cast<Round*>(raw) = *reinterpret_cast<const Round*>(px + j0);
+      } else {
 #pragma unroll
-    for (int e = 0; e < G; ++e)
-      if (j0 + e < n) raw[e] = *reinterpret_cast<const Vec*>(px + (long long)bidx[j0 + e] * layout.bs);
+        for (int e = 0; e < G; ++e)
+          if (j0 + e < n) raw[e].v[0] = px[j0 + e];
+      }
+    } else {
+#pragma unroll
+      for (int e = 0; e < G; ++e)
+        if (j0 + e < n) raw[e] = *reinterpret_cast<const Vec*>(px + (long long)bidx[j0 + e] * layout.bs);
+    }
     int s1r[V];         // sums of up to 8 samples: exact in int
     unsigned s2r[V];    // sums of kSqPerWord squares
 #pragma unroll
@@ -437,7 +453,7 @@ __global__ void __launch_bounds__(kBlock) spectral_convert_rows(const typename S
   const int p0 = (blockIdx.x * blockDim.x + threadIdx.x) * V;
   if (p0 >= cube.npix) return;
   const int yl = p0 / cube.samples, x = p0 - yl * cube.samples;
-  const Raw* px = chunk + (long long)yl * layout.ls + x;
+  const Raw* px = chunk + (long long)yl * layout.ls + (long long)x * layout.ss;
   long long s1[V];
   unsigned long long s2[V];
   int ignored = 0, amax = 0;
