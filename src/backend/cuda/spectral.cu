@@ -576,7 +576,7 @@ void compute_chunk(Plan& pl, const void* d_chunk, int y0, int lines, cudaStream_
           best<<<(npix + kBestTileM - 1) / kBestTileM, kBestThreads, pl.best_smem, s>>>(pl.planes, npix, pl.n, pl.best);
         }
         SPECTRASIFT_CUDA_CHECK_LAUNCH();
-        spectral_rescore<kM><<<(npix + kBlock / 8 - 1) / (kBlock / 8), kBlock, 0, s>>>(pl.planes, npix, rs, pl.rescore,
+        spectral_rescore<kM><<<(npix + kBlock / kBestCandidates - 1) / (kBlock / kBestCandidates), kBlock, 0, s>>>(pl.planes, npix, rs, pl.rescore,
                                                                                   pl.best.cand, pl.best.ncand, out);
         SPECTRASIFT_CUDA_CHECK_LAUNCH();
       }

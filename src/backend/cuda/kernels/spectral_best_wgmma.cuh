@@ -136,7 +136,7 @@ __device__ __forceinline__ unsigned long long wg_entry(float key, int ref) {
  * Cheap top-2: a key's low `key_bits` mantissa bits are replaced by its position in the holder's sequence
  * (4 per tile), so that a top-2 update is three min/max with no index to carry (the positions decode to
  * reference indices at the end). This moves a key by < 2^(key_bits - 23) of its magnitude; spectral.cu adds
- * that to the margin. The selection: 2 threads per pixel, 16 entries each in registers, 8 rounds of "take
+ * that to the margin. The selection: 2 threads per pixel, 16 entries each in registers, kBestCandidates rounds of "take
  * the larger of the two threads' best". */
 template <int kMetric>
 __global__ void __launch_bounds__(kWgThreads, 1)
