@@ -468,6 +468,30 @@ int main(int argc, char** argv) {
     }
     md << "\n";
     flush();
+    if (!quick || all_metrics) {
+      g_stage = "one reference, pixels per thread";
+      ++g_step;
+      md << "One reference, BSQ/BIL kernel by pixels per thread (V), device compute with the cube resident (median of " << reps
+         << "):\n\n| metric | interleave | V = 4 (us) | V = 2 (us) | V = 1 (us) |\n|---|---|---|---|---|\n";
+      for (Metric m : {Metric::kSpectralAngle, Metric::kEuclidean, Metric::kCorrelation}) {
+        const auto prep = prepare(ref1, 1, m);
+        SpectralOptions o;
+        o.metric = m;
+        o.reduction = Reduction::kBest;
+        for (const auto& il : ils) {
+          if (il.il == Interleave::kBip) continue;
+          md << "| " << metric_name(m) << " | " << il.name;
+          for (int v : {4, 2, 1}) {
+            cuda::bench::set_one_ref_pixels(ctx, v);
+            md << " | " << fmt(cuda::bench::resident_compute_ms(ctx, view_of(il.data, il.il, il.be), prep, o, reps) * 1e3, 1);
+          }
+          md << " |\n";
+        }
+      }
+      cuda::bench::set_one_ref_pixels(ctx, 4);
+      md << "\n";
+      flush();
+    }
 
     // ---- many references ----
     g_stage = "many references, resident";

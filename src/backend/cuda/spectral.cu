@@ -486,7 +486,8 @@ void compute_chunk(Plan& pl, const void* d_chunk, int y0, int lines, cudaStream_
             // BSQ/BIL: V consecutive pixels per thread, one vector load per band (same bits as spectral_one_ref).
             // V = 4 when every run of V samples is aligned (BSQ planes are padded to 8; a BIL row must hold a
             // multiple of V samples), else 2 or 1.
-            const int v = vector_pixels(cube, 4);  // 8 needed ~200 registers and ran slower on the H200
+            // 8 needed ~200 registers and ran slower on the H200. State::one_ref_pixels caps V (bench knob).
+            const int v = vector_pixels(cube, pl.st->one_ref_pixels);
             const std::size_t smem_rows = std::size_t(pl.n) * (sizeof(double) + sizeof(float) + sizeof(int));
             auto launch = [&](auto k_plain, auto k_ignore, int vv) {
               auto kern = cc.has_ignore ? k_ignore : k_plain;
@@ -951,6 +952,8 @@ void set_staging(Context& ctx, std::size_t chunk_bytes, bool streaming, bool ram
 }
 
 void set_fused_wgmma(Context& ctx, bool on) { state(ctx.impl()).fused_wgmma = on; }
+
+void set_one_ref_pixels(Context& ctx, int v) { state(ctx.impl()).one_ref_pixels = v; }
 
 bool fused_wgmma_available(Context& ctx) {
 #if defined(SPECTRASIFT_CUDA_WGMMA)
