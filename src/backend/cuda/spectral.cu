@@ -774,9 +774,10 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
           std::to_string(pl.chunk_lines) + " lines");
 
   RegisteredChunks reg(st, pl, st.register_staging && cube.interleave != Interleave::kBsq);
-  // The chunks: whole chunk_lines each, except (copy staging, ramp on) the first three, of 1/8, 1/4 and 1/2
-  // of that: the first upload, which nothing overlaps, starts sooner, and the host copy (~97 GB/s on the
-  // H200 machine) of a chunk twice the size still keeps pace with the upload (~55 GB/s) of the one before.
+  // The chunks: whole chunk_lines each, except (copy staging, State::stage_ramp) the first three, of 1/8, 1/4
+  // and 1/2 of that, so that the first upload, which nothing overlaps, starts sooner (the host copy, ~97 GB/s
+  // on the H200 machine, of a chunk twice the size keeps pace with the ~55 GB/s upload of the one before).
+  // Measured 0.03-0.1 ms slower there than whole chunks (bench/NOTES.md step 24): off by default.
   std::vector<int> starts;
   {
     int y = 0;
