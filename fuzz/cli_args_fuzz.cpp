@@ -1,6 +1,6 @@
-// Fuzz target: command-line parsing of every subcommand (numbers, lists, enumerations, flags), exactly as
-// main() builds the parser: the app's subcommand files are linked in and main.cpp is compiled with its
-// main() renamed (see CMakeLists.txt), so nothing of the app had to be refactored. The input is split at
+// Fuzz target: command-line parsing of every subcommand (numbers, lists, enumerations, flags), with the
+// parser main() uses (cli::build_app): the app's files are linked in, main.cpp compiled with its main()
+// renamed (see CMakeLists.txt). The input is split at
 // NUL bytes into argv words. Only parsing runs (the chosen action is never called): a malformed argument
 // must end in CLI::Error / spectrasift::Error, as main() expects, never in another exception or a crash.
 // spectral --ref-pixel "X,Y" is checked at parse time (cli::parse_pixel_xy); every word is also fed to
@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "cli.hpp"
-#include "spectrasift/context.hpp"
 #include "spectrasift/error.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -32,16 +31,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<std::string> reversed(args.rbegin(), args.rend());
 
   CLI::App app{"spectrasift"};
-  app.set_version_flag("--version", std::string("spectrasift ") + version());
-  app.require_subcommand(1);
   cli::GlobalOptions global;
   cli::Action action;
-  cli::add_devices_command(app, global, action);
-  cli::add_sift_command(app, global, action);
-  cli::add_match_command(app, global, action);
-  cli::add_register_command(app, global, action);
-  cli::add_spectral_command(app, global, action);
-  cli::add_demo_command(app, global, action);
+  cli::build_app(app, global, action);  // the parser of main.cpp
   for (const auto& w : args) {
     try {
       const auto xy = cli::parse_pixel_xy(w);

@@ -39,6 +39,9 @@ void add_match_command(CLI::App& app, GlobalOptions& g, Action& action);
 void add_register_command(CLI::App& app, GlobalOptions& g, Action& action);
 void add_spectral_command(CLI::App& app, GlobalOptions& g, Action& action);
 void add_demo_command(CLI::App& app, GlobalOptions& g, Action& action);
+/// The whole command line: --version, one required subcommand, every subcommand above (main.cpp; the
+/// cli_args fuzzer builds the same parser with it).
+void build_app(CLI::App& app, GlobalOptions& g, Action& action);
 
 /// Parses a pixel position "X,Y" (two decimal integers in int range, nothing else; spaces around the numbers
 /// are allowed). Throws Error(kInvalidArgument) quoting the text otherwise. Used by spectral --ref-pixel.

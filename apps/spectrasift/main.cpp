@@ -83,21 +83,25 @@ void Progress::done() {
   enabled_ = false;
 }
 
+void build_app(CLI::App& app, GlobalOptions& g, Action& action) {
+  app.set_version_flag("--version", std::string("spectrasift ") + version());
+  app.require_subcommand(1);
+  add_devices_command(app, g, action);
+  add_sift_command(app, g, action);
+  add_match_command(app, g, action);
+  add_register_command(app, g, action);
+  add_spectral_command(app, g, action);
+  add_demo_command(app, g, action);
+}
+
 }  // namespace spectrasift::cli
 
 int main(int argc, char** argv) {
   using namespace spectrasift;
   CLI::App app{"spectrasift: SIFT feature registration and hyperspectral spectral matching on CUDA, OpenCL and CPUs"};
-  app.set_version_flag("--version", std::string("spectrasift ") + version());
-  app.require_subcommand(1);
   cli::GlobalOptions global;
   cli::Action action;
-  cli::add_devices_command(app, global, action);
-  cli::add_sift_command(app, global, action);
-  cli::add_match_command(app, global, action);
-  cli::add_register_command(app, global, action);
-  cli::add_spectral_command(app, global, action);
-  cli::add_demo_command(app, global, action);
+  cli::build_app(app, global, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
