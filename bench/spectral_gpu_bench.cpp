@@ -38,6 +38,7 @@
 
 #include "core/spectral_backend.hpp"
 #include "spectrasift/context.hpp"
+#include "spectrasift/envi.hpp"
 #include "spectrasift/error.hpp"
 #include "spectrasift/spectral.hpp"
 #ifdef SPECTRASIFT_HAVE_CUDA
@@ -187,65 +188,14 @@ detail::CubeView view_of(const void* data, Interleave il, bool big_endian) {
 }
 
 /// The references in the metric's input form (numeric/spectral_metrics.h section 3), in double.
-detail::PreparedReferences prepare(const std::vector<float>& raw, int count, Metric m) {
-  detail::PreparedReferences p;
-  p.count = count;
-  p.used_bands = kBands;
-  p.metric = m;
-  p.band_index.resize(kBands);
-  for (int b = 0; b < kBands; ++b) p.band_index[b] = b;
-  p.values.resize(std::size_t(count) * kBands);
-  if (m == Metric::kInformationDivergence) p.values2.resize(p.values.size());
-  p.norm.resize(count);
-  p.mean.resize(count);
-  p.constant.resize(count);
-  for (int i = 0; i < count; ++i) {
-    const float* r = raw.data() + std::size_t(i) * kBands;
-    float* v = p.values.data() + std::size_t(i) * kBands;
-    double sum = 0, sum2 = 0;
-    for (int b = 0; b < kBands; ++b) { sum += r[b]; sum2 += double(r[b]) * r[b]; }
-    const double mean = sum / kBands;
-    p.mean[i] = float(mean);
-    switch (m) {
-      case Metric::kEuclidean:
-        for (int b = 0; b < kBands; ++b) v[b] = r[b];
-        p.constant[i] = sum2;
-        p.norm[i] = float(std::sqrt(sum2));
-        break;
-      case Metric::kSpectralAngle: {
-        const double n = std::sqrt(sum2);
-        for (int b = 0; b < kBands; ++b) v[b] = float(r[b] / n);
-        p.constant[i] = n;
-        p.norm[i] = float(n);
-        break;
-      }
-      case Metric::kCorrelation: {
-        double c2 = 0;
-        for (int b = 0; b < kBands; ++b) c2 += (r[b] - mean) * (r[b] - mean);
-        const double n = std::sqrt(c2);
-        for (int b = 0; b < kBands; ++b) v[b] = float((r[b] - mean) / n);
-        p.constant[i] = n;
-        p.norm[i] = float(n);
-        break;
-      }
-      case Metric::kInformationDivergence: {
-        double s = 0;
-        for (int b = 0; b < kBands; ++b) s += std::max(double(r[b]), 1e-12);
-        double c = 0;
-        float* v2 = p.values2.data() + std::size_t(i) * kBands;
-        for (int b = 0; b < kBands; ++b) {
-          const double bb = std::max(double(r[b]), 1e-12) / s;
-          v[b] = float(bb);
-          v2[b] = float(std::log(bb));
-          c += bb * std::log(bb);
-        }
-        p.constant[i] = c;
-        p.norm[i] = float(s);
-        break;
-      }
-    }
-  }
-  return p;
+/// The references as the library prepares them for `cube` (detail::prepare_references: used bands,
+/// normalisation, per-reference constants), from raw float spectra of kBands values each.
+detail::PreparedReferences prepare(const EnviCube& cube, const std::vector<float>& raw, int count, Metric m) {
+  SpectralLibrary lib;
+  lib.count = count;
+  lib.bands = kBands;
+  lib.spectra.assign(raw.begin(), raw.begin() + std::ptrdiff_t(count) * kBands);
+  return detail::prepare_references(cube, lib, m);
 }
 
 SpectralResult sized_result(int refs, const SpectralOptions& o) {
@@ -406,6 +356,7 @@ int main(int argc, char** argv) {
       for (int b = 0; b < kBands; ++b) ref1[b] = float(acc[b] / 81.0);
     }
     write_file(dir / "ref1.f32", ref1.data(), ref1.size() * 4);
+    const EnviCube hdr_cube = open_envi(dir / "cube_bsq.hdr");  // what prepare() prepares the references for
     std::printf("cube: %d samples x %d lines x %d bands int16 (%.1f MB), synthetic from real AVIRIS spectra; %d refs\n",
                 kSamples, kLines, kBands, cube_bytes / 1e6, nrefs);
 
@@ -443,7 +394,7 @@ int main(int argc, char** argv) {
        << "| metric | interleave | compute (us) | x floor | effective GB/s | identical to bsq | max err vs f64 |\n|---|---|---|---|---|---|---|\n";
     for (Metric m : metrics) {
       if (quick && !all_metrics && m != Metric::kSpectralAngle) continue;
-      const auto prep = prepare(ref1, 1, m);
+      const auto prep = prepare(hdr_cube, ref1, 1, m);
       SpectralOptions o;
       o.metric = m;
       o.reduction = Reduction::kBest;
@@ -474,7 +425,7 @@ int main(int argc, char** argv) {
       md << "One reference, BSQ/BIL kernel by pixels per thread (V), device compute with the cube resident (median of " << reps
          << "):\n\n| metric | interleave | V = 4 (us) | V = 2 (us) | V = 1 (us) |\n|---|---|---|---|---|\n";
       for (Metric m : {Metric::kSpectralAngle, Metric::kEuclidean, Metric::kCorrelation}) {
-        const auto prep = prepare(ref1, 1, m);
+        const auto prep = prepare(hdr_cube, ref1, 1, m);
         SpectralOptions o;
         o.metric = m;
         o.reduction = Reduction::kBest;
@@ -505,7 +456,7 @@ int main(int argc, char** argv) {
       many_stage = std::string("many references, resident, ") + metric_name(m);
       g_stage = many_stage.c_str();
       ++g_step;
-      const auto prep = prepare(refs_raw, nrefs, m);
+      const auto prep = prepare(hdr_cube, refs_raw, nrefs, m);
       SpectralOptions o;
       o.metric = m;
       o.reduction = Reduction::kBest;
@@ -593,7 +544,7 @@ int main(int argc, char** argv) {
     md << "\nScore block sweep of the cuBLAS TF32 path (sam, best of " << nrefs << ", resident bsq):";
     if (!quick) {
       cuda::bench::set_fused_best(ctx, false);
-      const auto prep = prepare(refs_raw, nrefs, Metric::kSpectralAngle);
+      const auto prep = prepare(hdr_cube, refs_raw, nrefs, Metric::kSpectralAngle);
       SpectralOptions o;
       o.metric = Metric::kSpectralAngle;
       o.reduction = Reduction::kBest;
@@ -613,7 +564,7 @@ int main(int argc, char** argv) {
     md << "One reference (sam, best), end to end from a fresh mmap of the file in the page cache (median of " << e2e_reps
        << "), against the pinned upload of the raw cube " << fmt(up_ms) << " ms:\n\n"
        << "| interleave | staging | chunk lines | end to end (ms) | x pinned upload | host read (ms) | upload (ms) | compute (ms) | download (ms) |\n|---|---|---|---|---|---|---|---|---|\n";
-    const auto prep1 = prepare(ref1, 1, Metric::kSpectralAngle);
+    const auto prep1 = prepare(hdr_cube, ref1, 1, Metric::kSpectralAngle);
     auto run_e2e = [&](bool regst_pass) {
       const auto& prep = prep1;
       std::vector<int> chunks = {0, 16, 32, 64, 128};
@@ -721,7 +672,7 @@ int main(int argc, char** argv) {
       // many references, end to end (streamed from the file)
       g_stage = "many references, end to end";
       ++g_step;
-      const auto prep = prepare(refs_raw, nrefs, Metric::kSpectralAngle);
+      const auto prep = prepare(hdr_cube, refs_raw, nrefs, Metric::kSpectralAngle);
       SpectralOptions o;
       o.metric = Metric::kSpectralAngle;
       o.reduction = Reduction::kBest;
