@@ -3,8 +3,8 @@
 // epilogue of one reference tile runs while the tensor cores work on the next.
 //
 // Why a second kernel: spectral_best_fp16 (mma.sync) issues ~9 instructions per mma, and its per-key epilogue
-// competes with the mma and ldmatrix instructions for the same issue slots (Nsight Compute: IPC 1.44, tensor
-// pipe ~25 % busy; bench/NOTES.md). wgmma is asynchronous: one instruction multiplies a 64 x 16 pixel slice by a
+// competes with the mma and ldmatrix instructions for the same issue slots while per-tile barriers keep every
+// warp in the same phase (Nsight Compute: 9.3 instructions per mma, IPC 1.44; bench/NOTES.md step 18). wgmma is asynchronous: one instruction multiplies a 64 x 16 pixel slice by a
 // 64 x 16 reference slice straight from shared memory, the warpgroup goes on with the previous tile's
 // epilogue, and waits only when it needs the next accumulators. Compiled only for sm_90a (the "a" targets
 // carry wgmma); spectral.cu falls back to spectral_best_fp16 elsewhere.
@@ -24,7 +24,7 @@ constexpr int kWgPixels = 256;   ///< pixels per block (4 warpgroups x 64 rows, 
 constexpr int kWgTileN = 64;     ///< references per streamed tile (one m64n64k16 per warpgroup and 16 bands)
 constexpr int kWgStages = 3;     ///< reference tiles in flight (the one being loaded, the one in the MMA, the one whose MMA may still run)
 constexpr int kWgThreads = 512;  ///< 4 warpgroups
-constexpr int kWgSplit = 4;      ///< KeyTops per pixel and thread (column parity x column half): 16 holders per pixel
+constexpr int kWgSplit = 4;      ///< top-2 pairs per pixel and thread (column parity x column half): 16 holders per pixel
 constexpr int kWgHolders = 4 * kWgSplit;
 
 /// Dynamic shared memory of spectral_best_wgmma for kh halves per row (no padding: the operands are in the
@@ -37,7 +37,7 @@ __host__ __device__ inline std::size_t best_wgmma_tiles_bytes(int kh) {
 inline std::size_t best_wgmma_smem(int kh) { return best_wgmma_tiles_bytes(kh) + kWgStages * 8; }  // + mbarriers
 
 /// Low mantissa bits of a key that carry its position in the kernel's key sequence (see spectral_best_wgmma):
-/// each KeyTop sees 4 keys per reference tile.
+/// each top-2 pair sees 4 keys per reference tile.
 inline int best_wgmma_key_bits(int rpad) {
   int bits = 1;
   while ((1 << bits) < (rpad / kWgTileN) * 4) ++bits;
