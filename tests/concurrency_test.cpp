@@ -46,7 +46,6 @@ using namespace spectrasift;
 
 const std::string kData = SPECTRASIFT_TEST_DATA;
 
-
 /// One job's inputs: an image, the same image under a known similarity, a cube and reference pixels.
 struct Job {
   Image fixed, moving;

@@ -67,6 +67,24 @@ __device__ __forceinline__ int pixel_exp(const unsigned* absmax) {
   return max(-100, min(100, 15 - e));
 }
 
+/// Whether chunk pixel p can be ranked at all, and its candidates' margin (times the accumulator scale in the kernels):
+/// no-data pixels, sam without a positive finite norm and scc without a positive finite variance score NaN
+/// against every reference and get no candidates.
+template <int kMetric>
+__device__ __forceinline__ bool fused_pixel_live(const PixelPlanes& planes, int p, int n, const BestFp16Args& args,
+                                                 float sx, float* margin) {
+  SpectralPixelStats st;
+  load_stats(planes, p, &st);
+  *margin = args.margin_a * (float)sqrt(st.sum_p2) + args.margin_b + args.margin_s / sx;
+  if (planes.valid[p] == 0) return false;
+  if (kMetric == SPECTRAL_METRIC_SAM && !(st.sum_p2 > 0.0 && spectral_is_finite(st.sum_p2))) return false;
+  if (kMetric == SPECTRAL_METRIC_SCC) {
+    const double var_n = st.sum_p2 - st.sum_p * st.sum_p / (double)n;
+    if (!(var_n > 0.0) || !spectral_is_finite(var_n)) return false;
+  }
+  return true;
+}
+
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
@@ -247,15 +265,8 @@ __global__ void __launch_bounds__(kBestThreads, 1) spectral_best_fp16(PixelPlane
   if (tid >= kBestTileM) return;
   const int q = tid, p = p0 + q;
   if (p >= npix) return;
-  SpectralPixelStats st;
-  load_stats(planes, p, &st);
-  bool live = planes.valid[p] != 0;
-  // Pixels whose exact score is NaN for every reference get no candidates.
-  if (kMetric == SPECTRAL_METRIC_SAM && !(st.sum_p2 > 0.0 && spectral_is_finite(st.sum_p2))) live = false;
-  if (kMetric == SPECTRAL_METRIC_SCC) {
-    const double var_n = st.sum_p2 - st.sum_p * st.sum_p / (double)n;
-    if (!(var_n > 0.0) || !spectral_is_finite(var_n)) live = false;
-  }
+  float margin = 0.0f;
+  const bool live = fused_pixel_live<kMetric>(planes, p, n, args, sx, &margin);
   int count = 0;
   if (live) {
     float best = -INFINITY;
@@ -263,7 +274,6 @@ __global__ void __launch_bounds__(kBestThreads, 1) spectral_best_fp16(PixelPlane
       if (mi_[q * kE + e] >= 0) best = fmaxf(best, mv[q * kE + e]);
     // No key at all (NaN data) or keys that cannot be ranked (inf): the exact scores are NaN, no candidates.
     if (best > -INFINITY && best < INFINITY) {
-      const float margin = args.margin_a * (float)sqrt(st.sum_p2) + args.margin_b + args.margin_s / sx;
       const float thr = best - margin * to_acc;  // in accumulator units
       // The candidates: the keys within the margin of the best, best first (ties: lower index), at most
       // kBestCandidates of them. More keys within the margin is counted, not an error:
@@ -290,10 +300,9 @@ __global__ void __launch_bounds__(kBestThreads, 1) spectral_best_fp16(PixelPlane
 }
 
 /* spectral_rescore<kMetric>: exact scores of each pixel's candidates and the reduction. Launch: grid
- * ceil(npix / 32), block 256: kBestCandidates = 8 lanes per pixel (32 pixels per block, 4 per warp). Lane c of a pixel
- * rescores candidate c (kBestCandidates lanes per pixel). Scores use the single-pass formulas with the bands in order, reading the float planes
- * and the reference rows padded to 4 floats (rows.v1, float4 loads),
- * so they are the exact kernel's (spectral_multi) bits; the lanes reduce with spectral_better (ties to
+ * ceil(npix / 32), block 256: kBestCandidates = 8 lanes per pixel (32 pixels per block, 4 per warp). Lane c
+ * of a pixel rescores candidate c. Scores use the single-pass formulas with the bands in order, reading the
+ * float planes and the reference rows padded to 4 floats (rows.v1, float4 loads), so they are the exact kernel's (spectral_multi) bits; the lanes reduce with spectral_better (ties to
  * the lower index) through shuffles. */
 template <int kMetric>
 __global__ void __launch_bounds__(kBlock) spectral_rescore(PixelPlanes planes, int npix, RefSet refs, RescoreRows rows,

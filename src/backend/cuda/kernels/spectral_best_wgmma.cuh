@@ -293,20 +293,8 @@ __global__ void __launch_bounds__(kWgThreads, 1)
 
   // Selection: threads 2q and 2q + 1 hold pixel q's entries [16 h, 16 h + 16).
   const int q = tid >> 1, h = tid & 1, p = p0 + q;
-  bool live = p < npix;
   float margin = 0.0f;
-  if (live) {
-    SpectralPixelStats st;
-    load_stats(planes, p, &st);
-    live = planes.valid[p] != 0;
-    // Pixels whose exact score is NaN for every reference get no candidates.
-    if (kMetric == SPECTRAL_METRIC_SAM && !(st.sum_p2 > 0.0 && spectral_is_finite(st.sum_p2))) live = false;
-    if (kMetric == SPECTRAL_METRIC_SCC) {
-      const double var_n = st.sum_p2 - st.sum_p * st.sum_p / (double)n;
-      if (!(var_n > 0.0) || !spectral_is_finite(var_n)) live = false;
-    }
-    margin = args.margin_a * (float)sqrt(st.sum_p2) + args.margin_b + args.margin_s / sx;
-  }
+  bool live = p < npix && fused_pixel_live<kMetric>(planes, p, n, args, sx, &margin);
   const float* row_v = mv + q * kE + 16 * h;
   const int* row_r = mr + q * kE + 16 * h;
   float best = -INFINITY;
