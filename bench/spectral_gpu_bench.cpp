@@ -420,26 +420,27 @@ int main(int argc, char** argv) {
     md << "\n";
     flush();
     if (!quick || all_metrics) {
-      g_stage = "one reference, pixels per thread";
+      g_stage = "one reference, rows kernel against the general one";
       ++g_step;
-      md << "One reference, BSQ/BIL kernel by pixels per thread (V), device compute with the cube resident (median of " << reps
-         << "):\n\n| metric | interleave | V = 4 (us) | V = 2 (us) | V = 1 (us) |\n|---|---|---|---|---|\n";
+      md << "One reference, small-integer cubes: the 4-pixels-per-thread kernel (spectral_one_ref_rows) against the general "
+         << "8-threads-per-pixel kernel (spectral_one_ref), device compute with the cube resident (median of " << reps
+         << "):\n\n| metric | interleave | rows kernel (us) | general kernel (us) |\n|---|---|---|---|\n";
       for (Metric m : {Metric::kSpectralAngle, Metric::kEuclidean, Metric::kCorrelation}) {
         const auto prep = prepare(hdr_cube, ref1, 1, m);
         SpectralOptions o;
         o.metric = m;
         o.reduction = Reduction::kBest;
         for (const auto& il : ils) {
-          if (il.il == Interleave::kBip) continue;
+          if (il.be) continue;
           md << "| " << metric_name(m) << " | " << il.name;
-          for (int v : {4, 2, 1}) {
-            cuda::bench::set_one_ref_pixels(ctx, v);
+          for (bool rows : {true, false}) {
+            cuda::bench::set_one_ref_rows(ctx, rows);
             md << " | " << fmt(cuda::bench::resident_compute_ms(ctx, view_of(il.data, il.il, il.be), prep, o, reps) * 1e3, 1);
           }
           md << " |\n";
         }
       }
-      cuda::bench::set_one_ref_pixels(ctx, 4);
+      cuda::bench::set_one_ref_rows(ctx, true);
       md << "\n";
       flush();
     }

@@ -133,6 +133,72 @@ TEST_F(SpectralCuda, EveryTypeInterleaveAndByteOrder) {
   }
 }
 
+// The one-reference kernels of small-integer cubes: every thread mapping of the 4-pixels-per-thread kernel (BSQ;
+// BIL whose rows hold a multiple of 4, an even and an odd number of samples; BIP with 16-byte pixels) and the
+// general 8-threads-per-pixel kernel (BIP u8 with 24-byte pixels takes it anyway) give the same bits for ed, sam and scc, with an integer-valued and a fractional reference, on
+// positive and negative samples; they agree with the CPU backend (ed bit for bit for the integer reference);
+// a reference too large for ed's split form takes the double-precision form and still agrees.
+#ifdef SPECTRASIFT_HAVE_CUDA
+TEST_F(SpectralCuda, OneReferenceKernelsGiveSameBits) {
+  TempDir dir("cuda-one-ref");
+  Context gpu = make_ctx(Backend::kCuda), cpu = make_ctx(Backend::kCpu);
+  int checked = 0;
+  for (int samples : {40, 38, 37}) {
+    TestCube c = TestCube::random(samples, 9, 24, 17 + samples, /*integer=*/true, /*scale=*/80.0);  // fits u8
+    TestCube neg = c;
+    for (double& v : neg.v) v -= 150.0;  // i16 only
+    std::vector<double> frac(24), big(24);
+    for (int b = 0; b < 24; ++b) {
+      frac[b] = (c.at(1, 2, b) + c.at(4, 5, b) + c.at(7, 3, b)) / 3.0 + 0.37;
+      big[b] = b == 5 ? 3.0e6 : c.at(2, 2, b);
+    }
+    const SpectralLibrary integer_ref = library_of({pixel_spectrum(c, 3, 4)});
+    const SpectralLibrary frac_ref = library_of({frac});
+    const SpectralLibrary big_ref = library_of({big});
+    for (int t : {1, 2, 12})
+      for (const TestCube* cube_values : {&c, &neg}) {
+        if (cube_values == &neg && t != 2) continue;
+        const std::string base = std::string("c") + std::to_string(samples) + "_" + type_name(t) + (cube_values == &neg ? "n" : "");
+        std::vector<EnviCube> cubes;  // bsq, bil, bip
+        for (const char* il : {"bsq", "bil", "bip"})
+          cubes.push_back(open_envi(write_cube(dir.path(), base + "_" + il, *cube_values, t, il, false)));
+        for (const SpectralLibrary* lib : {&integer_ref, &frac_ref, &big_ref})
+          for (Metric m : {Metric::kEuclidean, Metric::kSpectralAngle, Metric::kCorrelation}) {
+            if (lib == &big_ref && m != Metric::kEuclidean) continue;
+            SpectralOptions opt;
+            opt.metric = m;
+            opt.reduction = Reduction::kBest;
+            const std::string tag = std::string(type_name(t)) + (cube_values == &neg ? " negative" : "") + " samples " +
+                                    std::to_string(samples) + " " + to_string(m) +
+                                    (lib == &integer_ref ? " integer ref" : lib == &frac_ref ? " fractional ref" : " large ref");
+            const SpectralResult want = spectral_match(gpu, cubes[0], *lib, opt);
+            const SpectralResult want_cpu = spectral_match(cpu, cubes[0], *lib, opt);
+            expect_agree(want, want_cpu, nullptr, m, tag + ": CUDA vs CPU");
+            if (m == Metric::kEuclidean && lib == &integer_ref) {
+              EXPECT_TRUE(bits_equal(want.scores, want_cpu.scores)) << tag << ": ed must be the CPU's bits";
+            }
+            for (const EnviCube& cube : cubes) {
+              const char* il = to_string(cube.header().interleave);
+              for (bool rows : {true, false})
+                for (int chunk : {0, 4}) {
+                  cuda::bench::set_one_ref_rows(gpu, rows);
+                  opt.chunk_lines = chunk;
+                  const SpectralResult got = spectral_match(gpu, cube, *lib, opt);
+                  const std::string what = tag + " " + il + (rows ? " rows kernel" : " general kernel") + " chunk " + std::to_string(chunk);
+                  EXPECT_TRUE(bits_equal(got.scores, want.scores)) << what;
+                  EXPECT_EQ(got.index, want.index) << what;
+                  ++checked;
+                }
+              opt.chunk_lines = 0;
+              cuda::bench::set_one_ref_rows(gpu, true);
+            }
+          }
+      }
+  }
+  EXPECT_EQ(checked, 3 * (3 * 7 + 7) * 3 * 4);
+}
+#endif
+
 // Chunks of 1, 5 and 7 lines (none divides 23), the whole cube, and the automatic size give the same bits
 // for every metric, on the one-reference kernel, the exact multi-reference kernel and the GEMM path.
 TEST_F(SpectralCuda, StreamingChunksDoNotChangeABit) {

@@ -248,6 +248,21 @@ SPECTRASIFT_FN double spectral_ed_d2_from_dot(double sum_p2, double dot_pr, doub
   return sum_p2 - 2.0 * dot_pr + ref_sum_r2;
 }
 
+/* ed on integer cubes, split form (GPU one-reference kernels). Each reference value is split into its
+ * nearest integer and the rest, r = ri + rf (rf = r - ri is exact in float for |r| < 2^23), so that
+ *   sum (p - r)^2 = sum q^2 - 2 sum q rf + sum rf^2,   q = p - ri (an integer),
+ * with sum q^2 summed exactly as an integer, sum q rf in float (the caller's order) and sum rf^2 in double.
+ * For an integer-valued reference rf = 0: the result is the exact squared distance, so the score is the
+ * same bits as every other form (section 3). Otherwise the float term is small (|rf| <= 1/2) and the error
+ * is ~2^-24 sum |q rf|, far inside the ed row of the tolerance table. spectral_ed_split_ok says whether a
+ * reference value can be split so that every |q| stays below 2^22 for 16-bit samples (q is then exact as
+ * float through the 1.5 * 2^23 trick). */
+#define SPECTRAL_ED_SPLIT_MAX 2097152.0f /* 2^21 */
+SPECTRASIFT_FN int spectral_ed_split_ok(float r) { return r >= -SPECTRAL_ED_SPLIT_MAX && r <= SPECTRAL_ED_SPLIT_MAX; }
+SPECTRASIFT_FN double spectral_ed_d2_split(double sum_q2, float dot_qrf, double sum_rf2) {
+  return sum_q2 - 2.0 * (double)dot_qrf + sum_rf2;
+}
+
 /* sam: dot = p . (r/|r|). The clamped cosine in double (NaN for a zero-norm pixel); the score is
  * (float)acos of it. Ranking code may compare cosines first and skip acos for a candidate whose cosine
  * is <= that of the current k-th entry: acos and the rounding to float are monotone, and a tie goes

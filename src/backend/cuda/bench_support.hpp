@@ -25,8 +25,8 @@ void set_staging(Context& ctx, std::size_t chunk_bytes, bool streaming, bool ram
 void set_fused_best(Context& ctx, bool on);
 /// The fused kernel's form: wgmma (true, default, where built and supported) or mma.sync (false).
 void set_fused_wgmma(Context& ctx, bool on);
-/// Most pixels per thread of the one-reference BSQ/BIL kernel (4 = default, 2, 1).
-void set_one_ref_pixels(Context& ctx, int v);
+/// One reference on small-integer cubes: the 4-pixels-per-thread kernel (true, default) or the general one.
+void set_one_ref_rows(Context& ctx, bool on);
 /// Whether this build and device run the wgmma form (an sm_90a build on a compute capability 9.0 GPU).
 bool fused_wgmma_available(Context& ctx);
 /// Pixels of the last chunk of the last fused FP16 call with more keys within the GEMM error bound than

@@ -127,6 +127,10 @@ struct Plan {
   bool fused = false;         ///< best/threshold on the fused FP16 kernel (spectral_best_fp16)
   bool wgmma = false;         ///< ... in its wgmma form (spectral_best_wgmma: sm_90a build, CC 9.0 device)
   bool bip_vector = false;    ///< one reference on BIP, every band used in order, pixels 16-byte aligned
+  int* ed_ri = nullptr;       ///< one reference, ed: the split form of the reference (OneRef)
+  float* ed_rf = nullptr;
+  double ed_rf2 = 0;
+  bool ed_split = false;
   BestFp16Args best;          ///< its operands
   std::size_t best_smem = 0;  ///< its dynamic shared memory
   RescoreRows rescore;        ///< padded reference rows for the exact rescoring
@@ -250,6 +254,25 @@ Plan make_plan(State& st, HostCopyPool& pool, const detail::CubeView& cube, cons
   pl.constant = st.buffer("spectral.constant", sizeof(double) * R).as<double>();
   SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(pl.constant, refs.constant.data(), sizeof(double) * R,
                                          cudaMemcpyHostToDevice, s));
+  if (pl.one_ref && refs.metric == Metric::kEuclidean) {
+    // ed's split form r = ri + rf (numeric/spectral_metrics.h), used by the small-integer kernels.
+    std::vector<int> ri(n);
+    std::vector<float> rf(n);
+    pl.ed_split = true;
+    for (int j = 0; j < n; ++j) {
+      const float r = refs.values[j];
+      pl.ed_split = pl.ed_split && spectral_ed_split_ok(r);
+      ri[j] = pl.ed_split ? int(std::nearbyint(r)) : 0;
+      rf[j] = r - float(ri[j]);
+      pl.ed_rf2 += double(rf[j]) * double(rf[j]);
+    }
+    if (pl.ed_split) {
+      pl.ed_ri = st.buffer("spectral.ed_ri", sizeof(int) * n).as<int>();
+      pl.ed_rf = st.buffer("spectral.ed_rf", sizeof(float) * n).as<float>();
+      SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(pl.ed_ri, ri.data(), sizeof(int) * n, cudaMemcpyHostToDevice, s));
+      SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(pl.ed_rf, rf.data(), sizeof(float) * n, cudaMemcpyHostToDevice, s));
+    }
+  }
 
   if (!pl.one_ref) {
     const long long pitch = round_up<long long>((long long)chunk_pix, 32);
@@ -497,43 +520,42 @@ void compute_chunk(Plan& pl, const void* d_chunk, int y0, int lines, cudaStream_
     r.band_index = pl.band_index;
     r.n = pl.n;
     r.constant = refs.constant[0];
+    r.ri = pl.ed_ri;
+    r.rf = pl.ed_rf;
+    r.rf2 = pl.ed_rf2;
+    r.ed_split = pl.ed_split ? 1 : 0;
     const std::size_t smem = std::size_t(pl.n) * (sizeof(double) + 2 * sizeof(float) + sizeof(int));
     with_type(cube.type, [&](auto T) {
       using U = typename Storage<decltype(T)::value>::type;
       with_metric(refs.metric, [&](auto M) {
         constexpr int kT = decltype(T)::value, kM = decltype(M)::value;
         if constexpr (kOneRefIntegerPath<kT, kM>) {
-          if (pl.bip_vector && cc.scale == 1.0f) {
-            // BIP with every band used: one pixel per thread, its 8 bands of a round in one vector load
-            // (the same partial sums, hence the same bits, as every other layout).
-            const std::size_t smem_rows = std::size_t(pl.n) * (sizeof(double) + sizeof(float) + sizeof(int));
-            auto kern = cc.has_ignore ? spectral_one_ref_rows<kT, kM, 1, true, true> : spectral_one_ref_rows<kT, kM, 1, false, true>;
+          // Small integers, no scale: 4 pixels per thread, the same bits as spectral_one_ref (see
+          // spectral_one_ref_rows; ed only in its split form). 32-bit element offsets.
+          const bool rows_ok = pl.st->one_ref_rows && cc.scale == 1.0f && pl.n <= kOneRefRowsMaxBands &&
+                               (refs.metric != Metric::kEuclidean || pl.ed_split) &&
+                               pl.chunk_bytes / pl.es < (std::size_t(1) << 31);
+          const std::size_t smem_rows = std::size_t(pl.n) * (sizeof(float) + 2 * sizeof(int));
+          auto launch = [&](auto k_plain, auto k_ignore, long long threads) {
+            auto kern = cc.has_ignore ? k_ignore : k_plain;
             if (smem_rows > 48 * 1024)
               SPECTRASIFT_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_rows)));
-            kern<<<(npix + kOneRefRowsBlock - 1) / kOneRefRowsBlock, kOneRefRowsBlock, smem_rows, s>>>(
+            kern<<<unsigned((threads + kOneRefRowsBlock - 1) / kOneRefRowsBlock), kOneRefRowsBlock, smem_rows, s>>>(
                 static_cast<const U*>(d_chunk), layout, cc, r, out);
+          };
+          constexpr int V = kOneRefRowsPixels;
+          if (rows_ok && pl.bip_vector) {
+            launch(spectral_one_ref_rows<kT, kM, false, kRowsBip>, spectral_one_ref_rows<kT, kM, true, kRowsBip>, (npix + V - 1) / V);
             return;
           }
-          if (layout.ss == 1 && cc.scale == 1.0f) {
-            // BSQ/BIL: V consecutive pixels per thread, one vector load per band (same bits as spectral_one_ref).
-            // V = 4 when every run of V samples is aligned (BSQ planes are padded to 8; a BIL row must hold a
-            // multiple of V samples), else 2 or 1.
-            // 8 needed ~200 registers and ran slower on the H200. State::one_ref_pixels caps V (bench knob).
-            const int v = vector_pixels(cube, pl.st->one_ref_pixels);
-            const std::size_t smem_rows = std::size_t(pl.n) * (sizeof(double) + sizeof(float) + sizeof(int));
-            auto launch = [&](auto k_plain, auto k_ignore, int vv) {
-              auto kern = cc.has_ignore ? k_ignore : k_plain;
-              if (smem_rows > 48 * 1024)
-                SPECTRASIFT_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_rows)));
-              const int threads = (npix + vv - 1) / vv;
-              kern<<<(threads + kOneRefRowsBlock - 1) / kOneRefRowsBlock, kOneRefRowsBlock, smem_rows, s>>>(
-                  static_cast<const U*>(d_chunk), layout, cc, r, out);
-            };
-            switch (v) {
-              case 4: launch(spectral_one_ref_rows<kT, kM, 4, false>, spectral_one_ref_rows<kT, kM, 4, true>, 4); break;
-              case 2: launch(spectral_one_ref_rows<kT, kM, 2, false>, spectral_one_ref_rows<kT, kM, 2, true>, 2); break;
-              default: launch(spectral_one_ref_rows<kT, kM, 1, false>, spectral_one_ref_rows<kT, kM, 1, true>, 1); break;
-            }
+          if (rows_ok && layout.ss == 1) {
+            // BSQ (planes padded to 8) or BIL with samples % 4 == 0: flat; other BIL rows: per line, loads of
+            // the largest W in {2, 1} that divides samples.
+            const int w = vector_pixels(cube, V);
+            const long long lined = (long long)(npix / cube.samples) * ((cube.samples + V - 1) / V);
+            if (w == V) launch(spectral_one_ref_rows<kT, kM, false, kRowsFlat>, spectral_one_ref_rows<kT, kM, true, kRowsFlat>, (npix + V - 1) / V);
+            else if (w == 2) launch(spectral_one_ref_rows<kT, kM, false, kRowsLine, 2>, spectral_one_ref_rows<kT, kM, true, kRowsLine, 2>, lined);
+            else launch(spectral_one_ref_rows<kT, kM, false, kRowsLine, 1>, spectral_one_ref_rows<kT, kM, true, kRowsLine, 1>, lined);
             return;
           }
         }
@@ -986,7 +1008,7 @@ void set_staging(Context& ctx, std::size_t chunk_bytes, bool streaming, bool ram
 
 void set_fused_wgmma(Context& ctx, bool on) { state(ctx.impl()).fused_wgmma = on; }
 
-void set_one_ref_pixels(Context& ctx, int v) { state(ctx.impl()).one_ref_pixels = v; }
+void set_one_ref_rows(Context& ctx, bool on) { state(ctx.impl()).one_ref_rows = on; }
 
 bool fused_wgmma_available(Context& ctx) {
 #if defined(SPECTRASIFT_CUDA_WGMMA)

@@ -76,8 +76,9 @@ struct State {
   /// The fused kernel in its wgmma form where it exists (sm_90a build, compute capability 9.0; true, the
   /// default) or the mma.sync form (false; bench comparison).
   bool fused_wgmma = true;
-  /// Most pixels per thread (4, 2 or 1) of the one-reference BSQ/BIL kernel (spectral_one_ref_rows).
-  int one_ref_pixels = 4;
+  /// One reference on small-integer cubes: spectral_one_ref_rows (true, default) or the general
+  /// spectral_one_ref (false; tests of equal bits, bench comparison).
+  bool one_ref_rows = true;
   /// Streamed spectral matching, copy staging: raw bytes per chunk (0: kDefaultChunkBytes of spectral.cu),
   /// streaming (non-temporal) stores into the pinned buffers (true) or plain copies (false), and first
   /// chunks of 1/8, 1/4, 1/2 the size so that the first upload starts sooner (true). Bench knobs (set_staging). Plain

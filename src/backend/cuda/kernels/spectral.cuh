@@ -22,6 +22,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "numeric/spectral_metrics.h"
 
@@ -88,6 +89,12 @@ struct OneRef {
   const int* band_index = nullptr; ///< used bands -> stored bands of the chunk
   int n = 0;                       ///< used bands
   double constant = 0;             ///< refs.constant
+  // ed on small-integer cubes: the split form of numeric/spectral_metrics.h (r = ri + rf), when every
+  // value passes spectral_ed_split_ok (ed_split); the one-reference kernels then use it.
+  const int* ri = nullptr;         ///< nearest integers of v1
+  const float* rf = nullptr;       ///< v1 - ri, exact
+  double rf2 = 0;                  ///< sum rf^2 in band order, double
+  int ed_split = 0;
 };
 
 /// Cube constants shared by the per-pixel kernels.
@@ -118,6 +125,12 @@ struct Partial {
 constexpr int kOneRefGroups = 8;                       ///< band groups (one per warp) of spectral_one_ref
 constexpr int kOneRefPixels = kBlock / kOneRefGroups;  ///< pixels per block of spectral_one_ref
 
+/// Small-integer cubes (u8/i16/u16, no scale factor, not sid): the conversion-free loop of
+/// spectral_one_ref applies (see there). Uniform across the grid.
+template <int kType, int kMetric>
+constexpr bool kOneRefIntegerPath = (kType == SPECTRAL_TYPE_U8 || kType == SPECTRAL_TYPE_I16 ||
+                                     kType == SPECTRAL_TYPE_U16) && kMetric != SPECTRAL_METRIC_SID;
+
 /* spectral_one_ref<kType, kMetric>: every pixel of a chunk against ONE reference, reading the chunk in
  * its native type. Launch: grid ceil(npix / 32), block 256, dynamic shared memory n * 20 bytes (the
  * reference row in float and double, sid's second row, the band indices) + the static partial sums. A block handles 32 pixels; its 256
@@ -140,10 +153,19 @@ __global__ void __launch_bounds__(kBlock) spectral_one_ref(const typename Storag
   float* r1 = reinterpret_cast<float*>(smem_d + ref.n);
   float* r2 = r1 + ref.n;
   int* bidx = reinterpret_cast<int*>(r2 + ref.n);
+  constexpr bool kSmallInt = kOneRefIntegerPath<kType, kMetric>;
+  // ed's split form (small integers, no scale): ri in the double row's place, rf in the second row's.
+  const bool split = kSmallInt && kMetric == SPECTRAL_METRIC_ED && ref.ed_split && cube.scale == 1.0f;
+  int* rint = reinterpret_cast<int*>(r1d);
   for (int j = threadIdx.x; j < ref.n; j += blockDim.x) {
     r1[j] = ref.v1[j];
-    r1d[j] = (double)ref.v1[j];
-    r2[j] = ref.v2 ? ref.v2[j] : 0.0f;
+    if (split) {
+      rint[j] = ref.ri[j];
+      r2[j] = ref.rf[j];
+    } else {
+      r1d[j] = (double)ref.v1[j];
+      r2[j] = ref.v2 ? ref.v2[j] : 0.0f;
+    }
     bidx[j] = ref.band_index[j];
   }
   __syncthreads();
@@ -166,8 +188,7 @@ __global__ void __launch_bounds__(kBlock) spectral_one_ref(const typename Storag
     const int yl = p / cube.samples, x = p - yl * cube.samples;
     const long long base = (long long)yl * layout.ls + (long long)x * layout.ss;
     bool done = false;
-    if constexpr ((kType == SPECTRAL_TYPE_U8 || kType == SPECTRAL_TYPE_I16 || kType == SPECTRAL_TYPE_U16) &&
-                  kMetric != SPECTRAL_METRIC_SID) {
+    if constexpr (kSmallInt) {
       if (cube.scale == 1.0f) {
         // Small integers, no scale: the same numbers as the generic loop, with fewer conversions (the
         // conversion units, not the memory, bound the generic loop). v = (float)iv exactly through the
@@ -184,8 +205,14 @@ __global__ void __launch_bounds__(kBlock) spectral_one_ref(const typename Storag
           const float v = __int_as_float(0x4B400000 + iv) - 12582912.0f;
           pt.ignored |= spectral_is_ignored(v, cube.has_ignore, cube.ignore);
           if constexpr (kMetric == SPECTRAL_METRIC_ED) {
-            const double d = (double)iv - r1d[j];
-            pt.acc.d2 += d * d;
+            if (split) {  // sum q^2 exactly, q . rf in float (spectral_ed_d2_split), as spectral_one_ref_rows
+              const int q = iv - rint[j];
+              s2 += (unsigned long long)((long long)q * q);
+              pt.acc.dot = __fmaf_rn(__int_as_float(0x4B400000 + q) - 12582912.0f, r2[j], pt.acc.dot);
+            } else {
+              const double d = (double)iv - r1d[j];
+              pt.acc.d2 += d * d;
+            }
           } else {
             s1 += iv;
             s2 += (unsigned long long)((unsigned)iv * (unsigned)iv);  // < 2^32, also for negative i16
@@ -224,83 +251,158 @@ __global__ void __launch_bounds__(kBlock) spectral_one_ref(const typename Storag
     t.acc.dot2 += o.acc.dot2;
     t.ignored |= o.ignored;
   }
-  float score = t.ignored ? SPECTRASIFT_NAN_F : spectral_finalise(kMetric, &t.st, &t.acc, ref.n, ref.constant);
+  float score;
+  if (t.ignored)
+    score = SPECTRASIFT_NAN_F;
+  else if (split)
+    score = spectral_finalise_ed(spectral_ed_d2_split(t.st.sum_p2, t.acc.dot, ref.rf2));
+  else
+    score = spectral_finalise(kMetric, &t.st, &t.acc, ref.n, ref.constant);
   if (out.mode == kOutThreshold && !spectral_passes(score, out.threshold, spectral_higher_is_better(kMetric)))
     score = SPECTRASIFT_NAN_F;
   write_single(out, q, score);
 }
 
-/// Small-integer cubes (u8/i16/u16, no scale factor, not sid): the conversion-free loop of
-/// spectral_one_ref applies (see there). Uniform across the grid.
-template <int kType, int kMetric>
-constexpr bool kOneRefIntegerPath = (kType == SPECTRAL_TYPE_U8 || kType == SPECTRAL_TYPE_I16 ||
-                                     kType == SPECTRAL_TYPE_U16) && kMetric != SPECTRAL_METRIC_SID;
+constexpr int kOneRefRowsBlock = 64;         ///< threads per block of spectral_one_ref_rows
+constexpr int kOneRefRowsPixels = 4;         ///< pixels per thread (V) of spectral_one_ref_rows
+constexpr int kOneRefRowsMaxBands = 32767;   ///< used bands it takes: sum p of u16 samples stays in an int
 
-constexpr int kOneRefRowsBlock = 64;  ///< threads per block of spectral_one_ref_rows
-
-/// V consecutive stored samples, loaded with one vector instruction (V * sizeof(Raw) = 2..16 bytes).
-template <class Raw, int V> struct alignas(V * sizeof(Raw)) SampleVec {
-  Raw v[V];
+/// How spectral_one_ref_rows maps threads to pixels and loads their samples.
+enum OneRefRowsForm : int {
+  kRowsFlat = 0,  ///< BSQ, or BIL with samples % 4 == 0: thread t takes pixels 4t .. 4t+3, one 4-wide load per band
+  kRowsLine = 1,  ///< BIL otherwise: ceil(samples / 4) threads per line, 4 / W loads of W samples per band
+  kRowsBip = 2,   ///< BIP, every band used in order: 4 consecutive pixels, 8 bands (one round) per load
 };
 
-/* spectral_one_ref_rows<kType, kMetric, V, kIgnore, kBandVec>: the one-reference pass for BSQ and BIL chunks (the
- * samples of a band are contiguous, layout.ss == 1) of small-integer cubes without a scale factor (the caller
- * checks kOneRefIntegerPath and cube.scale == 1). kBandVec (V = 1): the BIP form, one pixel per thread whose
- * 8 bands of a round (= the 8 band groups) come in one aligned vector load; the caller checks that every band
- * is used in stored order and that a pixel's samples start 16-byte aligned (bands * sample size % 16 == 0). Launch: grid ceil(npix / (64 V)), block 64, V CONSECUTIVE
- * PIXELS PER THREAD, dynamic shared memory n * 16 bytes (the reference row in double and float, the band
- * indices). The caller guarantees alignment: layout.bs is a multiple of V (BSQ planes are padded to 8
- * samples) and, for BIL, samples % V == 0, so that each band's V samples are one aligned vector load and
- * a warp reads 32 V consecutive samples of a band (V = 8 and int16: 512 bytes per load instruction).
- * Each thread keeps spectral_one_ref's eight band-group partial sums (group g = bands g, g+8, ..., each
- * summed in band order) per pixel and merges them in group order, so its scores are bit-identical to
- * spectral_one_ref's (which BIP chunks and the other types take): one partition for every layout. The 8
- * loads of a round of bands are issued before they are used; per element the loop costs ~8 instructions
- * (no conversion unit, integer sums of p and p^2 with the 64-bit adds amortised, the no-data test only
- * when the cube has an ignore value: kIgnore). Blocks are small (64 threads) so that the
- * whole grid is resident at once on a large GPU: no tail wave. */
-template <int kType, int kMetric, int V, bool kIgnore, bool kBandVec = false>
-__global__ void __launch_bounds__(kOneRefRowsBlock) spectral_one_ref_rows(
+/// The PRMT selector that turns sample k of a 32-bit word (k < 4 / sample size, memory order) into an int:
+/// the sample's bytes in the cube's byte order, then its sign (i16) or zeros (u8, u16).
+__host__ __device__ constexpr unsigned sample_selector(int type, bool big_endian, int k) {
+  if (type == SPECTRAL_TYPE_U8) return 0x4440u | unsigned(k);
+  const unsigned lo = 2u * unsigned(k), hi = lo + 1u;
+  const unsigned first = big_endian ? hi : lo, second = big_endian ? lo : hi;  // result bytes 0 and 1
+  const unsigned ext = type == SPECTRAL_TYPE_I16 ? (0x8u | second) : 0x4u;     // bytes 2, 3: sign or zero
+  return first | (second << 4) | (ext << 8) | (ext << 12);
+}
+
+__device__ __forceinline__ int prmt_sample(unsigned word, unsigned selector) {
+  unsigned r;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(word), "r"(0u), "r"(selector));
+  return (int)r;
+}
+
+/// kBytes consecutive bytes (1, 2, 4, 8 or 16, aligned) as 32-bit words, memory order (a short load sits in
+/// the low bytes of word 0).
+template <int kBytes> struct Words {
+  unsigned w[(kBytes + 3) / 4];
+};
+template <int kBytes>
+__device__ __forceinline__ Words<kBytes> load_words(const void* p) {
+  Words<kBytes> r;
+  if constexpr (kBytes == 16) {
+    const uint4 v = __ldg(static_cast<const uint4*>(p));
+    r.w[0] = v.x; r.w[1] = v.y; r.w[2] = v.z; r.w[3] = v.w;
+  } else if constexpr (kBytes == 8) {
+    const uint2 v = __ldg(static_cast<const uint2*>(p));
+    r.w[0] = v.x; r.w[1] = v.y;
+  } else if constexpr (kBytes == 4) {
+    r.w[0] = __ldg(static_cast<const unsigned*>(p));
+  } else if constexpr (kBytes == 2) {
+    r.w[0] = __ldg(static_cast<const unsigned short*>(p));
+  } else {
+    r.w[0] = __ldg(static_cast<const unsigned char*>(p));
+  }
+  return r;
+}
+
+/* spectral_one_ref_rows<kType, kMetric, kIgnore, kForm, W>: the one-reference pass of small-integer cubes
+ * (u8/i16/u16) without a scale factor, for ed (split form, OneRef::ed_split), sam and scc; the caller checks
+ * kOneRefIntegerPath, cube.scale == 1, n <= kOneRefRowsMaxBands and that the chunk has < 2^31 elements.
+ * Launch: block 64, 4 pixels per thread, dynamic shared memory n * 12 bytes (the reference row, ed's integer
+ * parts, the band indices); grid = ceil(npix / 256) blocks (kRowsLine: lines * ceil(samples / 4) threads).
+ *   kRowsFlat (layout.ss == 1): 4 CONSECUTIVE pixels, one aligned 4-wide load per band; the caller guarantees
+ *     layout.bs % 4 == 0 (BSQ planes are padded to 8 samples) and, for BIL, samples % 4 == 0. A warp reads
+ *     128 consecutive samples of a band.
+ *   kRowsLine (BIL, samples % 4 != 0): a line's samples in units of 4, the last one partial; each unit's
+ *     samples of a band come in 4 / W loads of W (W divides samples, so a load never crosses a row).
+ *   kRowsBip (BIP, every band used in stored order, a pixel's bands a multiple of 16 bytes, so n % 8 == 0):
+ *     4 consecutive pixels, the 8 bands of a round of one pixel (= the 8 band groups) in one load.
+ * Each thread keeps spectral_one_ref's eight band-group partial sums (group g = bands g, g+8, ..., each summed
+ * in band order) per pixel and merges them in group order, so its scores are bit-identical to
+ * spectral_one_ref's (which the other types and layouts take): one partition for every layout.
+ * The loop is issue-bound, so every instruction counts (~7 per element): the 8 loads of a round are issued
+ * back to back with no predicate (the addresses of pixels past the end of a line or chunk, and of bands past
+ * n in the last round, are clamped to valid ones and their values never used); a sample becomes an int with
+ * one PRMT that also applies the byte order; floats of integers by the 1.5 * 2^23 trick; sums of p and p^2 as
+ * integers with the 64-bit adds amortised; the no-data test only when the cube has an ignore value (kIgnore).
+ * Registers are capped at 96 (kOneRefRowsMinBlocks) so that an AVIRIS-sized grid is resident at once. */
+constexpr int kOneRefRowsMinBlocks = 10;
+template <int kType, int kMetric, bool kIgnore, int kForm, int W = kOneRefRowsPixels>
+__global__ void __launch_bounds__(kOneRefRowsBlock, kOneRefRowsMinBlocks) spectral_one_ref_rows(
     const typename Storage<kType>::type* __restrict__ chunk, ChunkLayout layout, CubeConst cube, OneRef ref,
     OutView out) {
   static_assert(kOneRefIntegerPath<kType, kMetric>, "spectral_one_ref_rows: small-integer cubes only");
-  static_assert(!kBandVec || V == 1, "spectral_one_ref_rows: the band-vector form takes one pixel per thread");
+  constexpr int V = kOneRefRowsPixels;
+  static_assert(V % W == 0 && (kForm == kRowsLine || W == V), "spectral_one_ref_rows: W divides V (kRowsLine only)");
   using Raw = typename Storage<kType>::type;
-  using Vec = SampleVec<Raw, V>;
-  extern __shared__ double smem_d[];
-  double* r1d = smem_d;
-  float* r1 = reinterpret_cast<float*>(smem_d + ref.n);
-  int* bidx = reinterpret_cast<int*>(r1 + ref.n);
+  constexpr int G = kOneRefGroups;
+  constexpr int kEs = int(sizeof(Raw));
+  constexpr int kPerWord = 4 / kEs;  // samples per 32-bit word
+  constexpr bool kEd = kMetric == SPECTRAL_METRIC_ED;
+  constexpr bool kScc = kMetric == SPECTRAL_METRIC_SCC;
+  extern __shared__ float smem_f[];
+  float* r1 = smem_f;                                    // sam/scc: the reference row; ed: its parts rf
+  int* rint = reinterpret_cast<int*>(r1 + ref.n);        // ed: the integer parts ri
+  int* bidx = rint + ref.n;
   for (int j = threadIdx.x; j < ref.n; j += blockDim.x) {
-    const float v = ref.v1[j];
-    r1[j] = v;
-    r1d[j] = (double)v;
+    r1[j] = kEd ? ref.rf[j] : ref.v1[j];
+    rint[j] = kEd ? ref.ri[j] : 0;
     bidx[j] = ref.band_index[j];
   }
   __syncthreads();
-  const int p0 = (blockIdx.x * blockDim.x + threadIdx.x) * V;
-  if (p0 >= cube.npix) return;
-  const int yl = p0 / cube.samples, x = p0 - yl * cube.samples;
-  const Raw* px = chunk + (long long)yl * layout.ls + (long long)x * layout.ss;
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  int p0, nv;        // first pixel, valid pixels of this thread (kRowsLine: a multiple of W)
+  unsigned base;     // element offset of the first pixel's band 0 in the chunk
+  if constexpr (kForm == kRowsLine) {
+    const int units = (cube.samples + V - 1) / V;
+    const int yl = t / units, x0 = (t - yl * units) * V;
+    p0 = yl * cube.samples + x0;
+    if (p0 >= cube.npix) return;
+    nv = min(V, cube.samples - x0);
+    base = unsigned(yl) * unsigned(layout.ls) + unsigned(x0);
+  } else {
+    p0 = t * V;
+    if (p0 >= cube.npix) return;
+    nv = min(V, cube.npix - p0);
+    const int yl = p0 / cube.samples, x = p0 - yl * cube.samples;
+    base = unsigned(yl) * unsigned(layout.ls) + unsigned(x) * unsigned(layout.ss);
+  }
+  const unsigned bs = unsigned(layout.bs), ss = unsigned(layout.ss);
   const int n = ref.n;
-  constexpr int G = kOneRefGroups;
-  constexpr bool kEd = kMetric == SPECTRAL_METRIC_ED;
+  unsigned sel[kPerWord];
+#pragma unroll
+  for (int k = 0; k < kPerWord; ++k)
+    sel[k] = cube.big_endian ? sample_selector(kType, true, k) : sample_selector(kType, false, k);
+  // Offsets of the loads of one band (kRowsLine: clamped inside the line; kRowsBip: pixels clamped to the chunk).
+  constexpr int kLoads = kForm == kRowsBip ? V : V / W;
+  unsigned load_off[kLoads];
+#pragma unroll
+  for (int w = 0; w < kLoads; ++w) {
+    if constexpr (kForm == kRowsBip) load_off[w] = base + unsigned(min(w, nv - 1)) * ss;
+    else if constexpr (kForm == kRowsLine) load_off[w] = base + unsigned(min(w * W, nv - W));
+    else load_off[w] = base;  // one load; past the chunk's last pixel it reads plane padding or whole lines
+  }
   // Squares summed in 32 bits before the 64-bit sum: u8 8 per word, i16 2 (2 * 2^30), u16 1.
   constexpr int kSqPerWord = kType == SPECTRAL_TYPE_U8 ? 8 : kType == SPECTRAL_TYPE_I16 ? 2 : 1;
-  float dot[V][G];
-  double d2[kEd ? V : 1][G];
-  long long s1[V];
-  unsigned long long s2[V];
-  int ignored = 0;  // bit v: pixel v
+  float dot[V][G];          // sam/scc: p . r; ed: q . rf
+  unsigned long long s2[V]; // sam/scc: sum p^2; ed: sum q^2
+  int s1[V];                // scc: sum p (|sum| < 32767 * 65535 < 2^31)
+  int ignored = 0;          // bit v: pixel v
 #pragma unroll
   for (int v = 0; v < V; ++v) {
     s1[v] = 0;
     s2[v] = 0;
 #pragma unroll
-    for (int g = 0; g < G; ++g) {
-      dot[v][g] = 0.0f;
-      if constexpr (kEd) d2[v][g] = 0.0;
-    }
+    for (int g = 0; g < G; ++g) dot[v][g] = 0.0f;
   }
   // The float test v == ignore on exact integers: an ignore value that is not an integer never matches.
   int ign_int = 0;
@@ -309,48 +411,44 @@ __global__ void __launch_bounds__(kOneRefRowsBlock) spectral_one_ref_rows(
     ign_int = (int)cube.ignore;
     ign_is_int = (float)ign_int == cube.ignore;
   }
-  for (int j0 = 0; j0 < n; j0 += G) {
-    Vec raw[G];
-    if constexpr (kBandVec) {
-      // BIP, every band used in stored order: the 8 bands of a round are one aligned vector load.
-      using Round = SampleVec<Raw, G>;
-      static_assert(sizeof(Round) == sizeof(raw), "one round = G samples");
-      if (j0 + G <= n) {
-        *reinterpret_cast<Round*>(raw) = *reinterpret_cast<const Round*>(px + j0);
-      } else {
+  // One round: bands j0 .. j0+7 (kFull: all below n) of the V pixels.
+  auto round = [&](int j0, auto full) {
+    constexpr bool kFull = decltype(full)::value;
+    constexpr int kBytes = (kForm == kRowsBip ? G : W) * kEs;
+    Words<kBytes> raw[kForm == kRowsBip ? V : G][kForm == kRowsBip ? 1 : kLoads];
+    if constexpr (kForm == kRowsBip) {
 #pragma unroll
-        for (int e = 0; e < G; ++e)
-          if (j0 + e < n) raw[e].v[0] = px[j0 + e];
-      }
+      for (int v = 0; v < V; ++v) raw[v][0] = load_words<kBytes>(chunk + load_off[v] + unsigned(j0));
     } else {
 #pragma unroll
-      for (int e = 0; e < G; ++e)
-        if (j0 + e < n) raw[e] = *reinterpret_cast<const Vec*>(px + (long long)bidx[j0 + e] * layout.bs);
-    }
-    int s1r[V];         // sums of up to 8 samples: exact in int
-    unsigned s2r[V];    // sums of kSqPerWord squares
+      for (int e = 0; e < G; ++e) {
+        const unsigned boff = unsigned(bidx[kFull ? j0 + e : min(j0 + e, n - 1)]) * bs;
 #pragma unroll
-    for (int v = 0; v < V; ++v) {
-      s1r[v] = 0;
-      s2r[v] = 0;
+        for (int w = 0; w < kLoads; ++w) raw[e][w] = load_words<kBytes>(chunk + (load_off[w] + boff));
+      }
     }
+    unsigned s2r[V];  // sums of kSqPerWord squares (sam/scc)
+#pragma unroll
+    for (int v = 0; v < V; ++v) s2r[v] = 0;
 #pragma unroll
     for (int e = 0; e < G; ++e) {
-      if (j0 + e >= n) break;
+      if (!kFull && j0 + e >= n) break;
       const float rf = r1[j0 + e];
-      const double rd = r1d[j0 + e];
+      [[maybe_unused]] const int ri = kEd ? rint[j0 + e] : 0;
 #pragma unroll
       for (int v = 0; v < V; ++v) {
-        Raw rv = raw[e].v[v];
-        if (cube.big_endian) rv = byte_swap(rv);
-        const int iv = kType == SPECTRAL_TYPE_I16 ? (int)(short)rv : (int)rv;
+        // Sample (band j0 + e, pixel v): its word and position.
+        const int i = kForm == kRowsBip ? e : v % W;
+        const unsigned word = kForm == kRowsBip ? raw[v][0].w[i / kPerWord] : raw[e][v / W].w[i / kPerWord];
+        const int iv = prmt_sample(word, sel[i % kPerWord]);
         if constexpr (kIgnore) ignored |= (ign_is_int && iv == ign_int) << v;  // == the float test: iv is exact
         if constexpr (kEd) {
-          const double d = (double)iv - rd;
-          d2[v][e] += d * d;
+          const int q = iv - ri;  // |q| < 2^22 (spectral_ed_split_ok): exact as float below
+          s2[v] += (unsigned long long)((long long)q * q);
+          dot[v][e] = __fmaf_rn(__int_as_float(0x4B400000 + q) - 12582912.0f, rf, dot[v][e]);
         } else {
           const float f = __int_as_float(0x4B400000 + iv) - 12582912.0f;  // (float)iv, exactly
-          s1r[v] += iv;
+          if constexpr (kScc) s1[v] += iv;
           s2r[v] += (unsigned)iv * (unsigned)iv;  // iv^2 < 2^32, also for negative i16
           if ((e + 1) % kSqPerWord == 0) {
             s2[v] += s2r[v];
@@ -360,38 +458,48 @@ __global__ void __launch_bounds__(kOneRefRowsBlock) spectral_one_ref_rows(
         }
       }
     }
+    if constexpr (!kEd) {
 #pragma unroll
-    for (int v = 0; v < V; ++v) {
-      s1[v] += s1r[v];
-      s2[v] += s2r[v];
+      for (int v = 0; v < V; ++v) s2[v] += s2r[v];
     }
+  };
+  int j0 = 0;
+  for (; j0 + G <= n; j0 += G) round(j0, std::true_type{});
+  if constexpr (kForm != kRowsBip) {
+    if (j0 < n) round(j0, std::false_type{});
   }
   const int higher = spectral_higher_is_better(kMetric);
 #pragma unroll
   for (int v = 0; v < V; ++v) {
-    const int p = p0 + v;
-    if (p >= cube.npix) break;
+    if (v >= nv) break;
     // Merge in group order, exactly as spectral_one_ref does.
-    SpectralPixelStats st;
-    spectral_stats_init(&st);
-    SpectralPairAcc acc;
-    spectral_pair_init(&acc);
-    st.sum_p = (double)s1[v];
-    st.sum_p2 = (double)s2[v];
-    if constexpr (kEd) {
-      acc.d2 = d2[v][0];
+    float d = dot[v][0];
 #pragma unroll
-      for (int g = 1; g < G; ++g) acc.d2 += d2[v][g];
+    for (int g = 1; g < G; ++g) d += dot[v][g];
+    float score;
+    if (((ignored >> v) & 1)) {
+      score = SPECTRASIFT_NAN_F;
+    } else if constexpr (kEd) {
+      score = spectral_finalise_ed(spectral_ed_d2_split((double)s2[v], d, ref.rf2));
     } else {
-      acc.dot = dot[v][0];
-#pragma unroll
-      for (int g = 1; g < G; ++g) acc.dot += dot[v][g];
+      SpectralPixelStats st;
+      spectral_stats_init(&st);
+      SpectralPairAcc acc;
+      spectral_pair_init(&acc);
+      st.sum_p = (double)s1[v];
+      st.sum_p2 = (double)s2[v];
+      acc.dot = d;
+      score = spectral_finalise(kMetric, &st, &acc, n, ref.constant);
     }
-    float score = ((ignored >> v) & 1) ? SPECTRASIFT_NAN_F : spectral_finalise(kMetric, &st, &acc, n, ref.constant);
     if (out.mode == kOutThreshold && !spectral_passes(score, out.threshold, higher)) score = SPECTRASIFT_NAN_F;
-    write_single(out, p, score);
+    write_single(out, p0 + v, score);
   }
 }
+
+/// V consecutive stored samples, loaded with one vector instruction (V * sizeof(Raw) = 2..16 bytes).
+template <class Raw, int V> struct alignas(V * sizeof(Raw)) SampleVec {
+  Raw v[V];
+};
 
 /// Per-pixel products of spectral_convert, for the multi-reference paths.
 struct PixelPlanes {
