@@ -535,7 +535,7 @@ void compute_chunk(Plan& pl, const void* d_chunk, int y0, int lines, cudaStream_
           const bool rows_ok = pl.st->one_ref_rows && cc.scale == 1.0f && pl.n <= kOneRefRowsMaxBands &&
                                (refs.metric != Metric::kEuclidean || pl.ed_split) &&
                                pl.chunk_bytes / pl.es < (std::size_t(1) << 31);
-          const std::size_t smem_rows = std::size_t(pl.n) * (sizeof(float) + 2 * sizeof(int));
+          std::size_t smem_rows = std::size_t(pl.n) * (sizeof(float) + 2 * sizeof(int));
           auto launch = [&](auto k_plain, auto k_ignore, long long threads) {
             auto kern = cc.has_ignore ? k_ignore : k_plain;
             if (smem_rows > 48 * 1024)
@@ -545,7 +545,14 @@ void compute_chunk(Plan& pl, const void* d_chunk, int y0, int lines, cudaStream_
           };
           constexpr int V = kOneRefRowsPixels;
           if (rows_ok && pl.bip_vector) {
-            launch(spectral_one_ref_rows<kT, kM, false, kRowsBip>, spectral_one_ref_rows<kT, kM, true, kRowsBip>, (npix + V - 1) / V);
+            // + the stages (10 blocks per SM need ~190 KB of shared memory: ask for the largest carve-out);
+            // whole warps of 32 V pixels.
+            smem_rows += std::size_t(one_ref_rows_stage_bytes(int(pl.es)));
+            for (auto k : {spectral_one_ref_rows<kT, kM, false, kRowsBip>, spectral_one_ref_rows<kT, kM, true, kRowsBip>})
+              SPECTRASIFT_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                                          int(cudaSharedmemCarveoutMaxShared)));
+            launch(spectral_one_ref_rows<kT, kM, false, kRowsBip>, spectral_one_ref_rows<kT, kM, true, kRowsBip>,
+                   (npix + 32 * V - 1) / (32 * V) * 32);
             return;
           }
           if (rows_ok && layout.ss == 1) {

@@ -274,6 +274,22 @@ enum OneRefRowsForm : int {
   kRowsBip = 2,   ///< BIP, every band used in order: 4 consecutive pixels, 8 bands (one round) per load
 };
 
+// cp.async (sm_80+): 16 bytes global -> shared without registers; commit groups and wait for all but N.
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(smem)), "l"(gmem));
+}
+/// The same, with zeros instead of the bytes when !valid (nothing is read then).
+__device__ __forceinline__ void cp_async16_or_zero(void* smem, const void* gmem, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem), "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+__device__ __forceinline__ void cp_async_wait_all() { cp_async_wait<0>(); }
+
 /// The PRMT selector that turns sample k of a 32-bit word (k < 4 / sample size, memory order) into an int:
 /// the sample's bytes in the cube's byte order, then its sign (i16) or zeros (u8, u16).
 __host__ __device__ constexpr unsigned sample_selector(int type, bool big_endian, int k) {
@@ -314,18 +330,30 @@ __device__ __forceinline__ Words<kBytes> load_words(const void* p) {
   return r;
 }
 
+/// Byte offset of byte `b` of pixel `pl`'s two-round slab in a kRowsBip stage (kSlab bytes per pixel). With
+/// 32-byte slabs the two 16-byte halves swap places for every other group of 4 pixels, so that the 8 lanes of
+/// a 16-byte shared-memory load phase (pixels l .. l+7, same half) hit 8 different bank groups.
+template <int kSlab>
+__device__ __forceinline__ int bip_stage_offset(int pl, int b) {
+  if constexpr (kSlab == 32) return pl * 32 + (b ^ (((pl >> 2) & 1) << 4));
+  else return pl * kSlab + b;
+}
+
 /* spectral_one_ref_rows<kType, kMetric, kIgnore, kForm, W>: the one-reference pass of small-integer cubes
  * (u8/i16/u16) without a scale factor, for ed (split form, OneRef::ed_split), sam and scc; the caller checks
  * kOneRefIntegerPath, cube.scale == 1, n <= kOneRefRowsMaxBands and that the chunk has < 2^31 elements.
  * Launch: block 64, 4 pixels per thread, dynamic shared memory n * 12 bytes (the reference row, ed's integer
- * parts, the band indices); grid = ceil(npix / 256) blocks (kRowsLine: lines * ceil(samples / 4) threads).
+ * parts, the band indices) + kRowsBip's stages (one_ref_rows_stage_bytes); grid = ceil(npix / 256) blocks
+ * (kRowsLine: lines * ceil(samples / 4) threads).
  *   kRowsFlat (layout.ss == 1): 4 CONSECUTIVE pixels, one aligned 4-wide load per band; the caller guarantees
  *     layout.bs % 4 == 0 (BSQ planes are padded to 8 samples) and, for BIL, samples % 4 == 0. A warp reads
  *     128 consecutive samples of a band.
  *   kRowsLine (BIL, samples % 4 != 0): a line's samples in units of 4, the last one partial; each unit's
  *     samples of a band come in 4 / W loads of W (W divides samples, so a load never crosses a row).
  *   kRowsBip (BIP, every band used in stored order, a pixel's bands a multiple of 16 bytes, so n % 8 == 0):
- *     4 consecutive pixels, the 8 bands of a round of one pixel (= the 8 band groups) in one load.
+ *     a warp takes 128 consecutive pixels, lane l pixels l, l+32, l+64, l+96; the warp copies 16 bands of
+ *     all of them at a time into a shared-memory stage (cp.async, two stages per warp: 16 KiB per block for
+ *     i16), and each thread reads a round of 8 bands of one pixel (= the 8 band groups) in one 16-byte load.
  * Each thread keeps spectral_one_ref's eight band-group partial sums (group g = bands g, g+8, ..., each summed
  * in band order) per pixel and merges them in group order, so its scores are bit-identical to
  * spectral_one_ref's (which the other types and layouts take): one partition for every layout.
@@ -336,6 +364,10 @@ __device__ __forceinline__ Words<kBytes> load_words(const void* p) {
  * integers with the 64-bit adds amortised; the no-data test only when the cube has an ignore value (kIgnore).
  * Registers are capped at 96 (kOneRefRowsMinBlocks) so that an AVIRIS-sized grid is resident at once. */
 constexpr int kOneRefRowsMinBlocks = 10;
+/// Dynamic shared memory of kRowsBip's stages per block (two per warp, 16 bands of 128 pixels each).
+constexpr int one_ref_rows_stage_bytes(int sample_size) {
+  return 2 * (kOneRefRowsBlock / 32) * 32 * kOneRefRowsPixels * 2 * kOneRefGroups * sample_size;
+}
 template <int kType, int kMetric, bool kIgnore, int kForm, int W = kOneRefRowsPixels>
 __global__ void __launch_bounds__(kOneRefRowsBlock, kOneRefRowsMinBlocks) spectral_one_ref_rows(
     const typename Storage<kType>::type* __restrict__ chunk, ChunkLayout layout, CubeConst cube, OneRef ref,
@@ -349,8 +381,12 @@ __global__ void __launch_bounds__(kOneRefRowsBlock, kOneRefRowsMinBlocks) spectr
   constexpr int kPerWord = 4 / kEs;  // samples per 32-bit word
   constexpr bool kEd = kMetric == SPECTRAL_METRIC_ED;
   constexpr bool kScc = kMetric == SPECTRAL_METRIC_SCC;
-  extern __shared__ float smem_f[];
-  float* r1 = smem_f;                                    // sam/scc: the reference row; ed: its parts rf
+  extern __shared__ uint4 smem_v[];
+  // kRowsBip: each warp's two stages first (16-byte aligned), then the reference.
+  constexpr int kSlabBytes = 2 * G * kEs;  // kRowsBip: bytes of one pixel per stage (two rounds)
+  constexpr int kStageBytes = kForm == kRowsBip ? 32 * V * kSlabBytes : 0;
+  unsigned char* stages = reinterpret_cast<unsigned char*>(smem_v);
+  float* r1 = reinterpret_cast<float*>(stages + 2 * (kOneRefRowsBlock / 32) * kStageBytes);  // sam/scc: the reference row; ed: its parts rf
   int* rint = reinterpret_cast<int*>(r1 + ref.n);        // ed: the integer parts ri
   int* bidx = rint + ref.n;
   for (int j = threadIdx.x; j < ref.n; j += blockDim.x) {
@@ -361,8 +397,14 @@ __global__ void __launch_bounds__(kOneRefRowsBlock, kOneRefRowsMinBlocks) spectr
   __syncthreads();
   const int t = blockIdx.x * blockDim.x + threadIdx.x;
   int p0, nv;        // first pixel, valid pixels of this thread (kRowsLine: a multiple of W)
-  unsigned base;     // element offset of the first pixel's band 0 in the chunk
-  if constexpr (kForm == kRowsLine) {
+  unsigned base = 0; // element offset of the first pixel's band 0 in the chunk
+  if constexpr (kForm == kRowsBip) {
+    // A warp takes 32 V consecutive pixels, lane l pixels p0 + 32 v (coalesced writes, conflict-free stages).
+    const int first = (t >> 5) * (32 * V);
+    if (first >= cube.npix) return;  // whole warps only: the stages are filled by all 32 lanes
+    p0 = first + (t & 31);
+    nv = max(0, min(V, (cube.npix - p0 + 31) / 32));
+  } else if constexpr (kForm == kRowsLine) {
     const int units = (cube.samples + V - 1) / V;
     const int yl = t / units, x0 = (t - yl * units) * V;
     p0 = yl * cube.samples + x0;
@@ -374,21 +416,21 @@ __global__ void __launch_bounds__(kOneRefRowsBlock, kOneRefRowsMinBlocks) spectr
     if (p0 >= cube.npix) return;
     nv = min(V, cube.npix - p0);
     const int yl = p0 / cube.samples, x = p0 - yl * cube.samples;
-    base = unsigned(yl) * unsigned(layout.ls) + unsigned(x) * unsigned(layout.ss);
+    base = unsigned(yl) * unsigned(layout.ls) + unsigned(x);
   }
+  constexpr int kPixStep = kForm == kRowsBip ? 32 : 1;  // between the pixels of a thread
   const unsigned bs = unsigned(layout.bs), ss = unsigned(layout.ss);
   const int n = ref.n;
   unsigned sel[kPerWord];
 #pragma unroll
   for (int k = 0; k < kPerWord; ++k)
     sel[k] = cube.big_endian ? sample_selector(kType, true, k) : sample_selector(kType, false, k);
-  // Offsets of the loads of one band (kRowsLine: clamped inside the line; kRowsBip: pixels clamped to the chunk).
-  constexpr int kLoads = kForm == kRowsBip ? V : V / W;
+  // Offsets of the loads of one band (kRowsLine: clamped inside the line).
+  constexpr int kLoads = kForm == kRowsBip ? 1 : V / W;
   unsigned load_off[kLoads];
 #pragma unroll
   for (int w = 0; w < kLoads; ++w) {
-    if constexpr (kForm == kRowsBip) load_off[w] = base + unsigned(min(w, nv - 1)) * ss;
-    else if constexpr (kForm == kRowsLine) load_off[w] = base + unsigned(min(w * W, nv - W));
+    if constexpr (kForm == kRowsLine) load_off[w] = base + unsigned(min(w * W, nv - W));
     else load_off[w] = base;  // one load; past the chunk's last pixel it reads plane padding or whole lines
   }
   // Squares summed in 32 bits before the 64-bit sum: u8 8 per word, i16 2 (2 * 2^30), u16 1.
@@ -411,14 +453,17 @@ __global__ void __launch_bounds__(kOneRefRowsBlock, kOneRefRowsMinBlocks) spectr
     ign_int = (int)cube.ignore;
     ign_is_int = (float)ign_int == cube.ignore;
   }
-  // One round: bands j0 .. j0+7 (kFull: all below n) of the V pixels.
-  auto round = [&](int j0, auto full) {
+  // One round: bands j0 .. j0+7 (kFull: all below n) of the V pixels (kRowsBip: round r of `stage`).
+  auto round = [&](int j0, auto full, const unsigned char* stage, int r) {
     constexpr bool kFull = decltype(full)::value;
     constexpr int kBytes = (kForm == kRowsBip ? G : W) * kEs;
     Words<kBytes> raw[kForm == kRowsBip ? V : G][kForm == kRowsBip ? 1 : kLoads];
     if constexpr (kForm == kRowsBip) {
 #pragma unroll
-      for (int v = 0; v < V; ++v) raw[v][0] = load_words<kBytes>(chunk + load_off[v] + unsigned(j0));
+      for (int v = 0; v < V; ++v) {
+        const int pl = (t & 31) + 32 * v;  // pixel of the warp
+        raw[v][0] = *reinterpret_cast<const Words<kBytes>*>(stage + bip_stage_offset<kSlabBytes>(pl, r * kBytes));
+      }
     } else {
 #pragma unroll
       for (int e = 0; e < G; ++e) {
@@ -463,10 +508,42 @@ __global__ void __launch_bounds__(kOneRefRowsBlock, kOneRefRowsMinBlocks) spectr
       for (int v = 0; v < V; ++v) s2[v] += s2r[v];
     }
   };
-  int j0 = 0;
-  for (; j0 + G <= n; j0 += G) round(j0, std::true_type{});
-  if constexpr (kForm != kRowsBip) {
-    if (j0 < n) round(j0, std::false_type{});
+  if constexpr (kForm == kRowsBip) {
+    // Stages of two rounds (16 bands) for the warp's 32 V pixels, double-buffered: cp.async copies whole
+    // 16-byte pieces, two lanes per pixel when a stage holds 32 bytes of it, so every sector read is used
+    // whole (a thread loading its own pixels would touch 32 sectors per instruction and use half of each).
+    const int lane = t & 31, first = p0 - lane;
+    unsigned char* my = stages + 2 * (threadIdx.x >> 5) * kStageBytes;
+    constexpr int kPieces = kSlabBytes / 16;  // 16-byte pieces per pixel per stage
+    constexpr int kPerLane = 32 * V * kPieces / 32;
+    const int slabs = (n + 2 * G - 1) / (2 * G);
+    auto issue = [&](int sl) {
+      unsigned char* stage = my + (sl & 1) * kStageBytes;
+#pragma unroll
+      for (int i = 0; i < kPerLane; ++i) {
+        const int c = i * 32 + lane, pl = c / kPieces, h = c % kPieces;
+        const int band0 = sl * 2 * G + h * (16 / kEs);
+        const bool ok = first + pl < cube.npix && band0 < n;
+        const Raw* src = chunk + (ok ? unsigned(first + pl) * ss + unsigned(band0) : 0u);
+        cp_async16_or_zero(stage + bip_stage_offset<kSlabBytes>(pl, h * 16), src, ok);
+      }
+      cp_async_commit();
+    };
+    issue(0);
+    for (int sl = 0; sl < slabs; ++sl) {
+      if (sl + 1 < slabs) issue(sl + 1);
+      else cp_async_commit();  // an empty group: "all but the newest" is then always this stage
+      cp_async_wait<1>();
+      __syncwarp();
+      const unsigned char* stage = my + (sl & 1) * kStageBytes;
+      round(sl * 2 * G, std::true_type{}, stage, 0);
+      if (sl * 2 * G + G < n) round(sl * 2 * G + G, std::true_type{}, stage, 1);  // n % 8 == 0 (caller)
+      __syncwarp();  // the stage is refilled two slabs later
+    }
+  } else {
+    int j0 = 0;
+    for (; j0 + G <= n; j0 += G) round(j0, std::true_type{}, nullptr, 0);
+    if (j0 < n) round(j0, std::false_type{}, nullptr, 0);
   }
   const int higher = spectral_higher_is_better(kMetric);
 #pragma unroll
@@ -492,7 +569,7 @@ __global__ void __launch_bounds__(kOneRefRowsBlock, kOneRefRowsMinBlocks) spectr
       score = spectral_finalise(kMetric, &st, &acc, n, ref.constant);
     }
     if (out.mode == kOutThreshold && !spectral_passes(score, out.threshold, higher)) score = SPECTRASIFT_NAN_F;
-    write_single(out, p0 + v, score);
+    write_single(out, p0 + kPixStep * v, score);
   }
 }
 
