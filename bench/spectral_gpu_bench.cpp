@@ -670,6 +670,44 @@ int main(int argc, char** argv) {
       flush();
     }
     {
+      // Threads of the staging copy (the calling thread included), default chunks and stores, median of 7.
+      g_stage = "copy threads sweep";
+      ++g_step;
+      md << "One reference (sam), end to end from a fresh mmap by threads of the staging copy (median of 7):\n\n"
+         << "| interleave | copy threads | end to end (ms) | x pinned upload | upload sum (ms) | host copy sum (ms) |\n|---|---|---|---|---|---|\n";
+      for (const auto& il : ils) {
+        if (il.be || il.il == Interleave::kBil) continue;
+        const fs::path file = dir / (std::string("cube_") + il.name + ".img");
+        for (int threads : {4, 6, 8, 12, 16}) {
+          cuda::bench::set_copy_threads(ctx, threads);
+          SpectralOptions o;
+          o.metric = Metric::kSpectralAngle;
+          o.reduction = Reduction::kBest;
+          std::vector<double> tot, upl, rd;
+          for (int r = 0; r <= 7; ++r) {
+            auto res = sized_result(1, o);
+            const auto t0 = std::chrono::steady_clock::now();
+            Mapping mp(file);
+            cuda::spectral_match(ctx.impl(), view_of(mp.ptr, il.il, false), prep1, o, res, {});
+            const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+            if (r == 0) continue;
+            tot.push_back(ms);
+            upl.push_back(res.times.upload_ms);
+            rd.push_back(res.times.read_ms);
+          }
+          ++g_step;
+          md << "| " << il.name << " | " << threads << " | " << fmt(median(tot)) << " | " << fmt(median(tot) / up_ms, 2) << " | "
+             << fmt(median(upl)) << " | " << fmt(median(rd)) << " |\n";
+          js << "{\"case\":\"copy_threads\",\"interleave\":\"" << il.name << "\",\"threads\":" << threads
+             << ",\"ms\":" << median(tot) << "}\n";
+        }
+        flush();
+      }
+      cuda::bench::set_copy_threads(ctx, 0);
+      md << "\n";
+      flush();
+    }
+    {
       // many references, end to end (streamed from the file)
       g_stage = "many references, end to end";
       ++g_step;

@@ -21,6 +21,8 @@ void set_register_staging(Context& ctx, bool on);
 /// Copy staging of the streamed path: raw bytes per chunk (0 = default), non-temporal stores or plain
 /// copies, a first chunk of 1/8 the size (see State::stage_*).
 void set_staging(Context& ctx, std::size_t chunk_bytes, bool streaming, bool ramp);
+/// Threads of the staging copy, the calling thread included (0 = the context's CPU threads).
+void set_copy_threads(Context& ctx, int threads);
 /// Many references, best/threshold with tensor cores: the fused FP16 kernel (true, default) or cuBLAS TF32.
 void set_fused_best(Context& ctx, bool on);
 /// The fused kernel's form: wgmma (true, default, where built and supported) or mma.sync (false).

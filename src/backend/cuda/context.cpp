@@ -1,6 +1,8 @@
 // CUDA device enumeration and per-context state.
 #include <cuda_runtime.h>
 
+#include <algorithm>
+
 #include "backend/cuda/check.hpp"
 #include "backend/cuda/state.hpp"
 
@@ -46,7 +48,12 @@ cublasHandle_t State::cublas_handle() {
 }
 
 HostCopyPool& State::host_copy_pool(int threads) {
-  if (!host_pool) host_pool = std::make_unique<HostCopyPool>(threads > 1 ? threads - 1 : 0);
+  if (copy_threads > 0) threads = copy_threads;
+  threads = std::max(1, threads);
+  if (!host_pool || host_pool->threads() != threads) {
+    host_pool.reset();  // joins the old workers first
+    host_pool = std::make_unique<HostCopyPool>(threads - 1);
+  }
   return *host_pool;
 }
 

@@ -1015,6 +1015,8 @@ void set_staging(Context& ctx, std::size_t chunk_bytes, bool streaming, bool ram
 
 void set_fused_wgmma(Context& ctx, bool on) { state(ctx.impl()).fused_wgmma = on; }
 
+void set_copy_threads(Context& ctx, int threads) { state(ctx.impl()).copy_threads = std::max(0, threads); }
+
 void set_one_ref_rows(Context& ctx, bool on) { state(ctx.impl()).one_ref_rows = on; }
 
 bool fused_wgmma_available(Context& ctx) {
