@@ -19,6 +19,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -77,6 +80,10 @@ constexpr int kLanes = 8;
 typedef float v8f __attribute__((vector_size(32)));
 typedef float v4f __attribute__((vector_size(16)));
 typedef double v4d __attribute__((vector_size(32)));
+typedef int v8i __attribute__((vector_size(32)));
+typedef unsigned v8u __attribute__((vector_size(32)));
+typedef unsigned v4u __attribute__((vector_size(16)));
+typedef unsigned long long v4u64 __attribute__((vector_size(32)));
 
 // The kernels twice: for AVX2 (chosen at run time when the CPU has it) and for the baseline ISA.
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
