@@ -271,7 +271,7 @@ constexpr int kOneRefRowsMaxBands = 32767;   ///< used bands it takes: sum p of 
 enum OneRefRowsForm : int {
   kRowsFlat = 0,  ///< BSQ, or BIL with samples % 4 == 0: thread t takes pixels 4t .. 4t+3, one 4-wide load per band
   kRowsLine = 1,  ///< BIL otherwise: ceil(samples / 4) threads per line, 4 / W loads of W samples per band
-  kRowsBip = 2,   ///< BIP, every band used in order: 4 consecutive pixels, 8 bands (one round) per load
+  kRowsBip = 2,   ///< BIP, every band used in order: a warp's 128 pixels through shared-memory stages (cp.async)
 };
 
 // cp.async (sm_80+): 16 bytes global -> shared without registers; commit groups and wait for all but N.
