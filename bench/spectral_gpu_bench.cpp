@@ -627,6 +627,28 @@ int main(int argc, char** argv) {
     run_e2e(false);
     md << "\n(host read / upload / compute are sums over the chunks; they overlap, so they add up to more than the end-to-end time)\n\n";
     flush();
+    // Medians of `runs` runs (after one warm-up) of sam against one reference, end to end from a fresh mmap of
+    // `file`, with the staging settings of the moment: end to end, upload sum, host copy sum (ms).
+    struct E2e { double total, upload, read; };
+    auto measure_e2e = [&](const fs::path& file, Interleave il, int runs) {
+      SpectralOptions o;
+      o.metric = Metric::kSpectralAngle;
+      o.reduction = Reduction::kBest;
+      std::vector<double> tot, upl, rd;
+      for (int r = 0; r <= runs; ++r) {
+        auto res = sized_result(1, o);
+        const auto t0 = std::chrono::steady_clock::now();
+        Mapping mp(file);
+        cuda::spectral_match(ctx.impl(), view_of(mp.ptr, il, false), prep1, o, res, {});
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        if (r == 0) continue;
+        tot.push_back(ms);
+        upl.push_back(res.times.upload_ms);
+        rd.push_back(res.times.read_ms);
+      }
+      ++g_step;
+      return E2e{median(tot), median(upl), median(rd)};
+    };
     {
       // Staging sweep: chunk size x store kind x first-chunk ramp (median of 5 after a warm-up).
       g_stage = "staging sweep";
@@ -641,27 +663,11 @@ int main(int argc, char** argv) {
           for (bool streaming : {true, false})
             for (bool ramp : {false, true}) {
               cuda::bench::set_staging(ctx, std::size_t(mib) << 20, streaming, ramp);
-              SpectralOptions o;
-              o.metric = Metric::kSpectralAngle;
-              o.reduction = Reduction::kBest;
-              std::vector<double> tot, upl, rd;
-              for (int r = 0; r <= 5; ++r) {
-                auto res = sized_result(1, o);
-                const auto t0 = std::chrono::steady_clock::now();
-                Mapping mp(file);
-                cuda::spectral_match(ctx.impl(), view_of(mp.ptr, il.il, false), prep1, o, res, {});
-                const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-                if (r == 0) continue;
-                tot.push_back(ms);
-                upl.push_back(res.times.upload_ms);
-                rd.push_back(res.times.read_ms);
-              }
-              ++g_step;
+              const E2e e = measure_e2e(file, il.il, 5);
               md << "| " << il.name << " | " << mib << " | " << (streaming ? "streaming" : "plain") << " | " << (ramp ? "yes" : "no")
-                 << " | " << fmt(median(tot)) << " | " << fmt(median(tot) / up_ms, 2) << " | " << fmt(median(upl)) << " | "
-                 << fmt(median(rd)) << " |\n";
+                 << " | " << fmt(e.total) << " | " << fmt(e.total / up_ms, 2) << " | " << fmt(e.upload) << " | " << fmt(e.read) << " |\n";
               js << "{\"case\":\"staging\",\"interleave\":\"" << il.name << "\",\"chunk_mib\":" << mib << ",\"streaming\":"
-                 << (streaming ? "true" : "false") << ",\"ramp\":" << (ramp ? "true" : "false") << ",\"ms\":" << median(tot) << "}\n";
+                 << (streaming ? "true" : "false") << ",\"ramp\":" << (ramp ? "true" : "false") << ",\"ms\":" << e.total << "}\n";
             }
         flush();
       }
@@ -680,26 +686,11 @@ int main(int argc, char** argv) {
         const fs::path file = dir / (std::string("cube_") + il.name + ".img");
         for (int threads : {4, 6, 8, 12, 16}) {
           cuda::bench::set_copy_threads(ctx, threads);
-          SpectralOptions o;
-          o.metric = Metric::kSpectralAngle;
-          o.reduction = Reduction::kBest;
-          std::vector<double> tot, upl, rd;
-          for (int r = 0; r <= 7; ++r) {
-            auto res = sized_result(1, o);
-            const auto t0 = std::chrono::steady_clock::now();
-            Mapping mp(file);
-            cuda::spectral_match(ctx.impl(), view_of(mp.ptr, il.il, false), prep1, o, res, {});
-            const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-            if (r == 0) continue;
-            tot.push_back(ms);
-            upl.push_back(res.times.upload_ms);
-            rd.push_back(res.times.read_ms);
-          }
-          ++g_step;
-          md << "| " << il.name << " | " << threads << " | " << fmt(median(tot)) << " | " << fmt(median(tot) / up_ms, 2) << " | "
-             << fmt(median(upl)) << " | " << fmt(median(rd)) << " |\n";
+          const E2e e = measure_e2e(file, il.il, 7);
+          md << "| " << il.name << " | " << threads << " | " << fmt(e.total) << " | " << fmt(e.total / up_ms, 2) << " | "
+             << fmt(e.upload) << " | " << fmt(e.read) << " |\n";
           js << "{\"case\":\"copy_threads\",\"interleave\":\"" << il.name << "\",\"threads\":" << threads
-             << ",\"ms\":" << median(tot) << "}\n";
+             << ",\"ms\":" << e.total << "}\n";
         }
         flush();
       }
