@@ -650,28 +650,27 @@ int main(int argc, char** argv) {
       return E2e{median(tot), median(upl), median(rd)};
     };
     {
-      // Staging sweep: chunk size x store kind x first-chunk ramp (median of 5 after a warm-up).
+      // Staging sweep: chunk size x store kind (median of 5 after a warm-up).
       g_stage = "staging sweep";
       ++g_step;
-      md << "Copy staging sweep (sam, one reference, end to end from a fresh mmap, median of 5; ramp = first chunk 1/8 the size):\n\n"
-         << "| interleave | chunk MiB | stores | ramp | end to end (ms) | x pinned upload | upload sum (ms) | host copy sum (ms) |\n|---|---|---|---|---|---|---|---|\n";
+      md << "Copy staging sweep (sam, one reference, end to end from a fresh mmap, median of 5):\n\n"
+         << "| interleave | chunk MiB | stores | end to end (ms) | x pinned upload | upload sum (ms) | host copy sum (ms) |\n|---|---|---|---|---|---|---|\n";
       const std::vector<int> sizes = quick ? std::vector<int>{4, 8, 16, 32} : std::vector<int>{2, 4, 8, 16, 32};
       for (const auto& il : ils) {
         if (il.be || il.il == Interleave::kBil) continue;
         const fs::path file = dir / (std::string("cube_") + il.name + ".img");
         for (int mib : sizes)
-          for (bool streaming : {true, false})
-            for (bool ramp : {false, true}) {
-              cuda::bench::set_staging(ctx, std::size_t(mib) << 20, streaming, ramp);
-              const E2e e = measure_e2e(file, il.il, 5);
-              md << "| " << il.name << " | " << mib << " | " << (streaming ? "streaming" : "plain") << " | " << (ramp ? "yes" : "no")
-                 << " | " << fmt(e.total) << " | " << fmt(e.total / up_ms, 2) << " | " << fmt(e.upload) << " | " << fmt(e.read) << " |\n";
-              js << "{\"case\":\"staging\",\"interleave\":\"" << il.name << "\",\"chunk_mib\":" << mib << ",\"streaming\":"
-                 << (streaming ? "true" : "false") << ",\"ramp\":" << (ramp ? "true" : "false") << ",\"ms\":" << e.total << "}\n";
-            }
+          for (bool streaming : {true, false}) {
+            cuda::bench::set_staging(ctx, std::size_t(mib) << 20, streaming);
+            const E2e e = measure_e2e(file, il.il, 5);
+            md << "| " << il.name << " | " << mib << " | " << (streaming ? "streaming" : "plain") << " | " << fmt(e.total) << " | "
+               << fmt(e.total / up_ms, 2) << " | " << fmt(e.upload) << " | " << fmt(e.read) << " |\n";
+            js << "{\"case\":\"staging\",\"interleave\":\"" << il.name << "\",\"chunk_mib\":" << mib << ",\"streaming\":"
+               << (streaming ? "true" : "false") << ",\"ms\":" << e.total << "}\n";
+          }
         flush();
       }
-      cuda::bench::set_staging(ctx, 0, false, false);  // the defaults
+      cuda::bench::set_staging(ctx, 0, false);  // the defaults
       md << "\n";
       flush();
     }

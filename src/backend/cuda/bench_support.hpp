@@ -19,8 +19,8 @@ void set_score_block_bytes(Context& ctx, std::size_t bytes);
 /// copies into pinned buffers (false, default). Hung on the H200 machine (see State::register_staging).
 void set_register_staging(Context& ctx, bool on);
 /// Copy staging of the streamed path: raw bytes per chunk (0 = default), non-temporal stores or plain
-/// copies, a first chunk of 1/8 the size (see State::stage_*).
-void set_staging(Context& ctx, std::size_t chunk_bytes, bool streaming, bool ramp);
+/// copies (see State::stage_*).
+void set_staging(Context& ctx, std::size_t chunk_bytes, bool streaming);
 /// Threads of the staging copy, the calling thread included (0 = the context's CPU threads).
 void set_copy_threads(Context& ctx, int threads);
 /// Many references, best/threshold with tensor cores: the fused FP16 kernel (true, default) or cuBLAS TF32.

@@ -835,19 +835,7 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
           std::to_string(pl.chunk_lines) + " lines");
 
   RegisteredChunks reg(st, pl, st.register_staging && cube.interleave != Interleave::kBsq);
-  // The chunks: whole chunk_lines each, except (copy staging, State::stage_ramp) the first three, of 1/8, 1/4
-  // and 1/2 of that, so that the first upload, which nothing overlaps, starts sooner (the host copy, ~97 GB/s
-  // on the H200 machine, of a chunk twice the size keeps pace with the ~55 GB/s upload of the one before).
-  // Measured 0.03-0.1 ms slower there than whole chunks (bench/NOTES.md step 24): off by default.
-  std::vector<int> starts;
-  {
-    int y = 0;
-    if (!reg.on && st.stage_ramp && pl.nchunks > 1)
-      for (int div = 8; div > 1 && y < cube.lines; div /= 2) starts.push_back(y), y += std::max(1, pl.chunk_lines / div);
-    for (; y < cube.lines; y += pl.chunk_lines) starts.push_back(y);
-    starts.push_back(cube.lines);
-  }
-  const int nchunks = int(starts.size()) - 1;
+  const int nchunks = pl.nchunks;  // whole chunk_lines each (smaller first chunks measured slower: NOTES step 24)
   // Pinned staging: a ring of kStages buffers, so that the host copy runs up to kStages - 1 chunks ahead of
   // the uploads (with two, every copy waited for the upload before last and the DMA engine idled between
   // chunks); device chunks: double buffers. Events say when each may be reused.
@@ -868,8 +856,8 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
     read_ms += ms_since(t_read);
   }
   for (int c = 0; c < nchunks; ++c) {
-    const int y0 = starts[c];
-    const int nl = starts[c + 1] - y0;
+    const int y0 = c * pl.chunk_lines;
+    const int nl = std::min(pl.chunk_lines, cube.lines - y0);
     const int b = c % 2;
     const void* src = nullptr;
     std::size_t bytes = 0;
@@ -1006,11 +994,10 @@ void set_score_block_bytes(Context& ctx, std::size_t bytes) { state(ctx.impl()).
 
 void set_fused_best(Context& ctx, bool on) { state(ctx.impl()).fused_best = on; }
 
-void set_staging(Context& ctx, std::size_t chunk_bytes, bool streaming, bool ramp) {
+void set_staging(Context& ctx, std::size_t chunk_bytes, bool streaming) {
   State& st = state(ctx.impl());
   st.stage_chunk_bytes = chunk_bytes;
   st.stage_streaming = streaming;
-  st.stage_ramp = ramp;
 }
 
 void set_fused_wgmma(Context& ctx, bool on) { state(ctx.impl()).fused_wgmma = on; }

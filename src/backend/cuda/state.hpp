@@ -80,14 +80,13 @@ struct State {
   /// spectral_one_ref (false; tests of equal bits, bench comparison).
   bool one_ref_rows = true;
   /// Streamed spectral matching, copy staging: raw bytes per chunk (0: kDefaultChunkBytes of spectral.cu),
-  /// streaming (non-temporal) stores into the pinned buffers (true) or plain copies (false), and first
-  /// chunks of 1/8, 1/4, 1/2 the size so that the first upload starts sooner (true). Bench knobs (set_staging). Plain
-  /// copies are the default: on the H200 machine they ran 3.29 ms end to end against 3.62 ms streaming.
+  /// streaming (non-temporal) stores into the pinned buffers (true) or plain copies (false). Bench knobs
+  /// (set_staging). Plain copies are the default: on the H200 machine they ran 3.29 ms end to end against
+  /// 3.62 ms streaming.
   std::size_t stage_chunk_bytes = 0;
   /// Threads of the staging copy (caller included; 0: the context's CPU threads). Bench knob.
   int copy_threads = 0;
   bool stage_streaming = false;
-  bool stage_ramp = false;  // measured: 16 MiB without ramp 3.06 ms, with 3.09 ms (H200, bsq)
   /// Ordering-only events (no timing), created on first use and reused.
   std::vector<cudaEvent_t> sync_events;
 
