@@ -5,7 +5,10 @@
 #include <emmintrin.h>
 #endif
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -41,6 +44,20 @@ void copy_streaming(void* dst, const void* src, std::size_t n) {
 #else
   std::memcpy(dst, src, n);
 #endif
+}
+
+/// pread() of the piece's bytes (no page faults on a memory map: the kernel copies from the page cache);
+/// what a read cannot deliver (an error, or the file shorter than it was) comes from the mapping instead.
+void read_piece(const CopyPiece& p) {
+  auto* d = static_cast<char*>(p.dst);
+  std::size_t done = 0;
+  while (done < p.bytes) {
+    const ssize_t r = ::pread(p.fd, d + done, p.bytes - done, off_t(p.file_offset + done));
+    if (r > 0) done += std::size_t(r);
+    else if (r < 0 && errno == EINTR) continue;
+    else break;
+  }
+  if (done < p.bytes) std::memcpy(d + done, static_cast<const char*>(p.src) + done, p.bytes - done);
 }
 }  // namespace
 
@@ -92,6 +109,13 @@ void HostCopyPool::worker_loop() {
   }
 }
 
+void HostCopyPool::wake() {
+  if (sleepers_.load() == 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  generation_.fetch_add(1);  // no job: a worker that sees it finds job_ == nullptr and spins again
+  wake_.notify_all();
+}
+
 void HostCopyPool::parallel_for(int n, const std::function<void(int)>& fn) {
   if (n <= 0) return;
   if (workers_.empty() || n == 1) {
@@ -126,11 +150,12 @@ void HostCopyPool::copy(const std::vector<CopyPiece>& pieces, std::size_t split_
   for (const auto& p : pieces) {
     for (std::size_t off = 0; off < p.bytes; off += split_bytes) {
       const std::size_t b = std::min(split_bytes, p.bytes - off);
-      split_.push_back({static_cast<char*>(p.dst) + off, static_cast<const char*>(p.src) + off, b});
+      split_.push_back({static_cast<char*>(p.dst) + off, static_cast<const char*>(p.src) + off, b, p.fd, p.file_offset + off});
     }
   }
   const std::function<void(int)> fn = [this, streaming](int i) {
-    if (streaming) copy_streaming(split_[i].dst, split_[i].src, split_[i].bytes);
+    if (split_[i].fd >= 0) read_piece(split_[i]);
+    else if (streaming) copy_streaming(split_[i].dst, split_[i].src, split_[i].bytes);
     else std::memcpy(split_[i].dst, split_[i].src, split_[i].bytes);
   };
   parallel_for(int(split_.size()), fn);

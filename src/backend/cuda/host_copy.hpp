@@ -14,11 +14,14 @@
 
 namespace spectrasift::cuda {
 
-/// One contiguous copy of `bytes` bytes.
+/// One contiguous copy of `bytes` bytes. With a file (fd >= 0) the bytes are read with pread() from
+/// `file_offset` instead (the same bytes as src, which stays the fallback if the read comes back short).
 struct CopyPiece {
   void* dst = nullptr;
   const void* src = nullptr;
   std::size_t bytes = 0;
+  int fd = -1;
+  unsigned long long file_offset = 0;
 };
 
 class HostCopyPool {
@@ -32,6 +35,9 @@ class HostCopyPool {
   int threads() const noexcept { return int(workers_.size()) + 1; }
   /// Runs fn(i) for i in [0, n) on the workers and the calling thread; returns when all are done.
   void parallel_for(int n, const std::function<void(int)>& fn);
+  /// Wakes sleeping workers without work, so that they spin (ready) for a while: a call about to copy
+  /// calls this before its set-up.
+  void wake();
   /// Copies every piece, pieces larger than `split_bytes` being split further; blocks until done.
   /// streaming: non-temporal stores (the destination bypasses the caches) or plain memcpy (it may stay in
   /// the last-level cache, where a DMA engine can read it without touching DRAM).

@@ -281,9 +281,18 @@ __device__ __forceinline__ unsigned smem_addr(const void* p) {
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(smem)), "l"(gmem));
 }
-/// The same, with zeros instead of the bytes when !valid (nothing is read then).
+/// The same, with zeros instead of the bytes when !valid (nothing is read then). kL2: the L2 prefetch size
+/// hint in bytes (0 none, 64, 128, 256): on a miss the L2 fetches that much around the piece from DRAM.
+template <int kL2 = 0>
 __device__ __forceinline__ void cp_async16_or_zero(void* smem, const void* gmem, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem), "r"(valid ? 16 : 0));
+  if constexpr (kL2 == 256)
+    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem), "r"(valid ? 16 : 0));
+  else if constexpr (kL2 == 128)
+    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem), "r"(valid ? 16 : 0));
+  else if constexpr (kL2 == 64)
+    asm volatile("cp.async.cg.shared.global.L2::64B [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem), "r"(valid ? 16 : 0));
+  else
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem), "r"(valid ? 16 : 0));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
@@ -368,7 +377,7 @@ constexpr int kOneRefRowsMinBlocks = 10;
 constexpr int one_ref_rows_stage_bytes(int sample_size) {
   return 2 * (kOneRefRowsBlock / 32) * 32 * kOneRefRowsPixels * 2 * kOneRefGroups * sample_size;
 }
-template <int kType, int kMetric, bool kIgnore, int kForm, int W = kOneRefRowsPixels>
+template <int kType, int kMetric, bool kIgnore, int kForm, int W = kOneRefRowsPixels, int kL2 = 0>
 __global__ void __launch_bounds__(kOneRefRowsBlock, kOneRefRowsMinBlocks) spectral_one_ref_rows(
     const typename Storage<kType>::type* __restrict__ chunk, ChunkLayout layout, CubeConst cube, OneRef ref,
     OutView out) {
@@ -525,7 +534,7 @@ __global__ void __launch_bounds__(kOneRefRowsBlock, kOneRefRowsMinBlocks) spectr
         const int band0 = sl * 2 * G + h * (16 / kEs);
         const bool ok = first + pl < cube.npix && band0 < n;
         const Raw* src = chunk + (ok ? unsigned(first + pl) * ss + unsigned(band0) : 0u);
-        cp_async16_or_zero(stage + bip_stage_offset<kSlabBytes>(pl, h * 16), src, ok);
+        cp_async16_or_zero<kL2>(stage + bip_stage_offset<kSlabBytes>(pl, h * 16), src, ok);
       }
       cp_async_commit();
     };
