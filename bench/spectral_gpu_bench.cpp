@@ -150,30 +150,21 @@ void write_header(const fs::path& p, const char* interleave, int byte_order) {
     << "\nbyte order = " << byte_order << "\n";
 }
 
-/// A read-only mapping of a whole file with the file kept open (what EnviCube does), fresh for every
-/// end-to-end run.
+/// A read-only mapping of a whole file (what EnviCube does), fresh for every end-to-end run.
 struct Mapping {
   void* ptr = nullptr;
   std::size_t bytes = 0;
-  int fd = -1;
   explicit Mapping(const fs::path& p) {
-    fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+    const int fd = ::open(p.c_str(), O_RDONLY);
     if (fd < 0) throw Error(ErrorCode::kIo, p.string() + ": cannot open");
     struct stat sb {};
     ::fstat(fd, &sb);
     bytes = std::size_t(sb.st_size);
     ptr = ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (ptr == MAP_FAILED) {
-      ::close(fd);
-      throw Error(ErrorCode::kIo, p.string() + ": mmap failed");
-    }
+    ::close(fd);
+    if (ptr == MAP_FAILED) throw Error(ErrorCode::kIo, p.string() + ": mmap failed");
   }
-  ~Mapping() {
-    if (ptr && ptr != MAP_FAILED) ::munmap(ptr, bytes);
-    if (fd >= 0) ::close(fd);
-  }
-  /// The view of the mapped cube with its file (so that a backend may read() it).
-  detail::CubeView view(Interleave il, bool big_endian) const;
+  ~Mapping() { if (ptr && ptr != MAP_FAILED) ::munmap(ptr, bytes); }
   Mapping(const Mapping&) = delete;
   Mapping& operator=(const Mapping&) = delete;
 };
@@ -193,13 +184,6 @@ detail::CubeView view_of(const void* data, Interleave il, bool big_endian) {
     case Interleave::kBil: v.line_stride = S * B; v.sample_stride = 1; v.band_stride = S; break;
     case Interleave::kBip: v.line_stride = S * B; v.sample_stride = B; v.band_stride = 1; break;
   }
-  return v;
-}
-
-detail::CubeView Mapping::view(Interleave il, bool big_endian) const {
-  detail::CubeView v = view_of(ptr, il, big_endian);
-  v.fd = fd;
-  v.file_offset = 0;
   return v;
 }
 
@@ -435,32 +419,6 @@ int main(int argc, char** argv) {
     }
     md << "\n";
     flush();
-    {
-      // EXPERIMENT: the L2 prefetch size hint of the BIP staging copies.
-      g_stage = "bip prefetch sweep";
-      ++g_step;
-      md << "EXPERIMENT BIP one reference by L2 prefetch hint of the staging copies (us, median of " << reps
-         << "):\n\n| metric | none | 64B | 128B | 256B |\n|---|---|---|---|---|\n";
-      for (Metric m : {Metric::kSpectralAngle, Metric::kEuclidean, Metric::kCorrelation}) {
-        const auto prep = prepare(hdr_cube, ref1, 1, m);
-        SpectralOptions o;
-        o.metric = m;
-        o.reduction = Reduction::kBest;
-        md << "| " << metric_name(m);
-        std::vector<float> first;
-        for (int pf : {0, 64, 128, 256}) {
-          cuda::bench::set_bip_prefetch(ctx, pf);
-          auto res = sized_result(1, o);
-          md << " | " << fmt(cuda::bench::resident_compute_ms(ctx, view_of(m_bip.ptr, Interleave::kBip, false), prep, o, reps, &res) * 1e3, 1);
-          if (first.empty()) first = res.scores;
-          else if (std::memcmp(first.data(), res.scores.data(), first.size() * 4) != 0) md << " (DIFFERENT BITS)";
-        }
-        md << " |\n";
-      }
-      cuda::bench::set_bip_prefetch(ctx, 0);
-      md << "\n";
-      flush();
-    }
     if (!quick || all_metrics) {
       g_stage = "one reference, rows kernel against the general one";
       ++g_step;
@@ -647,7 +605,7 @@ int main(int argc, char** argv) {
             auto res = sized_result(1, o);
             const auto t0 = std::chrono::steady_clock::now();
             Mapping mp(file);
-            cuda::spectral_match(ctx.impl(), mp.view(il.il, false), prep, o, res, {});
+            cuda::spectral_match(ctx.impl(), view_of(mp.ptr, il.il, false), prep, o, res, {});
             const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
             if (r == 0) continue;  // warm-up (allocations of the plan)
             tot.push_back(ms); rd.push_back(res.times.read_ms); upl.push_back(res.times.upload_ms);
@@ -681,7 +639,7 @@ int main(int argc, char** argv) {
         auto res = sized_result(1, o);
         const auto t0 = std::chrono::steady_clock::now();
         Mapping mp(file);
-        cuda::spectral_match(ctx.impl(), mp.view(il, false), prep1, o, res, {});
+        cuda::spectral_match(ctx.impl(), view_of(mp.ptr, il, false), prep1, o, res, {});
         const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         if (r == 0) continue;
         tot.push_back(ms);
@@ -691,73 +649,6 @@ int main(int argc, char** argv) {
       ++g_step;
       return E2e{median(tot), median(upl), median(rd)};
     };
-    {
-      // EXPERIMENT: staging source (copy from the mapping / pread) x first-chunk ramp x chunk size, with the
-      // timeline of the call (events, ms from its start; median of 7 of each column).
-      g_stage = "staging experiment";
-      ++g_step;
-      md << "pinned upload of the raw cube in pieces (ms, median of 5): ";
-      for (int pieces : {1, 9, 18, 36})
-        for (int streams : {1, 2})
-          md << pieces << " x " << streams << " streams " << fmt(cuda::bench::pinned_upload_split_ms(ctx, cube_bytes, pieces, streams, 5)) << "; ";
-      md << "\n\n";
-      md << "EXPERIMENT staging (sam, one reference, end to end from a fresh mmap, median of 7; times in ms from the call's start):\n\n"
-         << "| interleave | source | ramp KiB | chunk MiB | tail on copy | end to end | x pinned upload | plan made | loop starts | first chunk copied | first upload starts | last upload ends | last compute ends | loop left | synced | results copied | times done | upload gaps | upload sum |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
-      struct Cfg { bool pread; int ramp_kib; int mib; bool tail; };
-      std::vector<Cfg> cfgs;
-      for (bool pr : {false, true})
-        for (bool tail : {false, true})
-          for (int ramp : {0, 4096, 8192}) cfgs.push_back({pr, ramp, 16, tail});
-      for (const auto& il : ils) {
-        if (il.be || il.il == Interleave::kBil) continue;
-        const fs::path file = dir / (std::string("cube_") + il.name + ".img");
-        SpectralResult ref_res;
-        {
-          SpectralOptions o;
-          o.metric = Metric::kSpectralAngle;
-          o.reduction = Reduction::kBest;
-          ref_res = sized_result(1, o);
-          Mapping mp(file);
-          cuda::spectral_match(ctx.impl(), mp.view(il.il, false), prep1, o, ref_res, {});
-        }
-        for (const Cfg& cf : cfgs) {
-          bool same = true;
-          cuda::bench::set_staging(ctx, std::size_t(cf.mib) << 20, false);
-          cuda::bench::set_staging_experiment(ctx, cf.pread, std::size_t(cf.ramp_kib) << 10, true, 1, false, cf.tail);
-          std::vector<double> tot, a, b, e, up, pm, lm, fc, gp, le, sy, cp, tm;
-          for (int r = 0; r <= 7; ++r) {
-            SpectralOptions o;
-            o.metric = Metric::kSpectralAngle;
-            o.reduction = Reduction::kBest;
-            auto res = sized_result(1, o);
-            const auto t0 = std::chrono::steady_clock::now();
-            Mapping mp(file);
-            cuda::spectral_match(ctx.impl(), mp.view(il.il, false), prep1, o, res, {});
-            const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-            same = same && res.scores.size() == ref_res.scores.size() &&
-                   std::memcmp(res.scores.data(), ref_res.scores.data(), res.scores.size() * 4) == 0 &&
-                   res.index == ref_res.index;
-            if (r == 0) continue;
-            const auto tr = cuda::bench::last_stream_trace(ctx);
-            tot.push_back(ms); a.push_back(tr.first_upload_ms); b.push_back(tr.last_upload_end_ms);
-            e.push_back(tr.last_compute_end_ms); up.push_back(res.times.upload_ms);
-            pm.push_back(tr.plan_ms); lm.push_back(tr.loop_ms); fc.push_back(tr.first_copy_ms); gp.push_back(tr.gaps_ms);
-            le.push_back(tr.loop_end_ms); sy.push_back(tr.synced_ms); cp.push_back(tr.copied_ms); tm.push_back(tr.times_ms);
-          }
-          md << "| " << il.name << " | " << (cf.pread ? "pread" : "mmap copy") << " | " << cf.ramp_kib << " | " << cf.mib << " | "
-             << (cf.tail ? "yes" : "no") << " | "
-             << fmt(median(tot)) << " | " << fmt(median(tot) / up_ms, 3) << " | " << fmt(median(pm)) << " | " << fmt(median(lm))
-             << " | " << fmt(median(fc)) << " | " << fmt(median(a)) << " | " << fmt(median(b)) << " | " << fmt(median(e))
-             << " | " << fmt(median(le)) << " | " << fmt(median(sy)) << " | " << fmt(median(cp)) << " | " << fmt(median(tm))
-             << " | " << fmt(median(gp)) << " | " << fmt(median(up)) << (same ? "" : " RESULTS DIFFER") << " |\n";
-          flush();
-        }
-      }
-      cuda::bench::set_staging_experiment(ctx, false, 0, true, 1, false, false);
-      cuda::bench::set_staging(ctx, 0, false);
-      md << "\n";
-      flush();
-    }
     {
       // Staging sweep: chunk size x store kind (median of 5 after a warm-up).
       g_stage = "staging sweep";
@@ -819,7 +710,7 @@ int main(int argc, char** argv) {
         auto res = sized_result(nrefs, o);
         const auto t0 = std::chrono::steady_clock::now();
         Mapping mp(dir / "cube_bsq.img");
-        cuda::spectral_match(ctx.impl(), mp.view(Interleave::kBsq, false), prep, o, res, {});
+        cuda::spectral_match(ctx.impl(), view_of(mp.ptr, Interleave::kBsq, false), prep, o, res, {});
         const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         if (r == 0) continue;
         tot.push_back(ms);

@@ -25,10 +25,6 @@ struct CubeView {
   float scale = 1.0f;
   bool has_ignore = false;
   double ignore_value = 0;  ///< a pixel is no-data when ANY used band equals it (before scaling)
-  /// The open data file behind `data` when there is one (-1: none), and the file offset of data[0]: a
-  /// backend that copies the cube into its own buffers may read() it instead of touching the mapping.
-  int fd = -1;
-  std::uint64_t file_offset = 0;
 };
 
 /// References restricted to the used bands, with per-reference constants precomputed in double

@@ -29,23 +29,6 @@ void set_fused_best(Context& ctx, bool on);
 void set_fused_wgmma(Context& ctx, bool on);
 /// One reference on small-integer cubes: the 4-pixels-per-thread kernel (true, default) or the general one.
 void set_one_ref_rows(Context& ctx, bool on);
-/// EXPERIMENT: L2 prefetch size hint of the BIP one-reference staging copies (0, 64, 128, 256).
-void set_bip_prefetch(Context& ctx, int bytes);
-/// EXPERIMENT: staging by pread(), first-chunk ramp divisor, results copied out during the loop; turns the
-/// timeline of streamed calls on.
-void set_staging_experiment(Context& ctx, bool pread, std::size_t ramp_bytes, bool overlap_results, int upload_streams,
-                            bool zero_copy_out, bool tail_on_copy);
-/// EXPERIMENT: pinned upload of `bytes` in `pieces` cudaMemcpyAsync calls on 1 or 2 streams (host wall ms).
-double pinned_upload_split_ms(Context& ctx, std::size_t bytes, int pieces, int streams, int reps);
-struct StreamTrace {
-  double total_ms = 0;
-  float first_upload_ms = 0, last_upload_end_ms = 0, last_compute_end_ms = 0;  ///< from the call's start (events)
-  int chunks = 0;
-  double plan_ms = 0, loop_ms = 0, first_copy_ms = 0;  ///< host: plan made, loop starts, first chunk copied
-  float gaps_ms = 0;  ///< sum of the idle times of the copy stream between uploads
-  double loop_end_ms = 0, synced_ms = 0, copied_ms = 0, times_ms = 0;  ///< host: loop left, streams synced, results copied, times computed
-};
-StreamTrace last_stream_trace(Context& ctx);
 /// Whether this build and device run the wgmma form (an sm_90a build on a compute capability 9.0 GPU).
 bool fused_wgmma_available(Context& ctx);
 /// Pixels of the last chunk of the last fused FP16 call with more keys within the GEMM error bound than

@@ -106,7 +106,6 @@ void StateDeleter::operator()(State* s) const noexcept {
   if (s->cublas) cublasDestroy(s->cublas);
   if (s->compute) cudaStreamDestroy(s->compute);
   if (s->copy) cudaStreamDestroy(s->copy);
-  if (s->copy2) cudaStreamDestroy(s->copy2);
   if (s->aux) cudaStreamDestroy(s->aux);
   if (s->download) cudaStreamDestroy(s->download);
   delete s;
@@ -160,7 +159,6 @@ std::unique_ptr<State, StateDeleter> create_state(int device, DeviceInfo& info) 
   SPECTRASIFT_CUDA_CHECK(cudaGetDeviceProperties(&s->props, device));
   SPECTRASIFT_CUDA_CHECK(cudaStreamCreateWithFlags(&s->compute, cudaStreamNonBlocking));
   SPECTRASIFT_CUDA_CHECK(cudaStreamCreateWithFlags(&s->copy, cudaStreamNonBlocking));
-  SPECTRASIFT_CUDA_CHECK(cudaStreamCreateWithFlags(&s->copy2, cudaStreamNonBlocking));
   SPECTRASIFT_CUDA_CHECK(cudaStreamCreateWithFlags(&s->aux, cudaStreamNonBlocking));
   SPECTRASIFT_CUDA_CHECK(cudaStreamCreateWithFlags(&s->download, cudaStreamNonBlocking));
   info = info_from(device, s->props);

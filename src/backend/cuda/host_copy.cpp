@@ -5,10 +5,7 @@
 #include <emmintrin.h>
 #endif
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -44,20 +41,6 @@ void copy_streaming(void* dst, const void* src, std::size_t n) {
 #else
   std::memcpy(dst, src, n);
 #endif
-}
-
-/// pread() of the piece's bytes (no page faults on a memory map: the kernel copies from the page cache);
-/// what a read cannot deliver (an error, or the file shorter than it was) comes from the mapping instead.
-void read_piece(const CopyPiece& p) {
-  auto* d = static_cast<char*>(p.dst);
-  std::size_t done = 0;
-  while (done < p.bytes) {
-    const ssize_t r = ::pread(p.fd, d + done, p.bytes - done, off_t(p.file_offset + done));
-    if (r > 0) done += std::size_t(r);
-    else if (r < 0 && errno == EINTR) continue;
-    else break;
-  }
-  if (done < p.bytes) std::memcpy(d + done, static_cast<const char*>(p.src) + done, p.bytes - done);
 }
 }  // namespace
 
@@ -150,12 +133,11 @@ void HostCopyPool::copy(const std::vector<CopyPiece>& pieces, std::size_t split_
   for (const auto& p : pieces) {
     for (std::size_t off = 0; off < p.bytes; off += split_bytes) {
       const std::size_t b = std::min(split_bytes, p.bytes - off);
-      split_.push_back({static_cast<char*>(p.dst) + off, static_cast<const char*>(p.src) + off, b, p.fd, p.file_offset + off});
+      split_.push_back({static_cast<char*>(p.dst) + off, static_cast<const char*>(p.src) + off, b});
     }
   }
   const std::function<void(int)> fn = [this, streaming](int i) {
-    if (split_[i].fd >= 0) read_piece(split_[i]);
-    else if (streaming) copy_streaming(split_[i].dst, split_[i].src, split_[i].bytes);
+    if (streaming) copy_streaming(split_[i].dst, split_[i].src, split_[i].bytes);
     else std::memcpy(split_[i].dst, split_[i].src, split_[i].bytes);
   };
   parallel_for(int(split_.size()), fn);

@@ -14,14 +14,11 @@
 
 namespace spectrasift::cuda {
 
-/// One contiguous copy of `bytes` bytes. With a file (fd >= 0) the bytes are read with pread() from
-/// `file_offset` instead (the same bytes as src, which stays the fallback if the read comes back short).
+/// One contiguous copy of `bytes` bytes.
 struct CopyPiece {
   void* dst = nullptr;
   const void* src = nullptr;
   std::size_t bytes = 0;
-  int fd = -1;
-  unsigned long long file_offset = 0;
 };
 
 class HostCopyPool {
@@ -36,7 +33,7 @@ class HostCopyPool {
   /// Runs fn(i) for i in [0, n) on the workers and the calling thread; returns when all are done.
   void parallel_for(int n, const std::function<void(int)>& fn);
   /// Wakes sleeping workers without work, so that they spin (ready) for a while: a call about to copy
-  /// calls this before its set-up.
+  /// calls this before its set-up, which hides the wake-up.
   void wake();
   /// Copies every piece, pieces larger than `split_bytes` being split further; blocks until done.
   /// streaming: non-temporal stores (the destination bypasses the caches) or plain memcpy (it may stay in

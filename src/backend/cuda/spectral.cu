@@ -197,11 +197,6 @@ void chunk_pieces(const Plan& pl, int y0, int lines, void* dst, std::vector<Copy
     const std::size_t bytes = std::size_t(lines) * c.line_stride * pl.es;
     pieces.push_back({out, c.data + std::size_t(y0) * c.line_stride * pl.es, bytes});
   }
-  if (c.fd >= 0 && pl.st->stage_pread)
-    for (auto& p : pieces) {
-      p.fd = c.fd;
-      p.file_offset = c.file_offset + std::uint64_t(static_cast<const std::uint8_t*>(p.src) - c.data);
-    }
 }
 
 void check_view(const detail::CubeView& c) {
@@ -555,20 +550,11 @@ void compute_chunk(Plan& pl, const void* d_chunk, int y0, int lines, cudaStream_
             // + the stages (10 blocks per SM need ~190 KB of shared memory: ask for the largest carve-out);
             // whole warps of 32 V pixels.
             smem_rows += std::size_t(one_ref_rows_stage_bytes(int(pl.es)));
-            auto bip = [&](auto L2) {
-              constexpr int kL2 = decltype(L2)::value;
-              for (auto k : {spectral_one_ref_rows<kT, kM, false, kRowsBip, V, kL2>, spectral_one_ref_rows<kT, kM, true, kRowsBip, V, kL2>})
-                SPECTRASIFT_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                                            int(cudaSharedmemCarveoutMaxShared)));
-              launch(spectral_one_ref_rows<kT, kM, false, kRowsBip, V, kL2>, spectral_one_ref_rows<kT, kM, true, kRowsBip, V, kL2>,
-                     (npix + 32 * V - 1) / (32 * V) * 32);
-            };
-            switch (pl.st->bip_prefetch) {
-              case 64: bip(std::integral_constant<int, 64>{}); break;
-              case 128: bip(std::integral_constant<int, 128>{}); break;
-              case 256: bip(std::integral_constant<int, 256>{}); break;
-              default: bip(std::integral_constant<int, 0>{}); break;
-            }
+            for (auto k : {spectral_one_ref_rows<kT, kM, false, kRowsBip>, spectral_one_ref_rows<kT, kM, true, kRowsBip>})
+              SPECTRASIFT_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                                          int(cudaSharedmemCarveoutMaxShared)));
+            launch(spectral_one_ref_rows<kT, kM, false, kRowsBip>, spectral_one_ref_rows<kT, kM, true, kRowsBip>,
+                   (npix + 32 * V - 1) / (32 * V) * 32);
             return;
           }
           if (rows_ok && layout.ss == 1) {
@@ -840,11 +826,9 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
   const auto t_start = Clock::now();
   State& st = state(ctx);
   st.activate();
-  if (st.trace_streaming) SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.trace_start(), st.copy));
-  HostCopyPool& pool0 = st.host_copy_pool(ctx.cpu_threads());
-  pool0.wake();  // sleeping workers take tens of us to wake: let them spin while the plan is made
+  HostCopyPool& pool = st.host_copy_pool(ctx.cpu_threads());
+  pool.wake();  // sleeping workers take tens of us to wake: let them spin while the plan is made
   const int lines = options.chunk_lines > 0 ? options.chunk_lines : default_chunk_lines(cube, refs.used_bands, st.stage_chunk_bytes);
-  HostCopyPool& pool = pool0;
   Plan pl = make_plan(st, pool, cube, refs, options, lines, false);
   check_result_sizes(result, pl);
   ctx.log(std::string("cuda spectral: ") + (pl.one_ref ? "one-reference kernel" : pl.gemm ?
@@ -854,46 +838,21 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
           std::to_string(pl.chunk_lines) + " lines");
 
   RegisteredChunks reg(st, pl, st.register_staging && cube.interleave != Interleave::kBsq);
-  // The chunks: whole chunk_lines each, except (EXPERIMENT, State::stage_ramp = R > 1, copy staging) the
-  // first ones, of 1/R, 2/R, 4/R ... of that, so that the first upload, which nothing overlaps, starts sooner.
-  std::vector<int> starts;
-  {
-    int y = 0;
-    if (!reg.on && st.stage_ramp > 0 && pl.nchunks > 1) {
-      const double line_bytes = double(pl.chunk_bytes) / pl.chunk_lines;
-      for (double b = double(st.stage_ramp); y < cube.lines && b < double(pl.chunk_bytes); b *= 1.5) {
-        starts.push_back(y);
-        y += std::max(1, int(b / line_bytes));
-      }
-    }
-    for (; y < cube.lines; y += pl.chunk_lines) starts.push_back(y);
-    starts.push_back(cube.lines);
-  }
-  const int nchunks = int(starts.size()) - 1;
+  // Whole chunk_lines each: smaller first chunks (a ramp of 1/8, 1/4, 1/2 or x1.5 from 2-8 MiB) were
+  // slower (bench/NOTES.md steps 24 and 37): the uploads run slower while the host copy chases them.
+  const int nchunks = pl.nchunks;
   // Pinned staging: a ring of kStages buffers, so that the host copy runs up to kStages - 1 chunks ahead of
   // the uploads (with two, every copy waited for the upload before last and the DMA engine idled between
   // chunks); device chunks: double buffers. Events say when each may be reused.
   constexpr int kStages = 4;
   PinnedBuffer* pin[kStages];
   for (int i = 0; i < kStages; ++i) pin[i] = &st.pinned_buffer("spectral.stage" + std::to_string(i), pl.chunk_bytes);
-  constexpr int kDev = 4;
-  DeviceBuffer* dev[kDev];
-  for (int i = 0; i < kDev; ++i) dev[i] = &st.buffer("spectral.chunk" + std::to_string(i), pl.chunk_bytes);
-  const bool two_up = st.upload_streams == 2 && !reg.on;
+  DeviceBuffer* dev[2] = {&st.buffer("spectral.chunk0", pl.chunk_bytes), &st.buffer("spectral.chunk1", pl.chunk_bytes)};
   // Events per chunk k: 4k upload start, 4k+1 upload end, 4k+2 compute start, 4k+3 compute end.
   for (int i = 0; i < 4 * nchunks; ++i) st.event(std::size_t(i));
-  // No wait for the plan's uploads (compute stream): the kernels that use them follow on that stream, and
-  // pageable sources are staged by the driver before cudaMemcpyAsync returns.
-  const double plan_ms = ms_since(t_start);
-
+  // No wait for the plan's uploads (compute stream): the kernels that use them follow on that stream (the
+  // last chunk's on `copy` after an event), and pageable sources are staged before cudaMemcpyAsync returns.
   const PinnedResult pres = pinned_result(pl);
-  // One reference: the kernels may write their scores straight into the pinned result (mapped host memory
-  // under UVA): no download step, the writes travel during the kernels.
-  const bool zero_copy = st.zero_copy_out && pres.on && pl.one_ref;
-  if (zero_copy) {
-    pl.out_score = pres.score;
-    pl.out_index = pres.index;
-  }
   double read_ms = 0, download_ms = 0;
   std::vector<CopyPiece> pieces;
   if (reg.on) {
@@ -903,22 +862,20 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
   }
   // Results through the pinned buffer: chunk d's part is copied out on this thread once its download is
   // done (polled after each enqueue), so that only the last chunks' parts remain after the loop.
-  double first_copy_ms = 0;
-  const double loop_ms = ms_since(t_start);
   int results_copied = 0;  // chunks whose results are in `result`
   const std::size_t total_pix = std::size_t(cube.samples) * cube.lines;
+  auto chunk_start = [&](int d) { return std::size_t(std::min(d * pl.chunk_lines, cube.lines)) * cube.samples; };
   auto copy_results = [&](int d) {
-    const std::size_t p0 = std::size_t(starts[d]) * cube.samples, np = std::size_t(starts[d + 1] - starts[d]) * cube.samples;
+    const std::size_t p0 = chunk_start(d), np = chunk_start(d + 1) - p0;
     for (int j = 0; j < pl.k; ++j) {
       std::memcpy(result.scores.data() + j * total_pix + p0, pres.score + j * total_pix + p0, sizeof(float) * np);
       if (pres.index) std::memcpy(result.index.data() + j * total_pix + p0, pres.index + j * total_pix + p0, sizeof(int) * np);
     }
   };
   for (int c = 0; c < nchunks; ++c) {
-    const int y0 = starts[c];
-    const int nl = starts[c + 1] - y0;
-    const int b = c % kDev;
-    cudaStream_t up = two_up && (c & 1) ? st.copy2 : st.copy;
+    const int y0 = c * pl.chunk_lines;
+    const int nl = std::min(pl.chunk_lines, cube.lines - y0);
+    const int b = c % 2;
     const void* src = nullptr;
     std::size_t bytes = 0;
     if (reg.on) {
@@ -943,13 +900,12 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
                                                         std::size_t(256) << 10);
       pool.copy(pieces, split, st.stage_streaming);
       read_ms += ms_since(t_read);
-      if (c == 0) first_copy_ms = ms_since(t_start);
       src = pin[sb]->ptr;
     }
-    if (c >= kDev) SPECTRASIFT_CUDA_CHECK(cudaStreamWaitEvent(up, st.event(4 * (c - kDev) + 3), 0));  // device b consumed
-    SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(4 * c), up));
-    SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(dev[b]->ptr, src, bytes, cudaMemcpyHostToDevice, up));
-    SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(4 * c + 1), up));
+    if (c >= 2) SPECTRASIFT_CUDA_CHECK(cudaStreamWaitEvent(st.copy, st.event(4 * (c - 2) + 3), 0));  // device b consumed
+    SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(4 * c), st.copy));
+    SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(dev[b]->ptr, src, bytes, cudaMemcpyHostToDevice, st.copy));
+    SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(4 * c + 1), st.copy));
     if (reg.on && c >= 1) {
       // Chunk c-1's pages were read by uploads c-2 and c-1 only.
       const auto t_read = Clock::now();
@@ -957,26 +913,23 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
       reg.remove(c - 1);
       read_ms += ms_since(t_read);
     }
-    // The last chunk (EXPERIMENT tail_on_copy): computed and downloaded on the upload stream, which has
-    // nothing left to upload, saving the hops between streams at the end.
-    const bool tail = st.tail_on_copy && c + 1 == nchunks && !two_up;
-    cudaStream_t cs = tail ? up : st.compute;
+    // The last chunk is computed and downloaded on the upload stream, which has nothing left to upload:
+    // no hops between streams at the end (-0.01 to -0.07 ms end to end, bench/NOTES.md step 37).
+    // It still waits for the previous chunk's compute (the scratch buffers of the many-reference paths).
+    const bool tail = c + 1 == nchunks;
+    cudaStream_t cs = tail ? st.copy : st.compute;
     if (!tail) SPECTRASIFT_CUDA_CHECK(cudaStreamWaitEvent(st.compute, st.event(4 * c + 1), 0));
+    else SPECTRASIFT_CUDA_CHECK(cudaStreamWaitEvent(st.copy, c > 0 ? st.event(4 * (c - 1) + 3) : st.event(4 * c + 1), 0));
     SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(4 * c + 2), cs));
     compute_chunk(pl, dev[b]->ptr, y0, nl, cs);
     SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(4 * c + 3), cs));
-    if (zero_copy) {
-      if (st.overlap_results)
-        while (results_copied < c && cudaEventQuery(st.event(4 * results_copied + 3)) == cudaSuccess)
-          copy_results(results_copied++);
-    } else if (pres.on) {
+    if (pres.on) {
       cudaStream_t ds = tail ? cs : st.download;
       if (!tail) SPECTRASIFT_CUDA_CHECK(cudaStreamWaitEvent(st.download, st.event(4 * c + 3), 0));
       download_chunk_async(pl, pres, std::size_t(y0) * cube.samples, std::size_t(nl) * cube.samples, ds);
       SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.sync_event(std::size_t(c)), ds));
-      if (st.overlap_results)
-        while (results_copied < c && cudaEventQuery(st.sync_event(std::size_t(results_copied))) == cudaSuccess)
-          copy_results(results_copied++);
+      while (results_copied < c && cudaEventQuery(st.sync_event(std::size_t(results_copied))) == cudaSuccess)
+        copy_results(results_copied++);
     } else if (!pl.out_whole) {
       SPECTRASIFT_CUDA_CHECK(cudaEventSynchronize(st.event(4 * c + 3)));
       const auto t_dl = Clock::now();
@@ -985,21 +938,19 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
     }
     if (progress) progress(double(y0 + nl) / cube.lines);
   }
-  const double loop_end_ms = ms_since(t_start);
-  if (pres.on && st.overlap_results && !zero_copy)
+  if (pres.on)
     // The host ran ahead of the uploads: copy out every chunk but the last as its download completes.
     for (; results_copied + 1 < nchunks; ++results_copied) {
       SPECTRASIFT_CUDA_CHECK(cudaEventSynchronize(st.sync_event(std::size_t(results_copied))));
       copy_results(results_copied);
     }
   SPECTRASIFT_CUDA_CHECK(cudaStreamSynchronize(st.compute));
-  if (st.tail_on_copy) SPECTRASIFT_CUDA_CHECK(cudaStreamSynchronize(st.copy));
+  SPECTRASIFT_CUDA_CHECK(cudaStreamSynchronize(st.copy));
   reg.release_all();
-  const double synced_ms = ms_since(t_start);
   if (pres.on) {
     const auto t_dl = Clock::now();
     SPECTRASIFT_CUDA_CHECK(cudaStreamSynchronize(st.download));
-    const std::size_t p0 = std::size_t(starts[results_copied]) * cube.samples, np = total_pix - p0;
+    const std::size_t p0 = chunk_start(results_copied), np = total_pix - p0;
     std::vector<CopyPiece> out;
     for (int j = 0; j < pl.k; ++j) {
       out.push_back({result.scores.data() + j * total_pix + p0, pres.score + j * total_pix + p0, sizeof(float) * np});
@@ -1012,25 +963,10 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
     download(pl, result, 0, std::size_t(cube.samples) * cube.lines, 0);
     download_ms += ms_since(t_dl);
   }
-  const double copied_ms = ms_since(t_start);
   double upload_ms = 0, compute_ms = 0;
   for (int c = 0; c < nchunks; ++c) {
     upload_ms += ms_between(st.event(4 * c), st.event(4 * c + 1));
     compute_ms += ms_between(st.event(4 * c + 2), st.event(4 * c + 3));
-  }
-  const double times_ms = ms_since(t_start);
-  if (st.trace_streaming) {
-    float a = 0, b = 0, e = 0;
-    SPECTRASIFT_CUDA_CHECK(cudaEventElapsedTime(&a, st.trace_start(), st.event(0)));
-    SPECTRASIFT_CUDA_CHECK(cudaEventElapsedTime(&b, st.trace_start(), st.event(4 * (nchunks - 1) + 1)));
-    SPECTRASIFT_CUDA_CHECK(cudaEventElapsedTime(&e, st.trace_start(), st.event(4 * (nchunks - 1) + 3)));
-    float gaps = 0;
-    for (int c = 1; c < nchunks; ++c) {
-      float g = 0;
-      SPECTRASIFT_CUDA_CHECK(cudaEventElapsedTime(&g, st.event(4 * (c - 1) + 1), st.event(4 * c)));
-      gaps += g;
-    }
-    st.trace = {ms_since(t_start), a, b, e, nchunks, plan_ms, loop_ms, first_copy_ms, gaps, loop_end_ms, synced_ms, copied_ms, times_ms};
   }
   result.times.read_ms = read_ms;
   result.times.upload_ms = upload_ms;
@@ -1110,26 +1046,6 @@ void set_copy_threads(Context& ctx, int threads) { state(ctx.impl()).copy_thread
 
 void set_one_ref_rows(Context& ctx, bool on) { state(ctx.impl()).one_ref_rows = on; }
 
-void set_bip_prefetch(Context& ctx, int bytes) { state(ctx.impl()).bip_prefetch = bytes; }
-
-void set_staging_experiment(Context& ctx, bool pread, std::size_t ramp_bytes, bool overlap_results, int upload_streams,
-                            bool zero_copy_out, bool tail_on_copy) {
-  State& st = state(ctx.impl());
-  st.tail_on_copy = tail_on_copy;
-  st.stage_pread = pread;
-  st.stage_ramp = ramp_bytes;
-  st.overlap_results = overlap_results;
-  st.upload_streams = upload_streams;
-  st.zero_copy_out = zero_copy_out;
-  st.trace_streaming = true;
-}
-
-StreamTrace last_stream_trace(Context& ctx) {
-  const auto& t = state(ctx.impl()).trace;
-  return {t.total_ms, t.first_upload_ms, t.last_upload_end_ms, t.last_compute_end_ms, t.chunks, t.plan_ms, t.loop_ms,
-          t.first_copy_ms, t.gaps_ms, t.loop_end_ms, t.synced_ms, t.copied_ms, t.times_ms};
-}
-
 bool fused_wgmma_available(Context& ctx) {
 #if defined(SPECTRASIFT_CUDA_WGMMA)
   const State& st = state(ctx.impl());
@@ -1172,29 +1088,6 @@ double pinned_upload_ms(Context& ctx, std::size_t bytes, int reps) {
     SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(1), st.copy));
     SPECTRASIFT_CUDA_CHECK(cudaEventSynchronize(st.event(1)));
     if (i > 0) t.push_back(ms_between(st.event(0), st.event(1)));
-  }
-  return median(t);
-}
-
-double pinned_upload_split_ms(Context& ctx, std::size_t bytes, int pieces, int streams, int reps) {
-  State& st = state(ctx.impl());
-  st.activate();
-  auto& h = st.pinned_buffer("bench.pinned", bytes);
-  std::memset(h.ptr, 1, bytes);
-  auto& d = st.buffer("bench.upload", bytes);
-  std::vector<double> t;
-  const std::size_t piece = (bytes + pieces - 1) / pieces;
-  for (int i = 0; i <= reps; ++i) {
-    SPECTRASIFT_CUDA_CHECK(cudaDeviceSynchronize());
-    const auto t0 = Clock::now();
-    for (int k = 0; k < pieces; ++k) {
-      const std::size_t o = std::size_t(k) * piece, n = std::min(piece, bytes - o);
-      cudaStream_t s = streams == 2 && (k & 1) ? st.copy2 : st.copy;
-      SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(d.ptr) + o, static_cast<char*>(h.ptr) + o, n, cudaMemcpyHostToDevice, s));
-    }
-    SPECTRASIFT_CUDA_CHECK(cudaStreamSynchronize(st.copy));
-    SPECTRASIFT_CUDA_CHECK(cudaStreamSynchronize(st.copy2));
-    if (i > 0) t.push_back(ms_since(t0));
   }
   return median(t);
 }

@@ -51,7 +51,6 @@ struct State {
   cudaStream_t compute = nullptr;
   cudaStream_t copy = nullptr;
   cudaStream_t aux = nullptr;
-  cudaStream_t copy2 = nullptr;     ///< EXPERIMENT: a second upload stream (another copy engine)
   cudaStream_t download = nullptr;  ///< device -> host copies, beside the uploads of `copy` (PCIe is full duplex)       ///< a second compute stream (e.g. a GEMM epilogue overlapping the next GEMM)
   cublasHandle_t cublas = nullptr;  ///< created on first use by cublas_handle()
   /// Named scratch buffers, reused across calls of the same operation ("spectral.cube0", ...).
@@ -80,26 +79,6 @@ struct State {
   /// One reference on small-integer cubes: spectral_one_ref_rows (true, default) or the general
   /// spectral_one_ref (false; tests of equal bits, bench comparison).
   bool one_ref_rows = true;
-  /// EXPERIMENT: L2 prefetch size hint (0, 64, 128, 256 bytes) of kRowsBip's cp.async staging copies.
-  int bip_prefetch = 128;
-  /// EXPERIMENT (staging): pread() the chunks from the cube's file instead of copying from its mapping;
-  /// first-chunk ramp divisor (0 off); results copied out chunk by chunk during the loop.
-  bool stage_pread = false;
-  std::size_t stage_ramp = 0;  ///< first chunk's bytes, then x1.5 per chunk up to the chunk size (0: off)
-  bool overlap_results = true;
-  int upload_streams = 1;       ///< 1: uploads on `copy`; 2: alternating between `copy` and `copy2`
-  bool zero_copy_out = false;   ///< one reference: the kernels write the results into the pinned result buffer
-  /// EXPERIMENT: timeline of the last streamed call (ms from the call's start; host total).
-  bool trace_streaming = false;
-  struct Trace { double total_ms = 0; float first_upload_ms = 0, last_upload_end_ms = 0, last_compute_end_ms = 0; int chunks = 0;
-                 double plan_ms = 0, loop_ms = 0, first_copy_ms = 0; float gaps_ms = 0;
-                 double loop_end_ms = 0, synced_ms = 0, copied_ms = 0, times_ms = 0; } trace;
-  bool tail_on_copy = false;
-  cudaEvent_t trace_event = nullptr;
-  cudaEvent_t trace_start() {
-    if (!trace_event) cudaEventCreate(&trace_event);
-    return trace_event;
-  }
   /// Streamed spectral matching, copy staging: raw bytes per chunk (0: kDefaultChunkBytes of spectral.cu),
   /// streaming (non-temporal) stores into the pinned buffers (true) or plain copies (false). Bench knobs
   /// (set_staging). Plain copies are the default: on the H200 machine they ran 3.29 ms end to end against

@@ -281,16 +281,12 @@ __device__ __forceinline__ unsigned smem_addr(const void* p) {
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(smem)), "l"(gmem));
 }
-/// The same, with zeros instead of the bytes when !valid (nothing is read then). kL2: the L2 prefetch size
-/// hint in bytes (0 none, 64, 128, 256): on a miss the L2 fetches that much around the piece from DRAM.
-template <int kL2 = 0>
+/// The same, with zeros instead of the bytes when !valid (nothing is read then). kPrefetch128: the L2
+/// prefetch size hint .L2::128B (on a miss the L2 fetches the whole 128-byte line from DRAM).
+template <bool kPrefetch128 = false>
 __device__ __forceinline__ void cp_async16_or_zero(void* smem, const void* gmem, bool valid) {
-  if constexpr (kL2 == 256)
-    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem), "r"(valid ? 16 : 0));
-  else if constexpr (kL2 == 128)
+  if constexpr (kPrefetch128)
     asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem), "r"(valid ? 16 : 0));
-  else if constexpr (kL2 == 64)
-    asm volatile("cp.async.cg.shared.global.L2::64B [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem), "r"(valid ? 16 : 0));
   else
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem), "r"(valid ? 16 : 0));
 }
@@ -363,6 +359,9 @@ __device__ __forceinline__ int bip_stage_offset(int pl, int b) {
  *     a warp takes 128 consecutive pixels, lane l pixels l, l+32, l+64, l+96; the warp copies 16 bands of
  *     all of them at a time into a shared-memory stage (cp.async, two stages per warp: 16 KiB per block for
  *     i16), and each thread reads a round of 8 bands of one pixel (= the 8 band groups) in one 16-byte load.
+ *     The copies carry the L2::128B prefetch hint: one copy instruction touches 32 bytes of each of 16
+ *     pixels 448 bytes apart, and without the hint the L2 fetches those sectors from DRAM piecemeal
+ *     (70 -> 61-64 us on the H200; 64B changes nothing and 256B is slower, 82 us: bench/NOTES.md step 36).
  * Each thread keeps spectral_one_ref's eight band-group partial sums (group g = bands g, g+8, ..., each summed
  * in band order) per pixel and merges them in group order, so its scores are bit-identical to
  * spectral_one_ref's (which the other types and layouts take): one partition for every layout.
@@ -377,7 +376,7 @@ constexpr int kOneRefRowsMinBlocks = 10;
 constexpr int one_ref_rows_stage_bytes(int sample_size) {
   return 2 * (kOneRefRowsBlock / 32) * 32 * kOneRefRowsPixels * 2 * kOneRefGroups * sample_size;
 }
-template <int kType, int kMetric, bool kIgnore, int kForm, int W = kOneRefRowsPixels, int kL2 = 0>
+template <int kType, int kMetric, bool kIgnore, int kForm, int W = kOneRefRowsPixels>
 __global__ void __launch_bounds__(kOneRefRowsBlock, kOneRefRowsMinBlocks) spectral_one_ref_rows(
     const typename Storage<kType>::type* __restrict__ chunk, ChunkLayout layout, CubeConst cube, OneRef ref,
     OutView out) {
@@ -534,7 +533,7 @@ __global__ void __launch_bounds__(kOneRefRowsBlock, kOneRefRowsMinBlocks) spectr
         const int band0 = sl * 2 * G + h * (16 / kEs);
         const bool ok = first + pl < cube.npix && band0 < n;
         const Raw* src = chunk + (ok ? unsigned(first + pl) * ss + unsigned(band0) : 0u);
-        cp_async16_or_zero<kL2>(stage + bip_stage_offset<kSlabBytes>(pl, h * 16), src, ok);
+        cp_async16_or_zero<true>(stage + bip_stage_offset<kSlabBytes>(pl, h * 16), src, ok);
       }
       cp_async_commit();
     };
