@@ -863,6 +863,9 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
   // Results through the pinned buffer: chunk d's part is copied out on this thread once its download is
   // done (polled after each enqueue), so that only the last chunks' parts remain after the loop.
   int results_copied = 0;  // chunks whose results are in `result`
+  // Ordering events of this loop: kLoopEvents + c after chunk c's download, kLoopEvents + nchunks before the
+  // last chunk's compute (the ones below kLoopEvents belong to compute_chunk's GEMM path).
+  constexpr std::size_t kLoopEvents = 8;
   const std::size_t total_pix = std::size_t(cube.samples) * cube.lines;
   auto chunk_start = [&](int d) { return std::size_t(std::min(d * pl.chunk_lines, cube.lines)) * cube.samples; };
   auto copy_results = [&](int d) {
@@ -915,11 +918,16 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
     }
     // The last chunk is computed and downloaded on the upload stream, which has nothing left to upload:
     // no hops between streams at the end (-0.01 to -0.07 ms end to end, bench/NOTES.md step 37).
-    // It still waits for the previous chunk's compute (the scratch buffers of the many-reference paths).
+    // It still waits for everything enqueued on `compute` so far: the plan's uploads and the previous
+    // chunk's compute (whose scratch buffers the many-reference paths share).
     const bool tail = c + 1 == nchunks;
     cudaStream_t cs = tail ? st.copy : st.compute;
-    if (!tail) SPECTRASIFT_CUDA_CHECK(cudaStreamWaitEvent(st.compute, st.event(4 * c + 1), 0));
-    else SPECTRASIFT_CUDA_CHECK(cudaStreamWaitEvent(st.copy, c > 0 ? st.event(4 * (c - 1) + 3) : st.event(4 * c + 1), 0));
+    if (!tail) {
+      SPECTRASIFT_CUDA_CHECK(cudaStreamWaitEvent(st.compute, st.event(4 * c + 1), 0));
+    } else {
+      SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.sync_event(kLoopEvents + std::size_t(nchunks)), st.compute));
+      SPECTRASIFT_CUDA_CHECK(cudaStreamWaitEvent(st.copy, st.sync_event(kLoopEvents + std::size_t(nchunks)), 0));
+    }
     SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(4 * c + 2), cs));
     compute_chunk(pl, dev[b]->ptr, y0, nl, cs);
     SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(4 * c + 3), cs));
@@ -927,8 +935,8 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
       cudaStream_t ds = tail ? cs : st.download;
       if (!tail) SPECTRASIFT_CUDA_CHECK(cudaStreamWaitEvent(st.download, st.event(4 * c + 3), 0));
       download_chunk_async(pl, pres, std::size_t(y0) * cube.samples, std::size_t(nl) * cube.samples, ds);
-      SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.sync_event(std::size_t(c)), ds));
-      while (results_copied < c && cudaEventQuery(st.sync_event(std::size_t(results_copied))) == cudaSuccess)
+      SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.sync_event(kLoopEvents + std::size_t(c)), ds));
+      while (results_copied < c && cudaEventQuery(st.sync_event(kLoopEvents + std::size_t(results_copied))) == cudaSuccess)
         copy_results(results_copied++);
     } else if (!pl.out_whole) {
       SPECTRASIFT_CUDA_CHECK(cudaEventSynchronize(st.event(4 * c + 3)));
@@ -941,7 +949,7 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
   if (pres.on)
     // The host ran ahead of the uploads: copy out every chunk but the last as its download completes.
     for (; results_copied + 1 < nchunks; ++results_copied) {
-      SPECTRASIFT_CUDA_CHECK(cudaEventSynchronize(st.sync_event(std::size_t(results_copied))));
+      SPECTRASIFT_CUDA_CHECK(cudaEventSynchronize(st.sync_event(kLoopEvents + std::size_t(results_copied))));
       copy_results(results_copied);
     }
   SPECTRASIFT_CUDA_CHECK(cudaStreamSynchronize(st.compute));
