@@ -4,9 +4,11 @@
 // run many jobs of every size back to back and check that every byte is copied and every index runs once.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <thread>
 #include <vector>
 
 #ifdef SPECTRASIFT_HAVE_CUDA
@@ -47,6 +49,19 @@ TEST(HostCopyPool, ParallelForRunsEveryIndexExactlyOnce) {
       pool.parallel_for(n, [&](int i) { ++hits[std::size_t(i)]; });
       for (int i = 0; i < n; ++i) ASSERT_EQ(hits[std::size_t(i)], 1) << "n " << n << ", index " << i;
     }
+  }
+}
+
+TEST(HostCopyPool, WakingSleepingWorkersBetweenJobsRunsEveryIndexOnce) {
+  // wake() bumps the generation with no job: a worker that wakes must neither run a job twice nor miss the next.
+  HostCopyPool pool(3);
+  for (int rep = 0; rep < 20; ++rep) {
+    if (rep % 4 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));  // workers fall asleep (2 ms spin)
+    pool.wake();
+    if (rep % 2) pool.wake();  // twice in a row: harmless
+    std::vector<int> hits(1000, 0);
+    pool.parallel_for(1000, [&](int i) { ++hits[std::size_t(i)]; });
+    for (int i = 0; i < 1000; ++i) ASSERT_EQ(hits[std::size_t(i)], 1) << "rep " << rep << ", index " << i;
   }
 }
 
