@@ -474,10 +474,10 @@ Plan make_plan(State& st, HostCopyPool& pool, const detail::CubeView& cube, cons
   const bool with_index = opt.reduction != Reduction::kAll;
   const std::size_t per_pix = sizeof(float) + (with_index ? sizeof(int) : 0);
   std::size_t free_b = 0, total_b = 0;
-  const std::size_t out_bytes = per_pix * pl.k * total_pix;
-  if (!whole_output_required && out_bytes > (std::size_t(256) << 20))  // small outputs need no query (~tens of us)
-    SPECTRASIFT_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-  pl.out_whole = whole_output_required || out_bytes <= (std::size_t(256) << 20) || out_bytes <= free_b / 3;
+  // Outputs of up to 64 MiB are kept whole without asking for the free memory (the query takes tens of us).
+  const std::size_t out_bytes = per_pix * pl.k * total_pix, small_out = std::size_t(64) << 20;
+  if (!whole_output_required && out_bytes > small_out) SPECTRASIFT_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  pl.out_whole = whole_output_required || out_bytes <= small_out || out_bytes <= free_b / 3;
   const std::size_t out_pix = pl.out_whole ? total_pix : chunk_pix;
   pl.out_stride = (long long)out_pix;
   pl.out_score = st.buffer("spectral.out_score", sizeof(float) * out_pix * pl.k).as<float>();
