@@ -146,6 +146,11 @@ int main(int argc, char** argv) {
     fs::create_directories(dir);
     const auto t_gen = std::chrono::steady_clock::now();
     const fs::path hdr = make_cube(dir);
+    // Write back every dirty page (this cube's and earlier benchmarks' files) before anything is timed, so that
+    // no disk writeback runs during the timed passes. On the H200 VM the CPU backend took 3 ms on a fresh
+    // machine and 14-29 ms after the GPU benchmarks had written ~1 GB of cubes (bench/NOTES.md step 38); writeback
+    // competing for the VM's CPUs is one suspect, not confirmed.
+    ::sync();
     std::printf("cube: %s, %d samples x %d lines x %d bands int16 BIP (SYNTHETIC from real spectra), %.1f MB, generated in %.0f ms\n",
                 hdr.c_str(), kSamples, kLines, kBands, double(kSamples) * kLines * kBands * 2 / 1e6,
                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_gen).count());
