@@ -868,12 +868,18 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
   constexpr std::size_t kLoopEvents = 8;
   const std::size_t total_pix = std::size_t(cube.samples) * cube.lines;
   auto chunk_start = [&](int d) { return std::size_t(std::min(d * pl.chunk_lines, cube.lines)) * cube.samples; };
-  auto copy_results = [&](int d) {
-    const std::size_t p0 = chunk_start(d), np = chunk_start(d + 1) - p0;
+  // Pixels [p0, p0 + np) of every output band, pinned result -> `result`.
+  auto result_pieces = [&](std::size_t p0, std::size_t np) {
+    std::vector<CopyPiece> v;
     for (int j = 0; j < pl.k; ++j) {
-      std::memcpy(result.scores.data() + j * total_pix + p0, pres.score + j * total_pix + p0, sizeof(float) * np);
-      if (pres.index) std::memcpy(result.index.data() + j * total_pix + p0, pres.index + j * total_pix + p0, sizeof(int) * np);
+      v.push_back({result.scores.data() + j * total_pix + p0, pres.score + j * total_pix + p0, sizeof(float) * np});
+      if (pres.index) v.push_back({result.index.data() + j * total_pix + p0, pres.index + j * total_pix + p0, sizeof(int) * np});
     }
+    return v;
+  };
+  auto copy_results = [&](int d) {
+    for (const CopyPiece& p : result_pieces(chunk_start(d), chunk_start(d + 1) - chunk_start(d)))
+      std::memcpy(p.dst, p.src, p.bytes);
   };
   for (int c = 0; c < nchunks; ++c) {
     const int y0 = c * pl.chunk_lines;
@@ -958,13 +964,8 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
   if (pres.on) {
     const auto t_dl = Clock::now();
     SPECTRASIFT_CUDA_CHECK(cudaStreamSynchronize(st.download));
-    const std::size_t p0 = chunk_start(results_copied), np = total_pix - p0;
-    std::vector<CopyPiece> out;
-    for (int j = 0; j < pl.k; ++j) {
-      out.push_back({result.scores.data() + j * total_pix + p0, pres.score + j * total_pix + p0, sizeof(float) * np});
-      if (pres.index) out.push_back({result.index.data() + j * total_pix + p0, pres.index + j * total_pix + p0, sizeof(int) * np});
-    }
-    pool.copy(out, std::size_t(1) << 17);
+    const std::size_t p0 = chunk_start(results_copied);
+    pool.copy(result_pieces(p0, total_pix - p0), std::size_t(1) << 17);  // the last chunk's part
     download_ms += ms_since(t_dl);
   } else if (pl.out_whole) {
     const auto t_dl = Clock::now();

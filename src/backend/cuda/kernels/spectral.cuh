@@ -281,14 +281,10 @@ __device__ __forceinline__ unsigned smem_addr(const void* p) {
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(smem)), "l"(gmem));
 }
-/// The same, with zeros instead of the bytes when !valid (nothing is read then). kPrefetch128: the L2
-/// prefetch size hint .L2::128B (on a miss the L2 fetches the whole 128-byte line from DRAM).
-template <bool kPrefetch128 = false>
-__device__ __forceinline__ void cp_async16_or_zero(void* smem, const void* gmem, bool valid) {
-  if constexpr (kPrefetch128)
-    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem), "r"(valid ? 16 : 0));
-  else
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem), "r"(valid ? 16 : 0));
+/// The same, with zeros instead of the bytes when !valid (nothing is read then), and the L2 prefetch size
+/// hint .L2::128B: on a miss the L2 fetches the whole 128-byte line from DRAM (kRowsBip's staging).
+__device__ __forceinline__ void cp_async16_or_zero_line(void* smem, const void* gmem, bool valid) {
+  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem), "r"(valid ? 16 : 0));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
@@ -533,7 +529,7 @@ __global__ void __launch_bounds__(kOneRefRowsBlock, kOneRefRowsMinBlocks) spectr
         const int band0 = sl * 2 * G + h * (16 / kEs);
         const bool ok = first + pl < cube.npix && band0 < n;
         const Raw* src = chunk + (ok ? unsigned(first + pl) * ss + unsigned(band0) : 0u);
-        cp_async16_or_zero<true>(stage + bip_stage_offset<kSlabBytes>(pl, h * 16), src, ok);
+        cp_async16_or_zero_line(stage + bip_stage_offset<kSlabBytes>(pl, h * 16), src, ok);
       }
       cp_async_commit();
     };
