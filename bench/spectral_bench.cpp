@@ -9,7 +9,8 @@
 // download (from the backend), total (spectral_match). Spectral Python's spectral_angles runs on the
 // same file in the same run (bench/spy_bench.py) and the ratio is printed.
 //
-// usage: spectral_bench [--backend cpu|opencl|cuda|all] [--refs N] [--repeat R] [--no-spy] [--keep DIR]
+// usage: spectral_bench [--backend cpu|opencl|cuda|all] [--refs N] [--repeat R] [--no-spy] [--keep DIR] [--no-sync]
+//                       [--chunk-lines N]
 #include <omp.h>
 
 #include <algorithm>
@@ -124,6 +125,8 @@ int main(int argc, char** argv) {
   std::string backend_arg = "all";
   int refs = 3000, repeat = 5;
   bool spy = true;
+  bool do_sync = true;  // --no-sync: leave dirty pages to the kernel's writeback (bench/NOTES.md step 39)
+  int chunk_lines = 0;  // --chunk-lines N: SpectralOptions::chunk_lines (0: the backend's choice)
   std::string keep;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -136,8 +139,11 @@ int main(int argc, char** argv) {
     else if (a == "--repeat") repeat = std::max(1, std::stoi(next()));
     else if (a == "--no-spy") spy = false;
     else if (a == "--keep") keep = next();
+    else if (a == "--no-sync") do_sync = false;
+    else if (a == "--chunk-lines") chunk_lines = std::stoi(next());
     else {
-      std::cerr << "usage: spectral_bench [--backend cpu|opencl|cuda|all] [--refs N] [--repeat R] [--no-spy] [--keep DIR]\n";
+      std::cerr << "usage: spectral_bench [--backend cpu|opencl|cuda|all] [--refs N] [--repeat R] [--no-spy] [--keep DIR] "
+                   "[--no-sync] [--chunk-lines N]\n";
       return 2;
     }
   }
@@ -150,7 +156,7 @@ int main(int argc, char** argv) {
     // no disk writeback runs during the timed passes. On the H200 VM the CPU backend took 3 ms on a fresh
     // machine and 14-29 ms after the GPU benchmarks had written ~1 GB of cubes (bench/NOTES.md step 38); writeback
     // competing for the VM's CPUs is one suspect, not confirmed.
-    ::sync();
+    if (do_sync) ::sync();
     std::printf("cube: %s, %d samples x %d lines x %d bands int16 BIP (SYNTHETIC from real spectra), %.1f MB, generated in %.0f ms\n",
                 hdr.c_str(), kSamples, kLines, kBands, double(kSamples) * kLines * kBands * 2 / 1e6,
                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_gen).count());
@@ -219,6 +225,7 @@ int main(int argc, char** argv) {
         SpectralOptions o;
         o.metric = Metric::kSpectralAngle;
         o.reduction = job.red;
+        o.chunk_lines = chunk_lines;
         std::vector<double> rd, up, cp, dl, tt;
         const int runs = job.lib->count > 100 ? std::min(repeat, 3) : repeat;
         for (int r = 0; r <= runs; ++r) {  // r == 0: warm-up

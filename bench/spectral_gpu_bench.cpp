@@ -14,7 +14,8 @@
 //   3000 refs    best match, TF32 + exact rescoring, FP32 GEMM + rescoring, and the exact kernel; the
 //                fraction of pixels whose best reference equals the exact FP32 kernel's and a float64
 //                CPU computation's (sampled pixels)
-// Usage: spectral_gpu_bench [--dir DIR] [--reps N] [--refs N] [--quick] [--all-metrics] [--json FILE]
+// Usage: spectral_gpu_bench [--dir DIR] [--reps N] [--refs N] [--quick] [--all-metrics] [--e2e-only] [--trace N]
+//                           [--json FILE]
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -275,6 +276,8 @@ int main(int argc, char** argv) {
   std::string table_path = std::string(SPECTRASIFT_DATA_DIR) + "/../bench/data/abu_urban_2_spectra_256x198.i16";
   int reps = 20, nrefs = 3000;
   bool quick = false, all_metrics = false;  // --all-metrics: every metric in the one-reference table also with --quick
+  bool e2e_only = false;  // --e2e-only: the ceilings and the end-to-end tables, nothing resident
+  int trace_runs = 0;     // --trace N: the timelines of N end-to-end calls (bsq), printed after the end-to-end table
   std::string json_path;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -289,7 +292,13 @@ int main(int argc, char** argv) {
     else if (a == "--quick") quick = true;
     else if (a == "--all-metrics") all_metrics = true;
     else if (a == "--json") json_path = next();
-    else { std::fprintf(stderr, "usage: spectral_gpu_bench [--dir DIR] [--reps N] [--refs N] [--quick] [--all-metrics] [--json FILE]\n"); return 2; }
+    else if (a == "--e2e-only") e2e_only = true;
+    else if (a == "--trace") trace_runs = std::stoi(next());
+    else {
+      std::fprintf(stderr, "usage: spectral_gpu_bench [--dir DIR] [--reps N] [--refs N] [--quick] [--all-metrics] [--e2e-only] "
+                           "[--trace N] [--json FILE]\n");
+      return 2;
+    }
   }
   // Watchdog: reports the step every 15 s and ends the program when one step has run for 60 s (a stuck
   // driver call must not eat a device session), after printing what it was doing.
@@ -393,7 +402,7 @@ int main(int argc, char** argv) {
        << fmt(floor_ms * 1e3, 1) << " us; max error against float64 on every 61st pixel (sam: on cos):\n\n"
        << "| metric | interleave | compute (us) | x floor | effective GB/s | identical to bsq | max err vs f64 |\n|---|---|---|---|---|---|---|\n";
     for (Metric m : metrics) {
-      if (quick && !all_metrics && m != Metric::kSpectralAngle) continue;
+      if (e2e_only || (quick && !all_metrics && m != Metric::kSpectralAngle)) continue;
       const auto prep = prepare(hdr_cube, ref1, 1, m);
       SpectralOptions o;
       o.metric = m;
@@ -419,7 +428,7 @@ int main(int argc, char** argv) {
     }
     md << "\n";
     flush();
-    if (!quick || all_metrics) {
+    if (!e2e_only && (!quick || all_metrics)) {
       g_stage = "one reference, rows kernel against the general one";
       ++g_step;
       md << "One reference, small-integer cubes: the 4-pixels-per-thread kernel (spectral_one_ref_rows) against the general "
@@ -452,7 +461,7 @@ int main(int argc, char** argv) {
        << "; agreement = pixels whose best reference equals the exact FP32 kernel's / a float64 CPU computation's (every 61st pixel):\n\n"
        << "| metric | path | compute (ms) | = exact FP32 | = float64 (sampled) |\n|---|---|---|---|---|\n";
     for (Metric m : metrics) {
-      if (quick && m != Metric::kSpectralAngle) continue;
+      if (e2e_only || (quick && m != Metric::kSpectralAngle)) continue;
       static std::string many_stage;
       many_stage = std::string("many references, resident, ") + metric_name(m);
       g_stage = many_stage.c_str();
@@ -627,6 +636,24 @@ int main(int argc, char** argv) {
     run_e2e(false);
     md << "\n(host read / upload / compute are sums over the chunks; they overlap, so they add up to more than the end-to-end time)\n\n";
     flush();
+    if (trace_runs > 0) {
+      // Timelines of end-to-end calls (bsq, sam, one reference, default chunks): where the time goes.
+      cuda::bench::set_trace(ctx, true);
+      for (int r = 0; r < trace_runs; ++r) {
+        SpectralOptions o;
+        o.metric = Metric::kSpectralAngle;
+        o.reduction = Reduction::kBest;
+        auto res = sized_result(1, o);
+        const auto t0 = std::chrono::steady_clock::now();
+        Mapping mp(dir / "cube_bsq.img");
+        cuda::spectral_match(ctx.impl(), view_of(mp.ptr, Interleave::kBsq, false), prep1, o, res, {});
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        md << "Timeline of an end-to-end call (bsq), " << fmt(ms) << " ms with the mapping:\n```\n" << cuda::bench::last_trace(ctx)
+           << "```\n";
+      }
+      cuda::bench::set_trace(ctx, false);
+      flush();
+    }
     // Medians of `runs` runs (after one warm-up) of sam against one reference, end to end from a fresh mmap of
     // `file`, with the staging settings of the moment: end to end, upload sum, host copy sum (ms).
     struct E2e { double total, upload, read; };

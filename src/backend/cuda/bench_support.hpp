@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include "core/spectral_backend.hpp"
 #include "spectrasift/context.hpp"
@@ -29,6 +30,10 @@ void set_fused_best(Context& ctx, bool on);
 void set_fused_wgmma(Context& ctx, bool on);
 /// One reference on small-integer cubes: the 4-pixels-per-thread kernel (true, default) or the general one.
 void set_one_ref_rows(Context& ctx, bool on);
+/// Timeline of each streamed spectral call (on) and the last one's text: host and GPU milliseconds since
+/// the call started, one "what at ms" line per point, in time order.
+void set_trace(Context& ctx, bool on);
+std::string last_trace(Context& ctx);
 /// Whether this build and device run the wgmma form (an sm_90a build on a compute capability 9.0 GPU).
 bool fused_wgmma_available(Context& ctx);
 /// Pixels of the last chunk of the last fused FP16 call with more keys within the GEMM error bound than

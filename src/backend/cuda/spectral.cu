@@ -35,6 +35,7 @@
 #include <cstring>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "backend/cuda/bench_support.hpp"
@@ -848,8 +849,18 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
   PinnedBuffer* pin[kStages];
   for (int i = 0; i < kStages; ++i) pin[i] = &st.pinned_buffer("spectral.stage" + std::to_string(i), pl.chunk_bytes);
   DeviceBuffer* dev[2] = {&st.buffer("spectral.chunk0", pl.chunk_bytes), &st.buffer("spectral.chunk1", pl.chunk_bytes)};
-  // Events per chunk k: 4k upload start, 4k+1 upload end, 4k+2 compute start, 4k+3 compute end.
-  for (int i = 0; i < 4 * nchunks; ++i) st.event(std::size_t(i));
+  // Events per chunk k: 4k upload start, 4k+1 upload end, 4k+2 compute start, 4k+3 compute end; 4 nchunks and
+  // 4 nchunks + 1: the bench timeline's zero and the last download's end.
+  for (int i = 0; i < 4 * nchunks + 2; ++i) st.event(std::size_t(i));
+  // Bench timeline (State::trace_on): host points now, GPU events resolved against a zero event at the end.
+  std::vector<std::pair<std::string, double>> marks;
+  auto mark = [&](const std::string& what) {
+    if (st.trace_on) marks.emplace_back(what, ms_since(t_start));
+  };
+  if (st.trace_on) {
+    SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(4 * std::size_t(nchunks)), st.copy));
+    mark("plan made, gpu zero");
+  }
   // No wait for the plan's uploads (compute stream): the kernels that use them follow on that stream (the
   // last chunk's on `copy` after an event), and pageable sources are staged before cudaMemcpyAsync returns.
   const PinnedResult pres = pinned_result(pl);
@@ -910,6 +921,7 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
       pool.copy(pieces, split, st.stage_streaming);
       read_ms += ms_since(t_read);
       src = pin[sb]->ptr;
+      mark("host copied chunk " + std::to_string(c));
     }
     if (c >= 2) SPECTRASIFT_CUDA_CHECK(cudaStreamWaitEvent(st.copy, st.event(4 * (c - 2) + 3), 0));  // device b consumed
     SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(4 * c), st.copy));
@@ -942,6 +954,7 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
       if (!tail) SPECTRASIFT_CUDA_CHECK(cudaStreamWaitEvent(st.download, st.event(4 * c + 3), 0));
       download_chunk_async(pl, pres, std::size_t(y0) * cube.samples, std::size_t(nl) * cube.samples, ds);
       SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.sync_event(kLoopEvents + std::size_t(c)), ds));
+      if (tail && st.trace_on) SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(4 * std::size_t(nchunks) + 1), ds));
       while (results_copied < c && cudaEventQuery(st.sync_event(kLoopEvents + std::size_t(results_copied))) == cudaSuccess)
         copy_results(results_copied++);
     } else if (!pl.out_whole) {
@@ -950,6 +963,7 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
       download(pl, result, std::size_t(y0) * cube.samples, std::size_t(nl) * cube.samples, 0);
       download_ms += ms_since(t_dl);
     }
+    mark("enqueued chunk " + std::to_string(c));
     if (progress) progress(double(y0 + nl) / cube.lines);
   }
   if (pres.on)
@@ -958,8 +972,10 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
       SPECTRASIFT_CUDA_CHECK(cudaEventSynchronize(st.sync_event(kLoopEvents + std::size_t(results_copied))));
       copy_results(results_copied);
     }
+  mark("results copied but the last chunk's");
   SPECTRASIFT_CUDA_CHECK(cudaStreamSynchronize(st.compute));
   SPECTRASIFT_CUDA_CHECK(cudaStreamSynchronize(st.copy));
+  mark("streams synchronised");
   reg.release_all();
   if (pres.on) {
     const auto t_dl = Clock::now();
@@ -967,6 +983,7 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
     const std::size_t p0 = chunk_start(results_copied);
     pool.copy(result_pieces(p0, total_pix - p0), std::size_t(1) << 17);  // the last chunk's part
     download_ms += ms_since(t_dl);
+    mark("last results copied");
   } else if (pl.out_whole) {
     const auto t_dl = Clock::now();
     download(pl, result, 0, std::size_t(cube.samples) * cube.lines, 0);
@@ -982,6 +999,19 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
   result.times.compute_ms = compute_ms;
   result.times.download_ms = download_ms;
   result.times.total_ms = ms_since(t_start);
+  if (st.trace_on) {
+    mark("times gathered");
+    const double zero = marks.front().second;
+    const cudaEvent_t z = st.event(4 * std::size_t(nchunks));
+    const char* what[4] = {"gpu upload start ", "gpu upload end ", "gpu compute start ", "gpu compute end "};
+    for (int c = 0; c < nchunks; ++c)
+      for (int e = 0; e < 4; ++e)
+        marks.emplace_back(what[e] + std::to_string(c), zero + ms_between(z, st.event(4 * std::size_t(c) + std::size_t(e))));
+    if (pres.on) marks.emplace_back("gpu last download end", zero + ms_between(z, st.event(4 * std::size_t(nchunks) + 1)));
+    std::stable_sort(marks.begin(), marks.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+    st.trace.clear();
+    for (const auto& m : marks) st.trace += m.first + " at " + std::to_string(m.second) + " ms\n";
+  }
 }
 
 // ---- bench hooks -----------------------------------------------------------------------------------
@@ -1050,6 +1080,10 @@ void set_staging(Context& ctx, std::size_t chunk_bytes, bool streaming) {
 }
 
 void set_fused_wgmma(Context& ctx, bool on) { state(ctx.impl()).fused_wgmma = on; }
+
+void set_trace(Context& ctx, bool on) { state(ctx.impl()).trace_on = on; }
+
+std::string last_trace(Context& ctx) { return state(ctx.impl()).trace; }
 
 void set_copy_threads(Context& ctx, int threads) { state(ctx.impl()).copy_threads = std::max(0, threads); }
 

@@ -89,6 +89,10 @@ struct State {
   bool stage_streaming = false;
   /// Ordering-only events (no timing), created on first use and reused.
   std::vector<cudaEvent_t> sync_events;
+  /// Bench knob: record a timeline of each streamed spectral call (host and GPU milliseconds since the call
+  /// started) into `trace` (set_trace / last_trace).
+  bool trace_on = false;
+  std::string trace;
 
   cublasHandle_t cublas_handle();
   HostCopyPool& host_copy_pool(int threads);
