@@ -67,8 +67,9 @@ struct State {
   std::size_t score_block_bytes = std::size_t(96) << 20;
   /// Spectral streaming of BIL/BIP cubes: page-lock the mapped file chunk by chunk and upload in place
   /// (true), or copy each chunk into pinned staging buffers (false, the default). EXPERIMENTAL: on the
-  /// H200 machine (Firecracker VM, driver 580.159) cudaHostRegister of a file mapping did not return
-  /// within 60 s; keep it off unless measured on the target machine.
+  /// H200 machine (Firecracker VM, driver 580.159) cudaHostRegister of a fresh file mapping did not return
+  /// within 60 s, and of a populated one it took 97 ms for 140 MB (bench/NOTES.md step 42), 38x the
+  /// upload; keep it off unless measured on the target machine.
   bool register_staging = false;
   /// Best/threshold of many references with tensor cores allowed (ed, sam, scc): the fused FP16 kernel
   /// (spectral_best_fp16 + spectral_rescore, true, the default) or cuBLAS TF32 + spectral_select (false).
