@@ -639,7 +639,8 @@ int main(int argc, char** argv) {
     if (trace_runs > 0) {
       // Timelines of end-to-end calls (bsq, sam, one reference, default chunks): where the time goes.
       cuda::bench::set_trace(ctx, true);
-      for (int r = 0; r < trace_runs; ++r) {
+      for (int r = 0; r < 2 * trace_runs; ++r) {
+        cuda::bench::set_demote_last_chunk(ctx, r >= trace_runs);  // the last chunk's copy left in place, then demoted
         SpectralOptions o;
         o.metric = Metric::kSpectralAngle;
         o.reduction = Reduction::kBest;
@@ -648,10 +649,11 @@ int main(int argc, char** argv) {
         Mapping mp(dir / "cube_bsq.img");
         cuda::spectral_match(ctx.impl(), view_of(mp.ptr, Interleave::kBsq, false), prep1, o, res, {});
         const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        md << "Timeline of an end-to-end call (bsq), " << fmt(ms) << " ms with the mapping:\n```\n" << cuda::bench::last_trace(ctx)
-           << "```\n";
+        md << "Timeline of an end-to-end call (bsq, last chunk " << (r >= trace_runs ? "demoted" : "not demoted") << "), " << fmt(ms)
+           << " ms with the mapping:\n```\n" << cuda::bench::last_trace(ctx) << "```\n";
       }
       cuda::bench::set_trace(ctx, false);
+      cuda::bench::set_demote_last_chunk(ctx, true);
       flush();
     }
     // Medians of `runs` runs (after one warm-up) of sam against one reference, end to end from a fresh mmap of
@@ -698,6 +700,35 @@ int main(int argc, char** argv) {
         flush();
       }
       cuda::bench::set_staging(ctx, 0, false);  // the defaults
+      md << "\n";
+      flush();
+    }
+    {
+      // The last chunk's copy demoted to the shared cache (default) or not: 3 alternating rounds of 5 runs each.
+      g_stage = "last chunk demoted";
+      ++g_step;
+      md << "Last chunk's copy demoted to the shared cache (CLDEMOTE) or not (sam, one reference, end to end, median of 3 "
+            "alternating rounds of 5):\n\n| interleave | last chunk | end to end (ms) | x pinned upload | upload sum (ms) |\n|---|---|---|---|---|\n";
+      for (const auto& il : ils) {
+        if (il.be) continue;
+        const fs::path file = dir / (std::string("cube_") + il.name + ".img");
+        std::vector<double> tot[2], upl[2];
+        for (int round = 0; round < 3; ++round)
+          for (int on = 0; on < 2; ++on) {
+            cuda::bench::set_demote_last_chunk(ctx, on == 1);
+            const E2e e = measure_e2e(file, il.il, 5);
+            tot[on].push_back(e.total);
+            upl[on].push_back(e.upload);
+          }
+        for (int on = 0; on < 2; ++on) {
+          md << "| " << il.name << " | " << (on ? "demoted" : "not demoted") << " | " << fmt(median(tot[on])) << " | "
+             << fmt(median(tot[on]) / up_ms, 2) << " | " << fmt(median(upl[on])) << " |\n";
+          js << "{\"case\":\"demote_last\",\"interleave\":\"" << il.name << "\",\"demoted\":" << (on ? "true" : "false")
+             << ",\"ms\":" << median(tot[on]) << "}\n";
+        }
+        flush();
+      }
+      cuda::bench::set_demote_last_chunk(ctx, true);
       md << "\n";
       flush();
     }

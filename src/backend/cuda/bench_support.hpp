@@ -22,6 +22,9 @@ void set_register_staging(Context& ctx, bool on);
 /// Copy staging of the streamed path: raw bytes per chunk (0 = default), non-temporal stores or plain
 /// copies (see State::stage_*).
 void set_staging(Context& ctx, std::size_t chunk_bytes, bool streaming);
+/// Copy staging with plain stores: the last chunk's lines demoted to the shared cache after its copy (true,
+/// the default) or left in the copying cores' caches.
+void set_demote_last_chunk(Context& ctx, bool on);
 /// Threads of the staging copy, the calling thread included (0 = the context's CPU threads).
 void set_copy_threads(Context& ctx, int threads);
 /// Many references, best/threshold with tensor cores: the fused FP16 kernel (true, default) or cuBLAS TF32.

@@ -14,6 +14,12 @@
 
 namespace spectrasift::cuda {
 
+/// How a staging copy stores: plain memcpy (the destination stays in the copying cores' caches),
+/// non-temporal stores (it goes to DRAM, bypassing the caches), or memcpy then CLDEMOTE of every line (it moves
+/// to the shared last-level cache, where a DMA read finds it without snooping a core; a NOP on processors
+/// without CLDEMOTE).
+enum class CopyStores { kPlain, kStreaming, kDemote };
+
 /// One contiguous copy of `bytes` bytes.
 struct CopyPiece {
   void* dst = nullptr;
@@ -36,9 +42,8 @@ class HostCopyPool {
   /// calls this before its set-up, which hides the wake-up.
   void wake();
   /// Copies every piece, pieces larger than `split_bytes` being split further; blocks until done.
-  /// streaming: non-temporal stores (the destination bypasses the caches) or plain memcpy (it may stay in
-  /// the last-level cache, where a DMA engine can read it without touching DRAM).
-  void copy(const std::vector<CopyPiece>& pieces, std::size_t split_bytes = std::size_t(1) << 18, bool streaming = true);
+  void copy(const std::vector<CopyPiece>& pieces, std::size_t split_bytes = std::size_t(1) << 18,
+            CopyStores stores = CopyStores::kPlain);
 
  private:
   void worker_loop();

@@ -918,7 +918,13 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
       // Pieces of at most 256 KiB, smaller for small chunks so that every thread has some.
       const std::size_t split = std::clamp<std::size_t>(bytes / (2 * std::size_t(pool.threads())), std::size_t(32) << 10,
                                                         std::size_t(256) << 10);
-      pool.copy(pieces, split, st.stage_streaming);
+      // The last chunk's lines are pushed to the shared cache (CLDEMOTE): its upload starts right after the
+      // copy, and read out of the copying cores' private caches it ran at half rate (0.21-0.24 ms for 6.6 MB
+      // instead of 0.12; bench/NOTES.md step 43). Earlier chunks are pushed out by the next chunk's copy, and
+      // demoting every chunk slowed the copy more than it sped up the uploads (step 40).
+      const bool last = c + 1 == nchunks;
+      pool.copy(pieces, split, st.stage_streaming ? CopyStores::kStreaming
+                               : last && st.demote_last_chunk ? CopyStores::kDemote : CopyStores::kPlain);
       read_ms += ms_since(t_read);
       src = pin[sb]->ptr;
       mark("host copied chunk " + std::to_string(c));
@@ -1081,6 +1087,8 @@ void set_staging(Context& ctx, std::size_t chunk_bytes, bool streaming) {
 
 void set_fused_wgmma(Context& ctx, bool on) { state(ctx.impl()).fused_wgmma = on; }
 
+void set_demote_last_chunk(Context& ctx, bool on) { state(ctx.impl()).demote_last_chunk = on; }
+
 void set_trace(Context& ctx, bool on) { state(ctx.impl()).trace_on = on; }
 
 std::string last_trace(Context& ctx) { return state(ctx.impl()).trace; }
@@ -1145,7 +1153,7 @@ double resident_compute_ms(Context& ctx, const detail::CubeView& cube, const det
   auto& dev = st.buffer("bench.cube_dev", pl.chunk_bytes);
   std::vector<CopyPiece> pieces;
   chunk_pieces(pl, 0, cube.lines, pin.ptr, pieces);
-  pool.copy(pieces);
+  pool.copy(pieces, std::size_t(1) << 18, CopyStores::kStreaming);
   SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(dev.ptr, pin.ptr, pl.chunk_bytes, cudaMemcpyHostToDevice, st.compute));
   std::vector<double> t;
   for (int i = 0; i <= reps; ++i) {

@@ -88,6 +88,8 @@ struct State {
   /// Threads of the staging copy (caller included; 0: the context's CPU threads). Bench knob.
   int copy_threads = 0;
   bool stage_streaming = false;
+  /// Copy staging with plain stores: the last chunk's copy demoted to the shared cache (CLDEMOTE). Bench knob.
+  bool demote_last_chunk = true;
   /// Ordering-only events (no timing), created on first use and reused.
   std::vector<cudaEvent_t> sync_events;
   /// Bench knob: record a timeline of each streamed spectral call (host and GPU milliseconds since the call
