@@ -896,6 +896,7 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
     const int y0 = c * pl.chunk_lines;
     const int nl = std::min(pl.chunk_lines, cube.lines - y0);
     const int b = c % 2;
+    const bool tail = c + 1 == nchunks;
     const void* src = nullptr;
     std::size_t bytes = 0;
     if (reg.on) {
@@ -922,9 +923,8 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
       // copy, and read out of the copying cores' private caches it ran at half rate (0.21-0.24 ms for 6.6 MB
       // instead of 0.12; bench/NOTES.md step 43). Earlier chunks are pushed out by the next chunk's copy, and
       // demoting every chunk slowed the copy more than it sped up the uploads (step 40).
-      const bool last = c + 1 == nchunks;
       pool.copy(pieces, split, st.stage_streaming ? CopyStores::kStreaming
-                               : last && st.demote_last_chunk ? CopyStores::kDemote : CopyStores::kPlain);
+                               : tail && st.demote_last_chunk ? CopyStores::kDemote : CopyStores::kPlain);
       read_ms += ms_since(t_read);
       src = pin[sb]->ptr;
       mark("host copied chunk ", c);
@@ -944,7 +944,6 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
     // no hops between streams at the end (-0.01 to -0.07 ms end to end, bench/NOTES.md step 37).
     // It still waits for everything enqueued on `compute` so far: the plan's uploads and the previous
     // chunk's compute (whose scratch buffers the many-reference paths share).
-    const bool tail = c + 1 == nchunks;
     cudaStream_t cs = tail ? st.copy : st.compute;
     if (!tail) {
       SPECTRASIFT_CUDA_CHECK(cudaStreamWaitEvent(st.compute, st.event(4 * c + 1), 0));
