@@ -12,7 +12,7 @@
 // Variants alternate in rounds (median of the rounds). Build and run on the GPU machine:
 //   nvcc -O2 -std=c++17 -arch=sm_90 bench/probes/staging_pipeline_probe.cu -o /tmp/spp -lpthread && /tmp/spp FILE [rounds]
 // FILE: ~140 MB in the page cache (the step used 140.8 MB of /dev/urandom). Without a GPU (--no-gpu) the uploads
-// are skipped, which checks the pipeline logic only.
+// are skipped, which checks the pipeline logic only; --wc makes the staging buffer write-combined pinned memory.
 #include <cuda_runtime.h>
 #include <fcntl.h>
 #include <immintrin.h>
@@ -348,7 +348,11 @@ int main(int argc, char** argv) {
   if (argc < 2) { std::fprintf(stderr, "usage: spp FILE [rounds] [--no-gpu]\n"); return 2; }
   const char* file = argv[1];
   int rounds = argc > 2 && argv[2][0] != '-' ? std::atoi(argv[2]) : 7;
-  for (int i = 1; i < argc; ++i) if (!std::strcmp(argv[i], "--no-gpu")) g_gpu = false;
+  bool wc = false;  // --wc: the staging buffer is write-combined pinned memory (cudaHostAllocWriteCombined)
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--no-gpu")) g_gpu = false;
+    if (!std::strcmp(argv[i], "--wc")) wc = true;
+  }
   struct stat sb {};
   if (stat(file, &sb) != 0) { std::perror(file); return 1; }
   const std::size_t total = std::size_t(sb.st_size) / 4096 * 4096;
@@ -358,7 +362,8 @@ int main(int argc, char** argv) {
   const std::size_t cap = total + 16 * MiB;
   if (g_gpu) {
     CK(cudaMalloc(&g.dev, cap));
-    CK(cudaMallocHost(&g.stage, cap));
+    if (wc) CK(cudaHostAlloc(reinterpret_cast<void**>(&g.stage), cap, cudaHostAllocWriteCombined));
+    else CK(cudaMallocHost(&g.stage, cap));
     CK(cudaMallocHost(&g.other, cap));
     CK(cudaStreamCreateWithFlags(&g.s, cudaStreamNonBlocking));
     CK(cudaStreamCreateWithFlags(&g.s2, cudaStreamNonBlocking));
@@ -384,6 +389,15 @@ int main(int argc, char** argv) {
       t.push_back(ms_since(t0));
     }
     std::printf("pinned upload of %.1f MB alone: %.3f ms (%.1f GB/s)\n", total / 1e6, median(t), total / 1e6 / median(t));
+    t.clear();
+    for (int r = 0; r < 10; ++r) {
+      const auto t0 = Clock::now();
+      g.upload(0, g.stage, total, g.s);
+      g.sync(g.s);
+      t.push_back(ms_since(t0));
+    }
+    std::printf("upload of %.1f MB from the staging buffer (%s) alone: %.3f ms (%.1f GB/s)\n", total / 1e6,
+                wc ? "write-combined" : "cudaMallocHost", median(t), total / 1e6 / median(t));
   }
   // 2. copy alone / with a concurrent upload, fresh mapping -> pinned, %d threads, 256 KiB pieces
   std::printf("\nhost copy of the file, %d threads, 256 KiB pieces (median of %d):\n| stores | mapping | alone (GB/s) | during an upload (GB/s) | that upload (GB/s) |\n|---|---|---|---|---|\n",
