@@ -202,8 +202,8 @@ struct Variant {
   std::string name;
   bool streamed = true;
   std::size_t piece = 256 << 10;   // copy piece (streamed) / split (blocking)
-  std::size_t head = 0;             // bytes from the front copied with CLDEMOTE (streamed)
-  std::size_t tail = 0;             // bytes before the end copied with CLDEMOTE (streamed; blocking: last chunk if > 0)
+  std::size_t head = 0;             // bytes from the front copied with head_stores and uploaded as copied (streamed)
+  std::size_t tail = 0;             // bytes before the end copied with tail_stores (streamed; blocking: last chunk if > 0)
   std::size_t lag = 0;              // a plain line is uploaded once the copy is this many bytes past it
   std::size_t first = 1 * MiB;      // first upload at least this big; next ones x growth, up to umax
   double growth = 1.5;
@@ -212,9 +212,7 @@ struct Variant {
   int mid = kPlain;                 // stores between head and tail
   bool populate = false;            // MAP_POPULATE the mapping (inside the timing)
   std::size_t pf = 4096;            // prefetch distance of kNt64
-  bool main_copies = false;         // streamed: the calling thread copies pieces too while no upload is due
   int copy_threads = 0;             // streamed: threads that copy (0: all workers)
-  int demote_every = 0;             // streamed: every n-th piece demoted instead of `mid` (0: none)
   int head_stores = kDemote;        // stores of the head
   int tail_stores = kDemote;        // stores of the tail (blocking: of the last chunk when tail > 0)
   std::size_t chunk_gate = 0;       // streamed: past the head, upload whole chunks of this size once copied (0: off)
@@ -263,7 +261,7 @@ Result run_streamed(Gpu& g, Pool& pool, const char* file, std::size_t total, con
   auto piece_job = [&](int i) {
     const std::size_t off = std::size_t(i) * P, n = std::min(P, total - off);
     if (off + n > ring) while (freed.load(std::memory_order_acquire) < off + n - ring) _mm_pause();
-    const int st = off < v.head ? v.head_stores : off + n > total - std::min(total, v.tail) || (v.demote_every && i % v.demote_every == 0) ? v.tail_stores : v.mid;
+    const int st = off < v.head ? v.head_stores : off + n > total - std::min(total, v.tail) ? v.tail_stores : v.mid;
     copy_with(st, g.stage + (off % ring), m.p + off, n);
     done_v[i].store(1, std::memory_order_release);
   };
@@ -306,10 +304,6 @@ Result run_streamed(Gpu& g, Pool& pool, const char* file, std::size_t total, con
     }
     while (ups_done < ups.size() && g.query(ups[ups_done].ev)) freed.store(ups[ups_done++].end, std::memory_order_release);
     if (prefix == np) r.copy_done_at = r.copy_done_at ? r.copy_done_at : ms_since(t0);
-    if (v.main_copies && !v.ring && !v.copy_threads) {
-      const int i = pool.next.fetch_add(1);
-      if (i < np) { piece_job(i); pool.done.fetch_add(1); continue; }
-    }
     _mm_pause();
   }
   pool.finish(false);
@@ -603,6 +597,12 @@ int main(int argc, char** argv) {
     v.name = "lagged: ring 48, head 16 nt64, lag 16, last 8 demoted"; add(v); }
   { Variant v; v.mid = kPlain; v.ring = 48 * MiB; v.head = 16 * MiB; v.head_stores = kNt64; v.tail = 16 * MiB; v.tail_stores = kNt64; v.lag = 16 * MiB; v.umax = 8 * MiB;
     v.name = "lagged: ring 48, head 16 nt64, lag 16, last 16 nt64"; add(v); }
+  { Variant v; v.mid = kDemote64; v.umax = 8 * MiB; v.name = "streamed, all demote64, first 1 MiB to 8 MiB (whole staging)"; add(v); }
+  for (int ct : {8, 10}) {
+    Variant v; v.mid = kNt64; v.copy_threads = ct;
+    v.name = "streamed, nt 64 + pf 4K, first 1 MiB, " + std::to_string(ct) + " copy threads"; add(v);
+  }
+  { Variant b; b.streamed = false; b.tail = 1; b.populate = true; b.name = "blocking, last demoted, MAP_POPULATE (timed)"; add(b); }
   std::vector<std::vector<Result>> res(vs.size());
   for (int r = 0; r < rounds + 1; ++r)
     for (std::size_t i = 0; i < vs.size(); ++i) {
