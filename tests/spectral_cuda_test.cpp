@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@
 #include "tolerances.hpp"
 #ifdef SPECTRASIFT_HAVE_CUDA
 #include "backend/cuda/bench_support.hpp"
+#include "core/sample_pack.hpp"
 #endif
 
 namespace spectrasift::test {
@@ -347,6 +349,74 @@ TEST_F(SpectralCuda, NanDataGivesNoMatch) {
       expect_agree(got, want, &cpu_all, m, std::string("nan ") + to_string(m) + " refs " + std::to_string(count));
     }
 }
+
+#ifdef SPECTRASIFT_HAVE_CUDA
+// Packed uploads of 16-bit cubes (core/sample_pack.hpp, unpacked on the GPU): the real scene written as
+// uint16 and, shifted to negative samples, as int16, in every interleave and both byte orders (big-endian
+// ones behind an odd header offset: a misaligned map), whole or in chunks of 7 lines (partial groups and
+// blocks), give the bits of raw uploads for one reference and for the best of 120 (tensor-core path), with
+// every chunk packed (and then really travel packed) or packed as the balanced default decides. A cube of random 16-bit samples does not pack: the call goes back to raw uploads
+// after its first chunk, with the same bits.
+TEST_F(SpectralCuda, PackedUploadsGiveTheBitsOfRawUploads) {
+  if (detail::SamplePacker::best_isa() == detail::PackIsa::kScalar)
+    GTEST_SKIP() << "this processor has no vector packer (AVX-512BW): uploads are never packed";
+  TempDir dir("cuda-packed");
+  const TestCube hydice = read_values(open_envi(fs::path(SPECTRASIFT_TEST_DATA) / "hydice_data.hdr"));
+  TestCube shifted = hydice;
+  for (auto& x : shifted.v) x -= 300;
+  TestCube noise = TestCube::zeros(hydice.samples, hydice.lines, hydice.bands);
+  std::mt19937 rng(9);
+  for (auto& x : noise.v) x = double(int(rng() % 65536u) - 32768);
+  std::vector<std::vector<double>> spectra;
+  for (int i = 0; i < 120; ++i) spectra.push_back(pixel_spectrum(hydice, (i * 13) % hydice.samples, (i * 7) % hydice.lines));
+  const SpectralLibrary many = library_of(spectra);
+  const SpectralLibrary one = library_of({spectra[5]});
+  Context gpu = make_ctx(Backend::kCuda);
+  struct Case {
+    const TestCube* values;
+    int type;
+    const char* name;
+  };
+  int checked = 0;
+  for (const Case& cs : {Case{&hydice, 12, "u16"}, Case{&shifted, 2, "i16"}, Case{&noise, 2, "noise"}})
+    for (const char* il : {"bsq", "bil", "bip"})
+      for (bool big : {false, true}) {
+        const std::string name = std::string(cs.name) + "_" + il + (big ? "_be" : "_le");
+        const EnviCube cube = open_envi(write_cube(dir.path(), name, *cs.values, cs.type, il, big, {}, big ? 1 : 0));
+        for (const SpectralLibrary* lib : {&one, &many})
+          for (int chunk : {0, 7}) {
+            SpectralOptions opt;
+            opt.metric = Metric::kSpectralAngle;
+            opt.reduction = Reduction::kBest;
+            opt.chunk_lines = chunk;
+            const std::string what = name + (lib == &one ? " one reference" : " best of 120") + " chunk " + std::to_string(chunk);
+            cuda::bench::set_pack_policy(gpu, 0);  // never
+            const SpectralResult raw = spectral_match(gpu, cube, *lib, opt);
+            EXPECT_EQ(cuda::bench::last_pack_ratio(gpu), 0.0) << what;
+            cuda::bench::set_pack_policy(gpu, 2);  // balanced (the default): some chunks packed, some not
+            const SpectralResult balanced = spectral_match(gpu, cube, *lib, opt);
+            EXPECT_TRUE(bits_equal(balanced.scores, raw.scores)) << what << " balanced";
+            EXPECT_EQ(balanced.index, raw.index) << what << " balanced";
+            cuda::bench::set_pack_policy(gpu, 1);  // always
+            const SpectralResult packed = spectral_match(gpu, cube, *lib, opt);
+            const double ratio = cuda::bench::last_pack_ratio(gpu);
+            EXPECT_TRUE(bits_equal(packed.scores, raw.scores)) << what;
+            EXPECT_EQ(packed.index, raw.index) << what;
+            if (cs.values == &noise) {
+              EXPECT_GT(ratio, 1.0) << what << ": random samples cannot pack";
+            } else if (chunk == 0) {
+              EXPECT_GT(ratio, 0.3) << what;
+              EXPECT_LT(ratio, 0.7) << what;
+            } else {
+              EXPECT_GT(ratio, 0.0) << what << ": the first chunk at least travels packed";
+            }
+            ++checked;
+          }
+      }
+  cuda::bench::set_pack_policy(gpu, 2);
+  EXPECT_EQ(checked, 3 * 3 * 2 * 2 * 2);
+}
+#endif
 
 // A real scene (HYDICE urban, uint16, 162 bands) against 200 real spectra of the scene (pixels and
 // mixtures of pixels): the TF32 GEMM path with exact rescoring picks the CPU's best reference (near ties

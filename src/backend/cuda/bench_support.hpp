@@ -33,6 +33,11 @@ void set_fused_best(Context& ctx, bool on);
 void set_fused_wgmma(Context& ctx, bool on);
 /// One reference on small-integer cubes: the 4-pixels-per-thread kernel (true, default) or the general one.
 void set_one_ref_rows(Context& ctx, bool on);
+/// Streamed uploads of 16-bit cubes: packed losslessly never, always, or balanced against the upload engine
+/// (the default; see PackPolicy in host_copy.hpp). 0, 1, 2 as in PackPolicy.
+void set_pack_policy(Context& ctx, int policy);
+/// Packed bytes / raw bytes of the chunks that the last streamed call uploaded packed (0: none was).
+double last_pack_ratio(Context& ctx);
 /// Timeline of each streamed spectral call (on) and the last one's text: host and GPU milliseconds since
 /// the call started, one "what at ms" line per point, in time order.
 void set_trace(Context& ctx, bool on);

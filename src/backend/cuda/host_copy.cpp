@@ -44,18 +44,22 @@ void copy_streaming(void* dst, const void* src, std::size_t n) {
 }
 
 /// memcpy, then every destination line pushed from the core's private caches to the shared last-level cache.
-/// CLDEMOTE is a hint with no effect on the bytes, and its encoding is a NOP on processors without it.
-#if defined(__x86_64__)
-__attribute__((target("cldemote"))) void copy_demote(void* dst, const void* src, std::size_t n) {
+void copy_demote(void* dst, const void* src, std::size_t n) {
   std::memcpy(dst, src, n);
-  auto* d = static_cast<char*>(dst);
+  demote_lines(dst, n);
+}
+}  // namespace
+
+// CLDEMOTE is a hint with no effect on the bytes, and its encoding is a NOP on processors without it.
+#if defined(__x86_64__)
+__attribute__((target("cldemote"))) void demote_lines(const void* p, std::size_t n) {
+  auto* d = static_cast<char*>(const_cast<void*>(p));  // the builtin takes a non-const pointer; nothing is written
   for (std::size_t i = 0; i < n; i += 64) __builtin_ia32_cldemote(d + i);
   if (n) __builtin_ia32_cldemote(d + n - 1);
 }
 #else
-void copy_demote(void* dst, const void* src, std::size_t n) { std::memcpy(dst, src, n); }
+void demote_lines(const void*, std::size_t) {}
 #endif
-}  // namespace
 
 HostCopyPool::HostCopyPool(int threads) {
   for (int i = 0; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });

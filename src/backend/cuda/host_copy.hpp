@@ -20,12 +20,22 @@ namespace spectrasift::cuda {
 /// without CLDEMOTE).
 enum class CopyStores { kPlain, kStreaming, kDemote };
 
+/// When the staging pass of a streamed spectral match packs a chunk of 16-bit samples (core/sample_pack.hpp)
+/// instead of copying it: never, always, or when the host is two chunks ahead of the upload engine (balanced:
+/// packing costs the host more than a copy and saves upload time, so a chunk is copied raw when the uploads
+/// are about to wait for the host, and packed when the host has time to spare).
+enum class PackPolicy { kNever, kAlways, kBalanced };
+
 /// One contiguous copy of `bytes` bytes.
 struct CopyPiece {
   void* dst = nullptr;
   const void* src = nullptr;
   std::size_t bytes = 0;
 };
+
+/// Pushes the cache lines of [p, p + n) from this core's private caches to the shared last-level cache
+/// (CLDEMOTE, a hint: a NOP on processors without it), where a DMA read finds them without snooping a core.
+void demote_lines(const void* p, std::size_t n);
 
 class HostCopyPool {
  public:

@@ -8,6 +8,13 @@
 // says its previous contents were consumed. The host copy is the only host pass over the data: BSQ
 // chunks gather the used band planes (one run of lines*samples elements per band, the plane pitch apart),
 // BIL and BIP chunks are one contiguous run. Nothing is reorganised on the host.
+// Packed uploads (16-bit cubes, State::pack_policy): instead of copying, that pass packs a chunk losslessly
+// (core/sample_pack.hpp: per block of 64 samples its minimum and the bit planes of the differences), the
+// packed bytes are uploaded and unpack_samples_kernel restores the stored samples on the compute stream
+// before the chunk's kernels, which see exactly the bytes of a raw upload. Real scenes pack to 50-80 %, so
+// fewer bytes cross PCIe; a chunk that packs to more than kPackMaxRatio of its size ends packing for the call.
+// By default (PackPolicy::kBalanced) a chunk is packed only while the host is two chunks ahead of the upload
+// engine: packing costs the host more than a copy, so it pays only where the host has time to spare.
 //
 // Paths, by reference count and reduction:
 //   one reference              spectral_one_ref_rows (BSQ/BIL small-integer cubes: 4 pixels per thread,
@@ -43,7 +50,9 @@
 #include "backend/cuda/kernels/spectral.cuh"
 #include "backend/cuda/kernels/spectral_best_fp16.cuh"
 #include "backend/cuda/kernels/spectral_best_wgmma.cuh"
+#include "backend/cuda/kernels/unpack.cuh"
 #include "backend/cuda/state.hpp"
+#include "core/sample_pack.hpp"
 #include "core/spectral_backend.hpp"
 #include "spectrasift/error.hpp"
 
@@ -51,6 +60,9 @@ namespace spectrasift::cuda {
 namespace {
 
 using namespace kernels;
+using detail::PackIsa;
+using detail::PackRun;
+using detail::SamplePacker;
 using Clock = std::chrono::steady_clock;
 
 constexpr int kGemmMinRefs = 3 * kCandidates;        ///< fewer references: the exact spectral_multi path
@@ -58,6 +70,7 @@ constexpr int kGemmMaxTopK = kCandidates;            ///< larger k: the exact sp
 constexpr std::size_t kDefaultChunkBytes = 16u << 20; ///< raw bytes per streamed chunk when chunk_lines == 0
 constexpr int kPrepBlock = 64;  ///< references per task of the host-side reference preparation (make_plan)
 constexpr std::size_t kPinnedResultMax = 256u << 20; ///< larger results are downloaded straight to pageable memory
+constexpr double kPackMaxRatio = 0.9;  ///< a chunk packed larger than this (of its raw bytes) ends packing for the call
 
 double ms_between(cudaEvent_t a, cudaEvent_t b) {
   float ms = 0;
@@ -846,9 +859,21 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
   // the uploads (with two, every copy waited for the upload before last and the DMA engine idled between
   // chunks); device chunks: double buffers. Events say when each may be reused.
   constexpr int kStages = 4;
+  // Packed uploads: 16-bit samples, a vector packer on this processor, copy staging, and chunks within the
+  // format's 32-bit offsets.
+  const std::size_t max_packed =
+      SamplePacker::max_packed_bytes(pl.chunk_bytes / 2, cube.interleave == Interleave::kBsq ? std::size_t(pl.n) : 1);
+  bool packing = st.pack_policy != PackPolicy::kNever && pl.es == 2 && !reg.on &&
+                 SamplePacker::best_isa() != PackIsa::kScalar && max_packed < (std::size_t(1) << 32);
+  SamplePacker packer(cube.type == SampleType::kI16, cube.big_endian);
+  std::vector<PackRun> runs;
+  std::size_t raw_bytes_packed = 0, packed_bytes = 0;
+  const std::size_t stage_bytes = packing ? std::max(pl.chunk_bytes, max_packed) : pl.chunk_bytes;
   PinnedBuffer* pin[kStages];
-  for (int i = 0; i < kStages; ++i) pin[i] = &st.pinned_buffer("spectral.stage" + std::to_string(i), pl.chunk_bytes);
+  for (int i = 0; i < kStages; ++i) pin[i] = &st.pinned_buffer("spectral.stage" + std::to_string(i), stage_bytes);
   DeviceBuffer* dev[2] = {&st.buffer("spectral.chunk0", pl.chunk_bytes), &st.buffer("spectral.chunk1", pl.chunk_bytes)};
+  DeviceBuffer* devpk[2] = {nullptr, nullptr};
+  if (packing) devpk[0] = &st.buffer("spectral.packed0", max_packed), devpk[1] = &st.buffer("spectral.packed1", max_packed);
   // Events per chunk k: 4k upload start, 4k+1 upload end, 4k+2 compute start, 4k+3 compute end; 4 nchunks and
   // 4 nchunks + 1: the bench timeline's zero and the last download's end.
   for (int i = 0; i < 4 * nchunks + 2; ++i) st.event(std::size_t(i));
@@ -899,6 +924,7 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
     const bool tail = c + 1 == nchunks;
     const void* src = nullptr;
     std::size_t bytes = 0;
+    int packed_groups = -1;  // >= 0: chunk c travels packed
     if (reg.on) {
       // Upload c reads its own pages and the first page of chunk c+1: lock c+1 before enqueueing it.
       const auto t_read = Clock::now();
@@ -914,24 +940,51 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
       const int sb = c % kStages;
       if (c >= kStages) SPECTRASIFT_CUDA_CHECK(cudaEventSynchronize(st.event(4 * (c - kStages) + 1)));  // staging sb was uploaded
       const auto t_read = Clock::now();
-      chunk_pieces(pl, y0, nl, pin[sb]->ptr, pieces);
-      bytes = chunk_travel_bytes(cube, nl, pl.n, pl.es);  // BSQ: with the plane padding
+      auto* stage = static_cast<std::uint8_t*>(pin[sb]->ptr);
+      chunk_pieces(pl, y0, nl, stage, pieces);
+      const std::size_t raw = chunk_travel_bytes(cube, nl, pl.n, pl.es);  // BSQ: with the plane padding
       // Pieces of at most 256 KiB, smaller for small chunks so that every thread has some.
-      const std::size_t split = std::clamp<std::size_t>(bytes / (2 * std::size_t(pool.threads())), std::size_t(32) << 10,
+      const std::size_t split = std::clamp<std::size_t>(raw / (2 * std::size_t(pool.threads())), std::size_t(32) << 10,
                                                         std::size_t(256) << 10);
       // The last chunk's lines are pushed to the shared cache (CLDEMOTE): its upload starts right after the
       // copy, and read out of the copying cores' private caches it ran at half rate (0.21-0.24 ms for 6.6 MB
       // instead of 0.12; bench/NOTES.md step 43). Earlier chunks are pushed out by the next chunk's copy, and
       // demoting every chunk slowed the copy more than it sped up the uploads (step 40).
-      pool.copy(pieces, split, st.stage_streaming ? CopyStores::kStreaming
-                               : tail && st.demote_last_chunk ? CopyStores::kDemote : CopyStores::kPlain);
+      const bool demote = tail && st.demote_last_chunk && !st.stage_streaming;
+      // Balanced: chunk c is packed only if the upload of chunk c-2 is still running, i.e. the host is two
+      // chunks ahead of the upload engine; otherwise the cheaper raw copy keeps the engine fed. (Upload c-1 was
+      // just enqueued and is nearly always running: that test packed almost every chunk, which lost to raw
+      // uploads on hosts that pack slowly, bench/NOTES.md step 52.) Either way the device receives the same
+      // samples, so the choice, which depends on timing, changes no result.
+      const bool pack_this = packing && (st.pack_policy == PackPolicy::kAlways ||
+                                         (c >= 2 && cudaEventQuery(st.event(4 * (c - 2) + 1)) == cudaErrorNotReady));
+      if (pack_this) {
+        runs.clear();
+        for (const CopyPiece& p : pieces)
+          runs.push_back({p.src, std::size_t(static_cast<std::uint8_t*>(p.dst) - stage), p.bytes / 2});
+        packer.layout(runs, split / 2);
+        pool.parallel_for(packer.items(), [&](int i) {
+          const auto written = packer.pack(i, stage);
+          if (demote) demote_lines(stage + written.first, written.second - written.first);
+        });
+        if (demote) demote_lines(stage, packer.header_bytes());
+        bytes = packer.packed_bytes();
+        packed_groups = packer.groups();
+        raw_bytes_packed += raw;
+        packed_bytes += bytes;
+        if (double(bytes) > kPackMaxRatio * double(raw)) packing = false;  // this cube does not pack: stop trying
+      } else {
+        bytes = raw;
+        pool.copy(pieces, split, st.stage_streaming ? CopyStores::kStreaming : demote ? CopyStores::kDemote : CopyStores::kPlain);
+      }
       read_ms += ms_since(t_read);
       src = pin[sb]->ptr;
       mark("host copied chunk ", c);
     }
     if (c >= 2) SPECTRASIFT_CUDA_CHECK(cudaStreamWaitEvent(st.copy, st.event(4 * (c - 2) + 3), 0));  // device b consumed
     SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(4 * c), st.copy));
-    SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(dev[b]->ptr, src, bytes, cudaMemcpyHostToDevice, st.copy));
+    SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(packed_groups >= 0 ? devpk[b]->ptr : dev[b]->ptr, src, bytes,
+                                           cudaMemcpyHostToDevice, st.copy));
     SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(4 * c + 1), st.copy));
     if (reg.on && c >= 1) {
       // Chunk c-1's pages were read by uploads c-2 and c-1 only.
@@ -952,6 +1005,12 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
       SPECTRASIFT_CUDA_CHECK(cudaStreamWaitEvent(st.copy, st.sync_event(kLoopEvents + std::size_t(nchunks)), 0));
     }
     SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(4 * c + 2), cs));
+    if (packed_groups > 0) {
+      unpack_samples_kernel<<<packed_groups, 256, 0, cs>>>(static_cast<const unsigned char*>(devpk[b]->ptr),
+                                                           packed_groups, cube.big_endian,
+                                                           static_cast<unsigned char*>(dev[b]->ptr));
+      SPECTRASIFT_CUDA_CHECK(cudaGetLastError());
+    }
     compute_chunk(pl, dev[b]->ptr, y0, nl, cs);
     SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(4 * c + 3), cs));
     if (pres.on) {
@@ -994,6 +1053,10 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
     download(pl, result, 0, std::size_t(cube.samples) * cube.lines, 0);
     download_ms += ms_since(t_dl);
   }
+  st.last_pack_ratio = raw_bytes_packed ? double(packed_bytes) / double(raw_bytes_packed) : 0.0;
+  if (raw_bytes_packed)
+    ctx.log("cuda spectral: " + std::to_string(raw_bytes_packed >> 10) + " KiB of samples uploaded packed in " +
+            std::to_string(packed_bytes >> 10) + " KiB (" + std::to_string(int(100.0 * double(packed_bytes) / double(raw_bytes_packed) + 0.5)) + " %)");
   double upload_ms = 0, compute_ms = 0;
   for (int c = 0; c < nchunks; ++c) {
     upload_ms += ms_between(st.event(4 * c), st.event(4 * c + 1));
@@ -1095,6 +1158,13 @@ std::string last_trace(Context& ctx) { return state(ctx.impl()).trace; }
 void set_copy_threads(Context& ctx, int threads) { state(ctx.impl()).copy_threads = std::max(0, threads); }
 
 void set_one_ref_rows(Context& ctx, bool on) { state(ctx.impl()).one_ref_rows = on; }
+
+void set_pack_policy(Context& ctx, int policy) {
+  if (policy < 0 || policy > 2) throw Error(ErrorCode::kInvalidArgument, "set_pack_policy: policy " + std::to_string(policy));
+  state(ctx.impl()).pack_policy = PackPolicy(policy);
+}
+
+double last_pack_ratio(Context& ctx) { return state(ctx.impl()).last_pack_ratio; }
 
 bool fused_wgmma_available(Context& ctx) {
 #if defined(SPECTRASIFT_CUDA_WGMMA)

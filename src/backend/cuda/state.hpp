@@ -85,6 +85,10 @@ struct State {
   /// (set_staging). Plain copies are the default: on the H200 machine they ran 3.29 ms end to end against
   /// 3.62 ms streaming.
   std::size_t stage_chunk_bytes = 0;
+  /// Streamed spectral matching of 16-bit cubes, where the host has the vector packer: when a chunk is
+  /// packed losslessly (and unpacked by the GPU) rather than copied raw. bench/NOTES.md steps 51-52.
+  PackPolicy pack_policy = PackPolicy::kBalanced;
+  double last_pack_ratio = 0;  ///< of the last streamed call: packed / raw bytes of its packed chunks (0: none)
   /// Threads of the staging copy (caller included; 0: the context's CPU threads). Bench knob.
   int copy_threads = 0;
   bool stage_streaming = false;
