@@ -57,16 +57,22 @@ void planes_scalar(const std::uint8_t* p, bool swap, std::uint16_t bias, std::ui
 
 #if defined(__x86_64__)
 #define SPECTRASIFT_PACK_AVX512 1
-// Two 512-bit vectors hold a block (2 x 32 values).
-__attribute__((target("avx512f,avx512bw"))) inline void load_block_avx512(const std::uint8_t* p, bool swap,
-                                                                          std::uint16_t bias, __m512i& a,
-                                                                          __m512i& b) {
+// Two 512-bit vectors hold a block (2 x 32 values): the numeric values (stored bytes swapped when `swap`).
+__attribute__((target("avx512f,avx512bw"))) inline void load_values_avx512(const std::uint8_t* p, bool swap,
+                                                                           __m512i& a, __m512i& b) {
   a = _mm512_loadu_si512(p);
   b = _mm512_loadu_si512(p + 64);
   if (swap) {
     a = _mm512_or_si512(_mm512_slli_epi16(a, 8), _mm512_srli_epi16(a, 8));
     b = _mm512_or_si512(_mm512_slli_epi16(b, 8), _mm512_srli_epi16(b, 8));
   }
+}
+
+// The biased values u = v ^ bias of a block.
+__attribute__((target("avx512f,avx512bw"))) inline void load_block_avx512(const std::uint8_t* p, bool swap,
+                                                                          std::uint16_t bias, __m512i& a,
+                                                                          __m512i& b) {
+  load_values_avx512(p, swap, a, b);
   const __m512i k = _mm512_set1_epi16(short(bias));
   a = _mm512_xor_si512(a, k);
   b = _mm512_xor_si512(b, k);
@@ -126,11 +132,8 @@ const GfniTables kGfni;
 SPECTRASIFT_PACK_TARGET_GFNI inline void planes_gfni(const std::uint8_t* p, bool swap, std::uint16_t base, int width,
                                                     std::uint8_t* out) {
   // v - base mod 2^16 equals the biased difference u - umin: no bias needed here.
-  __m512i a = _mm512_loadu_si512(p), b = _mm512_loadu_si512(p + 64);
-  if (swap) {
-    a = _mm512_or_si512(_mm512_slli_epi16(a, 8), _mm512_srli_epi16(a, 8));
-    b = _mm512_or_si512(_mm512_slli_epi16(b, 8), _mm512_srli_epi16(b, 8));
-  }
+  __m512i a, b;
+  load_values_avx512(p, swap, a, b);
   const __m512i m = _mm512_set1_epi16(short(base));
   a = _mm512_sub_epi16(a, m);
   b = _mm512_sub_epi16(b, m);
