@@ -286,12 +286,12 @@ std::pair<std::size_t, std::size_t> SamplePacker::pack(int i, std::uint8_t* out)
 #endif
     range_scalar(p, swap_, bias, lo, hi);
   };
-  auto planes = [&](const std::uint8_t* p, std::uint16_t lo, int w, std::uint8_t* dst) {
+  auto planes = [&](const std::uint8_t* p, std::uint16_t base, int w, std::uint8_t* dst) {
 #if defined(SPECTRASIFT_PACK_AVX512)
-    if (isa_ == PackIsa::kAvx512Gfni) return planes_gfni(p, swap_, std::uint16_t(lo ^ bias), w, dst);
-    if (isa_ == PackIsa::kAvx512bw) return planes_avx512(p, swap_, bias, lo, w, dst);
+    if (isa_ == PackIsa::kAvx512Gfni) return planes_gfni(p, swap_, base, w, dst);
+    if (isa_ == PackIsa::kAvx512bw) return planes_avx512(p, swap_, bias, std::uint16_t(base ^ bias), w, dst);
 #endif
-    planes_scalar(p, swap_, bias, lo, w, dst);
+    planes_scalar(p, swap_, bias, std::uint16_t(base ^ bias), w, dst);
   };
   // A partial block, padded with its first sample so that the padding widens nothing.
   std::uint8_t padded[kBlockBytes];
@@ -304,13 +304,19 @@ std::pair<std::size_t, std::size_t> SamplePacker::pack(int i, std::uint8_t* out)
   };
   std::uint8_t* bases = out + pack_base_offset(std::size_t(groups_));
   std::uint8_t* widths = out + pack_width_offset(std::size_t(groups_));
+  // Group g of the item: its first value (from the item's), its values, its first block slot.
+  struct Span {
+    std::size_t v0, values, slot0;
+  };
+  auto span = [&](int g) {
+    const std::size_t v0 = std::size_t(g) * kPackGroupValues;
+    return Span{v0, std::min<std::size_t>(kPackGroupValues, it.values - v0), std::size_t(it.group0 + g) * kPackGroupBlocks};
+  };
 
   // 1. Bases and widths of every block slot of the item's groups; the payload they need.
   std::uint64_t payload = 0;
   for (int g = 0; g < it.ngroups; ++g) {
-    const std::size_t gv0 = std::size_t(g) * kPackGroupValues;
-    const std::size_t gv = std::min<std::size_t>(kPackGroupValues, it.values - gv0);
-    const std::size_t slot0 = std::size_t(it.group0 + g) * kPackGroupBlocks;
+    const auto [gv0, gv, slot0] = span(g);
     std::size_t k0 = 0;  // blocks done
 #if defined(SPECTRASIFT_PACK_AVX512)
     if (isa_ == PackIsa::kAvx512Gfni) {
@@ -356,9 +362,7 @@ std::pair<std::size_t, std::size_t> SamplePacker::pack(int i, std::uint8_t* out)
   std::size_t off = header_bytes_ + std::size_t(start);
   const std::size_t first = off;
   for (int g = 0; g < it.ngroups; ++g) {
-    const std::size_t gv0 = std::size_t(g) * kPackGroupValues;
-    const std::size_t gv = std::min<std::size_t>(kPackGroupValues, it.values - gv0);
-    const std::size_t slot0 = std::size_t(it.group0 + g) * kPackGroupBlocks;
+    const auto [gv0, gv, slot0] = span(g);
     const PackGroup h{it.dst_byte + 2 * gv0, std::uint32_t(off), std::uint32_t(gv)};
     std::memcpy(out + std::size_t(it.group0 + g) * sizeof(PackGroup), &h, sizeof h);
     std::size_t k0 = 0;
@@ -374,8 +378,7 @@ std::pair<std::size_t, std::size_t> SamplePacker::pack(int i, std::uint8_t* out)
       std::uint16_t base;
       std::memcpy(&base, bases + 2 * (slot0 + k), 2);
       const std::size_t v0 = gv0 + k * kPackBlockValues;
-      planes(block_src(v0, std::min<std::size_t>(kPackBlockValues, gv0 + gv - v0)), std::uint16_t(base ^ bias), w,
-             out + off);
+      planes(block_src(v0, std::min<std::size_t>(kPackBlockValues, gv0 + gv - v0)), base, w, out + off);
       off += std::size_t(w) * kPackPlaneBytes;
     }
   }

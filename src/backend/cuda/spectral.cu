@@ -924,7 +924,7 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
     const bool tail = c + 1 == nchunks;
     const void* src = nullptr;
     std::size_t bytes = 0;
-    int packed_groups = -1;  // >= 0: chunk c travels packed
+    int packed_groups = 0;  // > 0: chunk c travels packed (a packed chunk has at least one group)
     if (reg.on) {
       // Upload c reads its own pages and the first page of chunk c+1: lock c+1 before enqueueing it.
       const auto t_read = Clock::now();
@@ -983,7 +983,7 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
     }
     if (c >= 2) SPECTRASIFT_CUDA_CHECK(cudaStreamWaitEvent(st.copy, st.event(4 * (c - 2) + 3), 0));  // device b consumed
     SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(4 * c), st.copy));
-    SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(packed_groups >= 0 ? devpk[b]->ptr : dev[b]->ptr, src, bytes,
+    SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(packed_groups > 0 ? devpk[b]->ptr : dev[b]->ptr, src, bytes,
                                            cudaMemcpyHostToDevice, st.copy));
     SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(4 * c + 1), st.copy));
     if (reg.on && c >= 1) {
@@ -1056,7 +1056,7 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
   st.last_pack_ratio = raw_bytes_packed ? double(packed_bytes) / double(raw_bytes_packed) : 0.0;
   if (raw_bytes_packed)
     ctx.log("cuda spectral: " + std::to_string(raw_bytes_packed >> 10) + " KiB of samples uploaded packed in " +
-            std::to_string(packed_bytes >> 10) + " KiB (" + std::to_string(int(100.0 * double(packed_bytes) / double(raw_bytes_packed) + 0.5)) + " %)");
+            std::to_string(packed_bytes >> 10) + " KiB (" + std::to_string(int(100.0 * st.last_pack_ratio + 0.5)) + " %)");
   double upload_ms = 0, compute_ms = 0;
   for (int c = 0; c < nchunks; ++c) {
     upload_ms += ms_between(st.event(4 * c), st.event(4 * c + 1));
