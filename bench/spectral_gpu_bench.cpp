@@ -581,7 +581,7 @@ int main(int argc, char** argv) {
     const int e2e_reps = quick ? 3 : 7;
     md << "One reference (sam, best), end to end from a fresh mmap of the file in the page cache (median of " << e2e_reps
        << "), against the pinned upload of the raw cube " << fmt(up_ms) << " ms:\n\n"
-       << "| interleave | staging | chunk lines | end to end (ms) | x pinned upload | host read (ms) | upload (ms) | compute (ms) | download (ms) |\n|---|---|---|---|---|---|---|---|---|\n";
+       << "| interleave | staging | chunk lines | end to end (ms) | x pinned upload | host read (ms) | upload (ms) | compute (ms) | download (ms) | share packed |\n|---|---|---|---|---|---|---|---|---|---|\n";
     const auto prep1 = prepare(hdr_cube, ref1, 1, Metric::kSpectralAngle);
     // One end-to-end call: a fresh mapping of `file`, then the streamed match into `res`; milliseconds of both.
     auto timed_e2e = [&](const fs::path& file, Interleave il, const detail::PreparedReferences& prep, const SpectralOptions& o,
@@ -610,7 +610,7 @@ int main(int argc, char** argv) {
           if (rt.register_ms < 0) md << "refused (" << rt.error << "))\n\n";
           else md << "register " << fmt(rt.register_ms) << " ms, upload " << fmt(rt.upload_ms) << " ms, unregister "
                   << fmt(rt.unregister_ms) << " ms)\n\n";
-          md << "| interleave | staging | chunk lines | end to end (ms) | x pinned upload | host read (ms) | upload (ms) | compute (ms) | download (ms) |\n|---|---|---|---|---|---|---|---|---|\n";
+          md << "| interleave | staging | chunk lines | end to end (ms) | x pinned upload | host read (ms) | upload (ms) | compute (ms) | download (ms) | share packed |\n|---|---|---|---|---|---|---|---|---|---|\n";
           flush();
         }
         cuda::bench::set_register_staging(ctx, regst);
@@ -621,7 +621,7 @@ int main(int argc, char** argv) {
           o.metric = Metric::kSpectralAngle;
           o.reduction = Reduction::kBest;
           o.chunk_lines = cl;
-          std::vector<double> tot, rd, upl, cmp, dl;
+          std::vector<double> tot, rd, upl, cmp, dl, share;
           static std::string stage_text;
           stage_text = std::string("one-ref e2e ") + il.name + (regst ? " register" : " copy") + " chunk " + std::to_string(cl);
           g_stage = stage_text.c_str();
@@ -632,12 +632,13 @@ int main(int argc, char** argv) {
             if (r == 0) continue;  // warm-up (allocations of the plan)
             tot.push_back(ms); rd.push_back(res.times.read_ms); upl.push_back(res.times.upload_ms);
             cmp.push_back(res.times.compute_ms); dl.push_back(res.times.download_ms);
+            share.push_back(cuda::bench::last_packed_share(ctx));
           }
           const double t = median(tot);
           md << "| " << il.name << " | " << (regst ? "cudaHostRegister in place" : "copy to pinned") << " | "
              << (cl ? std::to_string(cl) : std::string("auto (16 MiB)")) << " | " << fmt(t) << " | "
              << fmt(t / up_ms, 2) << " | " << fmt(median(rd)) << " | " << fmt(median(upl)) << " | " << fmt(median(cmp))
-             << " | " << fmt(median(dl)) << " |\n";
+             << " | " << fmt(median(dl)) << " | " << fmt(median(share), 2) << " |\n";
           js << "{\"case\":\"one_ref_e2e\",\"interleave\":\"" << il.name << "\",\"register\":" << (regst ? "true" : "false")
              << ",\"chunk_lines\":" << cl << ",\"ms\":" << t
              << ",\"read_ms\":" << median(rd) << ",\"upload_ms\":" << median(upl) << ",\"compute_ms\":" << median(cmp) << "}\n";
@@ -681,8 +682,8 @@ int main(int argc, char** argv) {
       md << "Uploads raw, always packed (core/sample_pack.hpp) or packed while the host is two chunks ahead of the "
             "uploads (balanced, the default for 16-bit cubes) (sam, one reference, end to end "
             "from a fresh mmap, median of 5 alternating rounds of 5; pinned upload of the raw cube " << fmt(up_ms) << " ms):\n\n"
-         << "| cube | uploads | end to end (ms) | x pinned upload | upload sum (ms) | host pass sum (ms) | bytes uploaded / raw |\n"
-            "|---|---|---|---|---|---|---|\n";
+         << "| cube | uploads | end to end (ms) | x pinned upload | upload sum (ms) | host pass sum (ms) | bytes uploaded / raw "
+            "| share of the cube packed |\n|---|---|---|---|---|---|---|---|\n";
       struct File { std::string name; fs::path path; Interleave il; bool be; };
       std::vector<File> files;
       for (const auto& il : ils)
@@ -690,7 +691,7 @@ int main(int argc, char** argv) {
       files.push_back({"random int16 noise, bsq", dir / "noise_bsq.img", Interleave::kBsq, false});
       for (const File& f : files) {
         const char* names[3] = {"raw", "always packed", "balanced (default)"};
-        std::vector<double> tot[3], upl[3], rd[3], ratio[3];
+        std::vector<double> tot[3], upl[3], rd[3], ratio[3], share[3];
         for (int round = 0; round < 5; ++round)
           for (int policy = 0; policy < 3; ++policy) {
             cuda::bench::set_pack_policy(ctx, policy);
@@ -699,11 +700,13 @@ int main(int argc, char** argv) {
             upl[policy].push_back(e.upload);
             rd[policy].push_back(e.read);
             ratio[policy].push_back(cuda::bench::last_pack_ratio(ctx));
+            share[policy].push_back(cuda::bench::last_packed_share(ctx));
           }
         for (int policy = 0; policy < 3; ++policy) {
           md << "| " << f.name << " | " << names[policy] << " | " << fmt(median(tot[policy])) << " | "
              << fmt(median(tot[policy]) / up_ms, 2) << " | " << fmt(median(upl[policy])) << " | " << fmt(median(rd[policy]))
-             << " | " << (policy ? fmt(median(ratio[policy]), 3) + " of the packed chunks" : std::string("1")) << " |\n";
+             << " | " << (policy ? fmt(median(ratio[policy]), 3) + " of the packed chunks" : std::string("1")) << " | "
+             << fmt(median(share[policy]), 2) << " |\n";
           js << "{\"case\":\"packed_uploads\",\"cube\":\"" << f.name << "\",\"policy\":\"" << names[policy]
              << "\",\"ms\":" << median(tot[policy]) << ",\"ratio\":" << median(ratio[policy]) << "}\n";
         }
@@ -721,24 +724,25 @@ int main(int argc, char** argv) {
     run_e2e(false);
     md << "\n(host read / upload / compute are sums over the chunks; they overlap, so they add up to more than the end-to-end time)\n\n";
     flush();
-    if (trace_runs > 0) {
-      // Timelines of end-to-end calls (bsq, sam, one reference, default chunks): where the time goes.
+    // Timelines of end-to-end calls (bsq, sam, one reference, default chunks): where the time goes; `label`
+    // names the phase of the run, `demoted` the last chunk's staging.
+    auto timeline = [&](const char* label, bool demoted) {
       cuda::bench::set_trace(ctx, true);
-      for (int r = 0; r < 2 * trace_runs; ++r) {
-        cuda::bench::set_demote_last_chunk(ctx, r >= trace_runs);  // the last chunk's copy left in place, then demoted
-        SpectralOptions o;
-        o.metric = Metric::kSpectralAngle;
-        o.reduction = Reduction::kBest;
-        auto res = sized_result(1, o);
-        const double ms = timed_e2e(dir / "cube_bsq.img", Interleave::kBsq, prep1, o, res);
-        md << "Timeline of an end-to-end call (bsq, last chunk " << (r >= trace_runs ? "demoted" : "not demoted") << "), " << fmt(ms)
-           << " ms with the mapping:\n```\n" << cuda::bench::last_trace(ctx) << "```\n";
-      }
+      cuda::bench::set_demote_last_chunk(ctx, demoted);
+      SpectralOptions o;
+      o.metric = Metric::kSpectralAngle;
+      o.reduction = Reduction::kBest;
+      auto res = sized_result(1, o);
+      const double ms = timed_e2e(dir / "cube_bsq.img", Interleave::kBsq, prep1, o, res);
+      md << "Timeline of an end-to-end call " << label << " (bsq, last chunk " << (demoted ? "demoted" : "not demoted")
+         << "), " << fmt(ms) << " ms with the mapping:\n```\n" << cuda::bench::last_trace(ctx) << "```\n";
       cuda::bench::set_trace(ctx, false);
       cuda::bench::set_demote_last_chunk(ctx, true);
       flush();
-    }
+    };
+    for (int r = 0; r < 2 * trace_runs; ++r) timeline("after the first table", r >= trace_runs);
     if (!packed_first) packed_table();
+    for (int r = 0; r < trace_runs; ++r) timeline("after the alternating table", true);
     {
       // Staging sweep: chunk size x store kind (median of 5 after a warm-up).
       g_stage = "staging sweep";
@@ -847,7 +851,7 @@ int main(int argc, char** argv) {
     if (std::getenv("SPECTRASIFT_BENCH_HOST_REGISTER")) run_e2e(true);
     if (std::getenv("SPECTRASIFT_BENCH_E2E_AGAIN")) {  // the first end-to-end table once more, at the end
       md << "The first end-to-end table again, after every other measurement:\n\n"
-         << "| interleave | staging | chunk lines | end to end (ms) | x pinned upload | host read (ms) | upload (ms) | compute (ms) | download (ms) |\n|---|---|---|---|---|---|---|---|---|\n";
+         << "| interleave | staging | chunk lines | end to end (ms) | x pinned upload | host read (ms) | upload (ms) | compute (ms) | download (ms) | share packed |\n|---|---|---|---|---|---|---|---|---|---|\n";
       run_e2e(false);
     }
     md << "\n";

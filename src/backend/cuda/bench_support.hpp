@@ -38,6 +38,8 @@ void set_one_ref_rows(Context& ctx, bool on);
 void set_pack_policy(Context& ctx, int policy);
 /// Packed bytes / raw bytes of the chunks that the last streamed call uploaded packed (0: none was).
 double last_pack_ratio(Context& ctx);
+/// The share of the last streamed call's raw bytes that it uploaded packed (0: none, 1: every chunk).
+double last_packed_share(Context& ctx);
 /// Timeline of each streamed spectral call (on) and the last one's text: host and GPU milliseconds since
 /// the call started, one "what at ms" line per point, in time order.
 void set_trace(Context& ctx, bool on);

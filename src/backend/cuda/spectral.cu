@@ -867,7 +867,7 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
                  SamplePacker::best_isa() != PackIsa::kScalar && max_packed < (std::size_t(1) << 32);
   SamplePacker packer(cube.type == SampleType::kI16, cube.big_endian);
   std::vector<PackRun> runs;
-  std::size_t raw_bytes_packed = 0, packed_bytes = 0;
+  std::size_t raw_bytes_staged = 0, raw_bytes_packed = 0, packed_bytes = 0;
   const std::size_t stage_bytes = packing ? std::max(pl.chunk_bytes, max_packed) : pl.chunk_bytes;
   PinnedBuffer* pin[kStages];
   for (int i = 0; i < kStages; ++i) pin[i] = &st.pinned_buffer("spectral.stage" + std::to_string(i), stage_bytes);
@@ -896,9 +896,12 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
     reg.on = reg.add(0);  // refused (no support, or a mapping the driver cannot lock): copy staging
     read_ms += ms_since(t_read);
   }
-  // Results through the pinned buffer: chunk d's part is copied out on this thread once its download is
-  // done (polled after each enqueue), so that only the last chunks' parts remain after the loop.
-  int results_copied = 0;  // chunks whose results are in `result`
+  // Results through the pinned buffer: the parts of the chunks whose downloads are done (polled before each
+  // host pass) are copied out by the pool within the next staging pass, as extra work items, so that they cost
+  // the host's critical path a few microseconds instead of ~30 us per chunk on the calling thread (bench/
+  // NOTES.md step 56); only the last chunks' parts remain after the loop.
+  int results_collected = 0;  // chunks whose results are in `result` or in result_work
+  std::vector<CopyPiece> result_work;
   // Ordering events of this loop: kLoopEvents + c after chunk c's download, kLoopEvents + nchunks before the
   // last chunk's compute (the ones below kLoopEvents belong to compute_chunk's GEMM path).
   constexpr std::size_t kLoopEvents = 8;
@@ -913,9 +916,20 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
     }
     return v;
   };
-  auto copy_results = [&](int d) {
-    for (const CopyPiece& p : result_pieces(chunk_start(d), chunk_start(d + 1) - chunk_start(d)))
-      std::memcpy(p.dst, p.src, p.bytes);
+  // Chunks [results_collected, upto) whose downloads are done (all of them if wait) -> result_work, in parts of
+  // 128 KiB for the pool.
+  auto collect_results = [&](int upto, bool wait) {
+    const int d0 = results_collected;
+    for (; results_collected < upto; ++results_collected) {
+      const cudaEvent_t done = st.sync_event(kLoopEvents + std::size_t(results_collected));
+      if (wait) SPECTRASIFT_CUDA_CHECK(cudaEventSynchronize(done));
+      else if (cudaEventQuery(done) != cudaSuccess) break;
+    }
+    if (results_collected == d0) return;
+    for (const CopyPiece& p : result_pieces(chunk_start(d0), chunk_start(results_collected) - chunk_start(d0)))
+      for (std::size_t off = 0; off < p.bytes; off += std::size_t(128) << 10)
+        result_work.push_back({static_cast<char*>(p.dst) + off, static_cast<const char*>(p.src) + off,
+                               std::min(std::size_t(128) << 10, p.bytes - off)});
   };
   for (int c = 0; c < nchunks; ++c) {
     const int y0 = c * pl.chunk_lines;
@@ -934,15 +948,22 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
       } else {
         reg.release_all();  // fall back to the copy for the rest of the cube
       }
+      if (src && pres.on) {  // no staging pass to share: the finished results are copied here
+        collect_results(c, false);
+        for (const CopyPiece& p : result_work) std::memcpy(p.dst, p.src, p.bytes);
+        result_work.clear();
+      }
       read_ms += ms_since(t_read);
     }
     if (!src) {
       const int sb = c % kStages;
       if (c >= kStages) SPECTRASIFT_CUDA_CHECK(cudaEventSynchronize(st.event(4 * (c - kStages) + 1)));  // staging sb was uploaded
+      if (pres.on) collect_results(c, false);
       const auto t_read = Clock::now();
       auto* stage = static_cast<std::uint8_t*>(pin[sb]->ptr);
       chunk_pieces(pl, y0, nl, stage, pieces);
       const std::size_t raw = chunk_travel_bytes(cube, nl, pl.n, pl.es);  // BSQ: with the plane padding
+      raw_bytes_staged += raw;
       // Pieces of at most 256 KiB, smaller for small chunks so that every thread has some.
       const std::size_t split = std::clamp<std::size_t>(raw / (2 * std::size_t(pool.threads())), std::size_t(32) << 10,
                                                         std::size_t(256) << 10);
@@ -954,7 +975,8 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
       // Balanced: chunk c is packed only if the upload of chunk c-2 is still running, i.e. the host is two
       // chunks ahead of the upload engine; otherwise the cheaper raw copy keeps the engine fed. (Upload c-1 was
       // just enqueued and is nearly always running: that test packed almost every chunk, which lost to raw
-      // uploads on hosts that pack slowly, bench/NOTES.md step 52.) Either way the device receives the same
+      // uploads on hosts that pack slowly, bench/NOTES.md step 52; a planner predicting the end of the pipeline
+      // from measured rates packed less and lost to this rule, step 55.) Either way the device receives the same
       // samples, so the choice, which depends on timing, changes no result.
       const bool pack_this = packing && (st.pack_policy == PackPolicy::kAlways ||
                                          (c >= 2 && cudaEventQuery(st.event(4 * (c - 2) + 1)) == cudaErrorNotReady));
@@ -963,7 +985,13 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
         for (const CopyPiece& p : pieces)
           runs.push_back({p.src, std::size_t(static_cast<std::uint8_t*>(p.dst) - stage), p.bytes / 2});
         packer.layout(runs, split / 2);
-        pool.parallel_for(packer.items(), [&](int i) {
+        const int items = packer.items();
+        pool.parallel_for(items + int(result_work.size()), [&](int i) {
+          if (i >= items) {  // a finished chunk's results
+            const CopyPiece& p = result_work[std::size_t(i - items)];
+            std::memcpy(p.dst, p.src, p.bytes);
+            return;
+          }
           const auto written = packer.pack(i, stage);
           if (demote) demote_lines(stage + written.first, written.second - written.first);
         });
@@ -975,11 +1003,13 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
         if (double(bytes) > kPackMaxRatio * double(raw)) packing = false;  // this cube does not pack: stop trying
       } else {
         bytes = raw;
+        pieces.insert(pieces.end(), result_work.begin(), result_work.end());
         pool.copy(pieces, split, st.stage_streaming ? CopyStores::kStreaming : demote ? CopyStores::kDemote : CopyStores::kPlain);
       }
+      result_work.clear();
       read_ms += ms_since(t_read);
       src = pin[sb]->ptr;
-      mark("host copied chunk ", c);
+      mark(pack_this ? "host packed chunk " : "host copied chunk ", c);
     }
     if (c >= 2) SPECTRASIFT_CUDA_CHECK(cudaStreamWaitEvent(st.copy, st.event(4 * (c - 2) + 3), 0));  // device b consumed
     SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(4 * c), st.copy));
@@ -1019,8 +1049,6 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
       download_chunk_async(pl, pres, std::size_t(y0) * cube.samples, std::size_t(nl) * cube.samples, ds);
       SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.sync_event(kLoopEvents + std::size_t(c)), ds));
       if (tail && st.trace_on) SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(4 * std::size_t(nchunks) + 1), ds));
-      while (results_copied < c && cudaEventQuery(st.sync_event(kLoopEvents + std::size_t(results_copied))) == cudaSuccess)
-        copy_results(results_copied++);
     } else if (!pl.out_whole) {
       SPECTRASIFT_CUDA_CHECK(cudaEventSynchronize(st.event(4 * c + 3)));
       const auto t_dl = Clock::now();
@@ -1030,12 +1058,12 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
     mark("enqueued chunk ", c);
     if (progress) progress(double(y0 + nl) / cube.lines);
   }
-  if (pres.on)
-    // The host ran ahead of the uploads: copy out every chunk but the last as its download completes.
-    for (; results_copied + 1 < nchunks; ++results_copied) {
-      SPECTRASIFT_CUDA_CHECK(cudaEventSynchronize(st.sync_event(kLoopEvents + std::size_t(results_copied))));
-      copy_results(results_copied);
-    }
+  if (pres.on) {
+    // The host ran ahead of the uploads: copy out every chunk but the last while the last one is in flight.
+    collect_results(nchunks - 1, true);
+    pool.copy(result_work, std::size_t(1) << 17);
+    result_work.clear();
+  }
   mark("results copied but the last chunk's");
   SPECTRASIFT_CUDA_CHECK(cudaStreamSynchronize(st.compute));
   SPECTRASIFT_CUDA_CHECK(cudaStreamSynchronize(st.copy));
@@ -1044,7 +1072,7 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
   if (pres.on) {
     const auto t_dl = Clock::now();
     SPECTRASIFT_CUDA_CHECK(cudaStreamSynchronize(st.download));
-    const std::size_t p0 = chunk_start(results_copied);
+    const std::size_t p0 = chunk_start(results_collected);
     pool.copy(result_pieces(p0, total_pix - p0), std::size_t(1) << 17);  // the last chunk's part
     download_ms += ms_since(t_dl);
     mark("last results copied");
@@ -1054,6 +1082,7 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
     download_ms += ms_since(t_dl);
   }
   st.last_pack_ratio = raw_bytes_packed ? double(packed_bytes) / double(raw_bytes_packed) : 0.0;
+  st.last_packed_share = raw_bytes_staged ? double(raw_bytes_packed) / double(raw_bytes_staged) : 0.0;
   if (raw_bytes_packed)
     ctx.log("cuda spectral: " + std::to_string(raw_bytes_packed >> 10) + " KiB of samples uploaded packed in " +
             std::to_string(packed_bytes >> 10) + " KiB (" + std::to_string(int(100.0 * st.last_pack_ratio + 0.5)) + " %)");
@@ -1165,6 +1194,8 @@ void set_pack_policy(Context& ctx, int policy) {
 }
 
 double last_pack_ratio(Context& ctx) { return state(ctx.impl()).last_pack_ratio; }
+
+double last_packed_share(Context& ctx) { return state(ctx.impl()).last_packed_share; }
 
 bool fused_wgmma_available(Context& ctx) {
 #if defined(SPECTRASIFT_CUDA_WGMMA)

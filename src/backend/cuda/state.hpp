@@ -89,6 +89,7 @@ struct State {
   /// packed losslessly (and unpacked by the GPU) rather than copied raw. bench/NOTES.md steps 51-52.
   PackPolicy pack_policy = PackPolicy::kBalanced;
   double last_pack_ratio = 0;  ///< of the last streamed call: packed / raw bytes of its packed chunks (0: none)
+  double last_packed_share = 0;  ///< of the last streamed call: raw bytes of its packed chunks / all raw bytes
   /// Threads of the staging copy (caller included; 0: the context's CPU threads). Bench knob.
   int copy_threads = 0;
   bool stage_streaming = false;
