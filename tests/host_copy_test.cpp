@@ -65,6 +65,28 @@ TEST(HostCopyPool, WakingSleepingWorkersBetweenJobsRunsEveryIndexOnce) {
   }
 }
 
+TEST(HostCopyPool, StartedJobsRunWhileTheCallerWorksAndFinishJoinsThem) {
+  // The streaming loop starts chunk c+1's pass, makes chunk c's CUDA calls, then finishes the pass: every
+  // index must run once whether the workers took all of it before finish() or the caller helps.
+  for (int threads : {0, 1, 3}) {
+    HostCopyPool pool(threads);
+    pool.finish();  // nothing started: returns at once
+    std::vector<unsigned char> src(1 << 18), dst(src.size());
+    for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 7 + 1);
+    for (int rep = 0; rep < 200; ++rep) {
+      std::vector<int> hits(257, 0);
+      pool.start(257, [&hits](int i) { ++hits[std::size_t(i)]; });
+      if (rep % 3 == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));  // the caller's own work
+      pool.finish();
+      for (int i = 0; i < 257; ++i) ASSERT_EQ(hits[std::size_t(i)], 1) << "threads " << threads << ", rep " << rep;
+      std::memset(dst.data(), 0, dst.size());
+      pool.start_copy({{dst.data(), src.data(), src.size()}}, 4096);
+      pool.finish();
+      ASSERT_EQ(std::memcmp(dst.data(), src.data(), src.size()), 0) << "threads " << threads << ", rep " << rep;
+    }
+  }
+}
+
 TEST(HostCopyPool, EmptyJobsAndDestructionRightAfterAJob) {
   std::vector<unsigned char> src(4096, 7), dst(4096, 0);
   {

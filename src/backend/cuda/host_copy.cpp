@@ -117,21 +117,35 @@ void HostCopyPool::wake() {
 }
 
 void HostCopyPool::parallel_for(int n, const std::function<void(int)>& fn) {
-  if (n <= 0) return;
-  if (workers_.empty() || n == 1) {
-    for (int i = 0; i < n; ++i) fn(i);
-    return;
-  }
+  start(n, fn);
+  finish();
+}
+
+void HostCopyPool::start(int n, std::function<void(int)> fn) {
+  started_fn_ = std::move(fn);
+  started_n_ = std::max(n, 0);
+  started_on_workers_ = !workers_.empty() && started_n_ > 1;
+  if (!started_on_workers_) return;  // finish() runs it on the calling thread
   next_.store(0);
   finished_.store(0);
-  job_n_.store(n);
-  job_.store(&fn);
+  job_n_.store(started_n_);
+  job_.store(&started_fn_);
   generation_.fetch_add(1);
   if (sleepers_.load() > 0) {
     std::lock_guard<std::mutex> lock(mutex_);  // a sleeper between its check and wait() cannot miss this
     wake_.notify_all();
   }
-  drain(fn, n);
+}
+
+void HostCopyPool::finish() {
+  const int n = started_n_;
+  started_n_ = 0;
+  if (!started_on_workers_) {
+    for (int i = 0; i < n; ++i) started_fn_(i);
+    return;
+  }
+  started_on_workers_ = false;
+  drain(started_fn_, n);
   while (finished_.load() < n) {
 #if defined(__SSE2__)
     _mm_pause();
@@ -145,7 +159,7 @@ void HostCopyPool::parallel_for(int n, const std::function<void(int)>& fn) {
   }
 }
 
-void HostCopyPool::copy(const std::vector<CopyPiece>& pieces, std::size_t split_bytes, CopyStores stores) {
+void HostCopyPool::start_copy(const std::vector<CopyPiece>& pieces, std::size_t split_bytes, CopyStores stores) {
   split_.clear();
   for (const auto& p : pieces) {
     for (std::size_t off = 0; off < p.bytes; off += split_bytes) {
@@ -153,15 +167,19 @@ void HostCopyPool::copy(const std::vector<CopyPiece>& pieces, std::size_t split_
       split_.push_back({static_cast<char*>(p.dst) + off, static_cast<const char*>(p.src) + off, b});
     }
   }
-  const std::function<void(int)> fn = [this, stores](int i) {
+  start(int(split_.size()), [this, stores](int i) {
     const CopyPiece& p = split_[std::size_t(i)];
     switch (stores) {
       case CopyStores::kStreaming: copy_streaming(p.dst, p.src, p.bytes); break;
       case CopyStores::kDemote: copy_demote(p.dst, p.src, p.bytes); break;
       default: std::memcpy(p.dst, p.src, p.bytes);
     }
-  };
-  parallel_for(int(split_.size()), fn);
+  });
+}
+
+void HostCopyPool::copy(const std::vector<CopyPiece>& pieces, std::size_t split_bytes, CopyStores stores) {
+  start_copy(pieces, split_bytes, stores);
+  finish();
 }
 
 }  // namespace spectrasift::cuda

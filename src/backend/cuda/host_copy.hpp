@@ -48,6 +48,15 @@ class HostCopyPool {
   int threads() const noexcept { return int(workers_.size()) + 1; }
   /// Runs fn(i) for i in [0, n) on the workers and the calling thread; returns when all are done.
   void parallel_for(int n, const std::function<void(int)>& fn);
+  /// Starts fn(i) for i in [0, n) on the workers and returns at once, so that the calling thread can do
+  /// other work (the CUDA calls of the previous chunk) while they run; finish() then helps with what is
+  /// left and returns when all are done. One job at a time: every start is followed by a finish; a finish
+  /// with no job started returns at once.
+  void start(int n, std::function<void(int)> fn);
+  void finish();
+  /// start() of a copy: the pieces (split like copy() does) are taken before it returns.
+  void start_copy(const std::vector<CopyPiece>& pieces, std::size_t split_bytes = std::size_t(1) << 18,
+                  CopyStores stores = CopyStores::kPlain);
   /// Wakes sleeping workers without work, so that they spin (ready) for a while: a call about to copy
   /// calls this before its set-up, which hides the wake-up.
   void wake();
@@ -75,6 +84,9 @@ class HostCopyPool {
   std::atomic<int> sleepers_{0};
   std::atomic<bool> stop_{false};
   std::vector<CopyPiece> split_;  // scratch of copy()
+  std::function<void(int)> started_fn_;  // the job between start() and finish()
+  int started_n_ = 0;
+  bool started_on_workers_ = false;
 };
 
 }  // namespace spectrasift::cuda

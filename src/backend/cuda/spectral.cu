@@ -901,6 +901,7 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
   // the host's critical path a few microseconds instead of ~30 us per chunk on the calling thread (bench/
   // NOTES.md step 56); only the last chunks' parts remain after the loop.
   int results_collected = 0;  // chunks whose results are in `result` or in result_work
+  int downloads_enqueued = 0;  // chunks whose download is enqueued: only their events say anything
   std::vector<CopyPiece> result_work;
   // Ordering events of this loop: kLoopEvents + c after chunk c's download, kLoopEvents + nchunks before the
   // last chunk's compute (the ones below kLoopEvents belong to compute_chunk's GEMM path).
@@ -917,9 +918,11 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
     return v;
   };
   // Chunks [results_collected, upto) whose downloads are done (all of them if wait) -> result_work, in parts of
-  // 128 KiB for the pool.
+  // 128 KiB for the pool. Only enqueued downloads count: the event of a later chunk still holds an earlier call's
+  // state (or none, which reads as done).
   auto collect_results = [&](int upto, bool wait) {
     const int d0 = results_collected;
+    upto = std::min(upto, downloads_enqueued);
     for (; results_collected < upto; ++results_collected) {
       const cudaEvent_t done = st.sync_event(kLoopEvents + std::size_t(results_collected));
       if (wait) SPECTRASIFT_CUDA_CHECK(cudaEventSynchronize(done));
@@ -931,6 +934,88 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
         result_work.push_back({static_cast<char*>(p.dst) + off, static_cast<const char*>(p.src) + off,
                                std::min(std::size_t(128) << 10, p.bytes - off)});
   };
+  // The host pass of a chunk: staging buffer c % kStages free, the finished results collected, then the copy
+  // or the packing (with the results as extra work items) started on the pool; finish_staging() joins it.
+  struct Staging {
+    int c = -1;
+    bool packed = false;
+    bool demote = false;
+    std::size_t raw = 0, bytes = 0;
+    int groups = 0;
+    Clock::time_point t0;
+  };
+  Staging staged;
+  auto start_staging = [&](int c) {
+    Staging g;
+    g.c = c;
+    const int y0 = c * pl.chunk_lines;
+    const int nl = std::min(pl.chunk_lines, cube.lines - y0);
+    if (c >= kStages) SPECTRASIFT_CUDA_CHECK(cudaEventSynchronize(st.event(4 * (c - kStages) + 1)));  // staging buffer uploaded
+    if (pres.on) collect_results(c, false);
+    g.t0 = Clock::now();
+    auto* stage = static_cast<std::uint8_t*>(pin[c % kStages]->ptr);
+    chunk_pieces(pl, y0, nl, stage, pieces);
+    g.raw = chunk_travel_bytes(cube, nl, pl.n, pl.es);  // BSQ: with the plane padding
+    // Pieces of at most 256 KiB, smaller for small chunks so that every thread has some.
+    const std::size_t split = std::clamp<std::size_t>(g.raw / (2 * std::size_t(pool.threads())), std::size_t(32) << 10,
+                                                      std::size_t(256) << 10);
+    // The last chunk's lines are pushed to the shared cache (CLDEMOTE): its upload starts right after the
+    // copy, and read out of the copying cores' private caches it ran at half rate (0.21-0.24 ms for 6.6 MB
+    // instead of 0.12; bench/NOTES.md step 43). Earlier chunks are pushed out by the next chunk's copy, and
+    // demoting every chunk slowed the copy more than it sped up the uploads (step 40).
+    g.demote = c + 1 == nchunks && st.demote_last_chunk && !st.stage_streaming;
+    // Balanced: chunk c is packed only if the upload of chunk c-2 is still running, i.e. the host is two
+    // chunks ahead of the upload engine; otherwise the cheaper raw copy keeps the engine fed. (Upload c-1 is
+    // nearly always running: that test packed almost every chunk, which lost to raw uploads on hosts that pack
+    // slowly, bench/NOTES.md step 52; a planner predicting the end of the pipeline from measured rates packed
+    // less and lost to this rule, step 55.) Either way the device receives the same samples, so the choice,
+    // which depends on timing, changes no result.
+    g.packed = packing && (st.pack_policy == PackPolicy::kAlways ||
+                           (c >= 2 && cudaEventQuery(st.event(4 * (c - 2) + 1)) == cudaErrorNotReady));
+    if (g.packed) {
+      runs.clear();
+      for (const CopyPiece& p : pieces)
+        runs.push_back({p.src, std::size_t(static_cast<std::uint8_t*>(p.dst) - stage), p.bytes / 2});
+      packer.layout(runs, split / 2);
+      g.groups = packer.groups();
+      const int items = packer.items();
+      const bool demote = g.demote;
+      pool.start(items + int(result_work.size()), [&packer, &result_work, items, stage, demote](int i) {
+        if (i >= items) {  // a finished chunk's results
+          const CopyPiece& p = result_work[std::size_t(i - items)];
+          std::memcpy(p.dst, p.src, p.bytes);
+          return;
+        }
+        const auto written = packer.pack(i, stage);
+        if (demote) demote_lines(stage + written.first, written.second - written.first);
+      });
+    } else {
+      pieces.insert(pieces.end(), result_work.begin(), result_work.end());
+      pool.start_copy(pieces, split, st.stage_streaming ? CopyStores::kStreaming : g.demote ? CopyStores::kDemote : CopyStores::kPlain);
+    }
+    return g;
+  };
+  auto finish_staging = [&](Staging& g) {
+    pool.finish();
+    result_work.clear();
+    raw_bytes_staged += g.raw;
+    g.bytes = g.raw;
+    if (g.packed) {
+      if (g.demote) demote_lines(pin[g.c % kStages]->ptr, packer.header_bytes());
+      g.bytes = packer.packed_bytes();
+      raw_bytes_packed += g.raw;
+      packed_bytes += g.bytes;
+      if (double(g.bytes) > kPackMaxRatio * double(g.raw)) packing = false;  // this cube does not pack: stop trying
+    }
+    read_ms += ms_since(g.t0);
+    mark(g.packed ? "host packed chunk " : "host copied chunk ", g.c);
+  };
+  // A pass still running on the workers when a CUDA call throws uses this frame's packer and buffers: it is
+  // finished before they go.
+  struct FinishPassOnExit {
+    HostCopyPool& pool;
+    ~FinishPassOnExit() { pool.finish(); }
+  } finish_pass_on_exit{pool};
   for (int c = 0; c < nchunks; ++c) {
     const int y0 = c * pl.chunk_lines;
     const int nl = std::min(pl.chunk_lines, cube.lines - y0);
@@ -956,61 +1041,16 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
       read_ms += ms_since(t_read);
     }
     if (!src) {
-      const int sb = c % kStages;
-      if (c >= kStages) SPECTRASIFT_CUDA_CHECK(cudaEventSynchronize(st.event(4 * (c - kStages) + 1)));  // staging sb was uploaded
-      if (pres.on) collect_results(c, false);
-      const auto t_read = Clock::now();
-      auto* stage = static_cast<std::uint8_t*>(pin[sb]->ptr);
-      chunk_pieces(pl, y0, nl, stage, pieces);
-      const std::size_t raw = chunk_travel_bytes(cube, nl, pl.n, pl.es);  // BSQ: with the plane padding
-      raw_bytes_staged += raw;
-      // Pieces of at most 256 KiB, smaller for small chunks so that every thread has some.
-      const std::size_t split = std::clamp<std::size_t>(raw / (2 * std::size_t(pool.threads())), std::size_t(32) << 10,
-                                                        std::size_t(256) << 10);
-      // The last chunk's lines are pushed to the shared cache (CLDEMOTE): its upload starts right after the
-      // copy, and read out of the copying cores' private caches it ran at half rate (0.21-0.24 ms for 6.6 MB
-      // instead of 0.12; bench/NOTES.md step 43). Earlier chunks are pushed out by the next chunk's copy, and
-      // demoting every chunk slowed the copy more than it sped up the uploads (step 40).
-      const bool demote = tail && st.demote_last_chunk && !st.stage_streaming;
-      // Balanced: chunk c is packed only if the upload of chunk c-2 is still running, i.e. the host is two
-      // chunks ahead of the upload engine; otherwise the cheaper raw copy keeps the engine fed. (Upload c-1 was
-      // just enqueued and is nearly always running: that test packed almost every chunk, which lost to raw
-      // uploads on hosts that pack slowly, bench/NOTES.md step 52; a planner predicting the end of the pipeline
-      // from measured rates packed less and lost to this rule, step 55.) Either way the device receives the same
-      // samples, so the choice, which depends on timing, changes no result.
-      const bool pack_this = packing && (st.pack_policy == PackPolicy::kAlways ||
-                                         (c >= 2 && cudaEventQuery(st.event(4 * (c - 2) + 1)) == cudaErrorNotReady));
-      if (pack_this) {
-        runs.clear();
-        for (const CopyPiece& p : pieces)
-          runs.push_back({p.src, std::size_t(static_cast<std::uint8_t*>(p.dst) - stage), p.bytes / 2});
-        packer.layout(runs, split / 2);
-        const int items = packer.items();
-        pool.parallel_for(items + int(result_work.size()), [&](int i) {
-          if (i >= items) {  // a finished chunk's results
-            const CopyPiece& p = result_work[std::size_t(i - items)];
-            std::memcpy(p.dst, p.src, p.bytes);
-            return;
-          }
-          const auto written = packer.pack(i, stage);
-          if (demote) demote_lines(stage + written.first, written.second - written.first);
-        });
-        if (demote) demote_lines(stage, packer.header_bytes());
-        bytes = packer.packed_bytes();
-        packed_groups = packer.groups();
-        raw_bytes_packed += raw;
-        packed_bytes += bytes;
-        if (double(bytes) > kPackMaxRatio * double(raw)) packing = false;  // this cube does not pack: stop trying
-      } else {
-        bytes = raw;
-        pieces.insert(pieces.end(), result_work.begin(), result_work.end());
-        pool.copy(pieces, split, st.stage_streaming ? CopyStores::kStreaming : demote ? CopyStores::kDemote : CopyStores::kPlain);
-      }
-      result_work.clear();
-      read_ms += ms_since(t_read);
-      src = pin[sb]->ptr;
-      mark(pack_this ? "host packed chunk " : "host copied chunk ", c);
+      if (staged.c != c) staged = start_staging(c);  // not started ahead (chunk 0, or registration just failed)
+      finish_staging(staged);
+      src = pin[c % kStages]->ptr;
+      bytes = staged.bytes;
+      packed_groups = staged.groups;
     }
+    // Chunk c+1's host pass starts on the pool's workers now and runs while this thread makes chunk c's CUDA
+    // calls (~35 us per chunk, on the host's critical path when the host, not PCIe, is the limit); it is
+    // finished at the top of the next iteration.
+    if (!reg.on && c + 1 < nchunks) staged = start_staging(c + 1);
     if (c >= 2) SPECTRASIFT_CUDA_CHECK(cudaStreamWaitEvent(st.copy, st.event(4 * (c - 2) + 3), 0));  // device b consumed
     SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(4 * c), st.copy));
     SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(packed_groups > 0 ? devpk[b]->ptr : dev[b]->ptr, src, bytes,
@@ -1048,6 +1088,7 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
       if (!tail) SPECTRASIFT_CUDA_CHECK(cudaStreamWaitEvent(st.download, st.event(4 * c + 3), 0));
       download_chunk_async(pl, pres, std::size_t(y0) * cube.samples, std::size_t(nl) * cube.samples, ds);
       SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.sync_event(kLoopEvents + std::size_t(c)), ds));
+      downloads_enqueued = c + 1;
       if (tail && st.trace_on) SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.event(4 * std::size_t(nchunks) + 1), ds));
     } else if (!pl.out_whole) {
       SPECTRASIFT_CUDA_CHECK(cudaEventSynchronize(st.event(4 * c + 3)));
