@@ -1,9 +1,10 @@
 // Spectral matching on CUDA (DESIGN.md "Data flow", issue 4).
 //
-// Streaming. The cube is cut into chunks of whole lines. For chunk k the calling thread (helped by the
-// context's host copy pool) copies the chunk's bytes, in their native type and byte order, from the
-// memory-mapped file into pinned staging buffer k%2; the copy stream uploads it to device buffer k%2 and
-// the compute stream converts and matches it. The staging copy of chunk k+1 and its upload overlap the
+// Streaming. The cube is cut into chunks of whole lines. For chunk k the context's host copy pool copies the
+// chunk's bytes, in their native type and byte order, from the memory-mapped file into pinned staging buffer
+// k%4 (the pass of chunk k+1 runs on the workers while the calling thread makes chunk k's CUDA calls, and
+// takes the copy-out of finished results along); the copy stream uploads it to device buffer k%2 and the
+// compute stream converts and matches it. The staging copy of chunk k+1 and its upload overlap the
 // compute of chunk k (two streams, events between them); a buffer is refilled only after the event that
 // says its previous contents were consumed. The host copy is the only host pass over the data: BSQ
 // chunks gather the used band planes (one run of lines*samples elements per band, the plane pitch apart),
