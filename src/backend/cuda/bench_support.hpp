@@ -40,6 +40,9 @@ void set_pack_policy(Context& ctx, int policy);
 double last_pack_ratio(Context& ctx);
 /// The share of the last streamed call's raw bytes that it uploaded packed (0: none, 1: every chunk).
 double last_packed_share(Context& ctx);
+/// The widest instruction set of the packer (0 scalar, 1 AVX-512BW, 2 AVX-512 VBMI+GFNI, the default; capped by
+/// the processor's). Streamed calls pack only with VBMI+GFNI unless this forces a narrower packer (bench rows).
+void set_pack_isa(Context& ctx, int isa);
 /// Timeline of each streamed spectral call (on) and the last one's text: host and GPU milliseconds since
 /// the call started, one "what at ms" line per point, in time order.
 void set_trace(Context& ctx, bool on);

@@ -860,13 +860,18 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
   // the uploads (with two, every copy waited for the upload before last and the DMA engine idled between
   // chunks); device chunks: double buffers. Events say when each may be reused.
   constexpr int kStages = 4;
-  // Packed uploads: 16-bit samples, a vector packer on this processor, copy staging, and chunks within the
-  // format's 32-bit offsets.
+  // Packed uploads: 16-bit samples, the VBMI + GFNI packer on this processor, copy staging, and chunks within
+  // the format's 32-bit offsets. The AVX-512BW packer (2.2-2.5 GB/s per core against 4-9) made end to end
+  // slower than raw uploads on the H200 host (bench/NOTES.md step 59), so processors without VBMI + GFNI upload
+  // raw, unless the bench knob forces a narrower packer.
   const std::size_t max_packed =
       SamplePacker::max_packed_bytes(pl.chunk_bytes / 2, cube.interleave == Interleave::kBsq ? std::size_t(pl.n) : 1);
-  bool packing = st.pack_policy != PackPolicy::kNever && pl.es == 2 && !reg.on &&
-                 SamplePacker::best_isa() != PackIsa::kScalar && max_packed < (std::size_t(1) << 32);
-  SamplePacker packer(cube.type == SampleType::kI16, cube.big_endian);
+  const PackIsa pack_isa = std::min(st.pack_max_isa, SamplePacker::best_isa());
+  const bool packer_fast_enough = pack_isa == PackIsa::kAvx512Gfni ||
+                                  (st.pack_max_isa < PackIsa::kAvx512Gfni && pack_isa != PackIsa::kScalar);
+  bool packing = st.pack_policy != PackPolicy::kNever && pl.es == 2 && !reg.on && packer_fast_enough &&
+                 max_packed < (std::size_t(1) << 32);
+  SamplePacker packer(cube.type == SampleType::kI16, cube.big_endian, st.pack_max_isa);
   std::vector<PackRun> runs;
   std::size_t raw_bytes_staged = 0, raw_bytes_packed = 0, packed_bytes = 0;
   const std::size_t stage_bytes = packing ? std::max(pl.chunk_bytes, max_packed) : pl.chunk_bytes;
@@ -1238,6 +1243,11 @@ void set_pack_policy(Context& ctx, int policy) {
 double last_pack_ratio(Context& ctx) { return state(ctx.impl()).last_pack_ratio; }
 
 double last_packed_share(Context& ctx) { return state(ctx.impl()).last_packed_share; }
+
+void set_pack_isa(Context& ctx, int isa) {
+  if (isa < 0 || isa > int(PackIsa::kAvx512Gfni)) throw Error(ErrorCode::kInvalidArgument, "set_pack_isa: " + std::to_string(isa));
+  state(ctx.impl()).pack_max_isa = PackIsa(isa);
+}
 
 bool fused_wgmma_available(Context& ctx) {
 #if defined(SPECTRASIFT_CUDA_WGMMA)

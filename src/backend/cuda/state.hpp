@@ -14,6 +14,7 @@
 #include "backend/cuda/host_copy.hpp"
 
 #include "core/context_impl.hpp"
+#include "core/sample_pack.hpp"
 
 namespace spectrasift::cuda {
 
@@ -88,6 +89,9 @@ struct State {
   /// Streamed spectral matching of 16-bit cubes, where the host has the vector packer: when a chunk is
   /// packed losslessly (and unpacked by the GPU) rather than copied raw. bench/NOTES.md steps 51-52.
   PackPolicy pack_policy = PackPolicy::kBalanced;
+  /// The widest packer instruction set to use. Bench knob: below kAvx512Gfni it forces that packer, which
+  /// streamed calls otherwise never use (bench/NOTES.md step 59: slower than raw uploads).
+  detail::PackIsa pack_max_isa = detail::PackIsa::kAvx512Gfni;
   double last_pack_ratio = 0;  ///< of the last streamed call: packed / raw bytes of its packed chunks (0: none)
   double last_packed_share = 0;  ///< of the last streamed call: raw bytes of its packed chunks / all raw bytes
   /// Threads of the staging copy (caller included; 0: the context's CPU threads). Bench knob.
