@@ -5,7 +5,7 @@
 #   build.log    configure + build
 #   ctest.log    the whole test suite (CUDA tests run here; CI has no GPU)
 #   bench.log    every benchmark's full output
-#   tables.md    the benchmark tables (for bench/RESULTS.md)
+#   tables.md    the benchmark tables (for docs/performance/*.md, with the run kept in bench/results/)
 #   summary.txt  one line per step with its status and duration
 #   gpu_memory.txt  GPU memory (nvidia-smi) during longrun_test on CUDA (LONGRUN_N, default 1000); longrun.log
 # Usage (from the repository root): bash scripts/device-check.sh [--quick] [--no-tests] [--no-bench]

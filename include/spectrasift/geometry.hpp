@@ -80,7 +80,8 @@ struct RansacOptions {
   /// sum_i min(e_i^2, t^2) (Torr & Zisserman 2000), then by inlier count, instead of by inlier count
   /// then the inliers' squared-error sum. Default false (DESIGN.md's ranking). MSAC prefers a tighter
   /// model to one that gains a few inliers at the edge of the threshold (on graf1 -> graf3 over seeds
-  /// 0..7 the mean corner error against the ground truth goes from 3.7 to 3.3 px; bench/NOTES.md).
+  /// 0..7 the mean corner error against the ground truth goes from 3.7 to 3.3 px;
+  /// docs/performance/matching.md, 'Accuracy on graf1 -> graf3').
   bool msac = false;
 
   void check() const;  ///< throws Error(kInvalidArgument)
