@@ -6,6 +6,10 @@
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && !defined(__SANITIZE_THREAD__)
 #define SIFT_CLONES __attribute__((target_clones("avx2", "default")))
+// g++ -O3 "unroll-and-jams" a tap loop around a vectorised column loop and emits scalar code for the result;
+// SIFT_NO_JAM keeps the two-level structure so that the column loop stays vectorised.
+#define SIFT_NO_JAM __attribute__((optimize("no-loop-unroll-and-jam")))
 #else
 #define SIFT_CLONES
+#define SIFT_NO_JAM
 #endif

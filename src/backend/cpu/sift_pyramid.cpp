@@ -13,14 +13,6 @@
 #include "backend/cpu/sift.hpp"
 #include "backend/cpu/sift_isa.hpp"
 
-// g++ -O3 "unroll-and-jams" the tap loop around the vectorised column loop and emits scalar code for
-// the result; keep the two-level structure so that the column loop stays vectorised.
-#if defined(__GNUC__) && !defined(__clang__)
-#define SIFT_NO_JAM __attribute__((optimize("no-loop-unroll-and-jam")))
-#else
-#define SIFT_NO_JAM
-#endif
-
 namespace spectrasift::cpu {
 
 void SiftPlane::resize(int width, int height) {

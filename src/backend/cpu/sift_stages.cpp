@@ -117,15 +117,7 @@ void SiftStagesCpu::download(Features& out, detail::SiftCounts& counts) {
   out.keypoints.resize(keypoints_.size());
   for (std::size_t i = 0; i < keypoints_.size(); ++i) {
     const SiftKeypoint& s = keypoints_[i];
-    Keypoint& k = out.keypoints[i];
-    k.x = s.x;
-    k.y = s.y;
-    k.size = s.size;
-    k.angle = s.angle;
-    k.response = s.response;
-    k.octave = s.octave;
-    k.layer = s.layer;
-    k.layer_offset = s.layer_offset;
+    out.keypoints[i] = Keypoint{s.x, s.y, s.size, s.angle, s.response, s.octave, s.layer, s.layer_offset};
   }
   out.descriptors = std::move(descriptors_);
   descriptors_ = {};
