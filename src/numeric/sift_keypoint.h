@@ -27,7 +27,7 @@ typedef struct SiftKeypoint {
   int octave_index;    /* octave - first octave: the index into the pyramid (0 = the first octave) */
 } SiftKeypoint;
 
-#if defined(__cplusplus) && !defined(__CUDACC__)
+#if defined(__cplusplus)
 static_assert(sizeof(SiftKeypoint) == 48, "SiftKeypoint is 12 four-byte fields on every device");
 #endif
 
