@@ -44,6 +44,23 @@ inline Tolerance backend_vs_cpu(Backend b, Metric m) {
   return {};
 }
 
+/// SIFT on a device against the CPU backend on the same image. The sums follow the fixed reduction order of
+/// DESIGN.md (Conventions, Determinism), so the only differences come from the device's exp / sqrt / sin /
+/// cos (OpenCL exp 3 ulp, CUDA expf 2 ulp) in the Gaussian taps' use, window weights and rotations; a
+/// keypoint whose refinement or peak test sits on a threshold may appear on one side only, so matching
+/// keypoints are paired by position first and the unpaired share is bounded separately.
+struct SiftTolerance {
+  double position_px = 0.05;        ///< |x - x'|, |y - y'| in input pixels
+  double scale_rel = 1e-3;          ///< |size - size'| / size
+  double angle_deg = 0.5;           ///< circular |angle - angle'|
+  double descriptor_max_abs = 1e-3; ///< max |d - d'| over a row, descriptors normalised to unit L2 norm (issues 18/19)
+};
+
+inline SiftTolerance sift_backend_vs_cpu(Backend b) {
+  (void)b;  // one row for OpenCL and CUDA until a device needs its own
+  return {};
+}
+
 /// Whether score s agrees with t for metric m within tol (NaN agrees only with NaN).
 inline bool scores_agree(Metric m, double s, double t, Tolerance tol) {
   if (std::isnan(s) || std::isnan(t)) return std::isnan(s) && std::isnan(t);

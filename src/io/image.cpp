@@ -12,6 +12,7 @@
 
 #include "core/limits.hpp"
 #include "io/image_codecs.hpp"
+#include "numeric/sift_gray.h"
 #include "spectrasift/error.hpp"
 #include "spectrasift/io.hpp"
 
@@ -179,39 +180,22 @@ ImageF to_gray_float(const Image& image) {
   out.height = image.height;
   out.data.resize(n);
   const bool colour = c >= 3;  // 1 = grey, 2 = grey + alpha, 3 = RGB, 4 = RGBA
+  // The per-pixel formulas are numeric/sift_gray.h's (OpenCV 4.6's BGR2GRAY for 8 bits), which the SIFT
+  // backends use on their devices too.
   switch (image.type) {
     case PixelType::kU8: {
       const std::uint8_t* p = image.as<std::uint8_t>();
-      if (colour) {
-        // OpenCV 4.6's cvtColor(BGR2GRAY) for 8 bits: 15-bit fixed-point weights that sum to 32768,
-        // rounded. Checked against cv::cvtColor for all 2^24 colours, and cv::SIFT on a colour image
-        // equals cv::SIFT on this grey image. (The 14-bit 4899/9617/1868 variant differs in 0.26% of
-        // colours.)
-        for (std::size_t i = 0; i < n; ++i, p += c)
-          out.data[i] = float((9798u * p[0] + 19235u * p[1] + 3735u * p[2] + 16384u) >> 15);
-      } else {
-        for (std::size_t i = 0; i < n; ++i, p += c) out.data[i] = float(p[0]);
-      }
+      for (std::size_t i = 0; i < n; ++i, p += c) out.data[i] = colour ? sift_gray_u8_rgb(p[0], p[1], p[2]) : sift_gray_u8(p[0]);
       break;
     }
     case PixelType::kU16: {
       const std::uint16_t* p = image.as<std::uint16_t>();
-      if (colour) {
-        for (std::size_t i = 0; i < n; ++i, p += c)
-          out.data[i] = float((0.299 * p[0] + 0.587 * p[1] + 0.114 * p[2]) / 257.0);
-      } else {
-        for (std::size_t i = 0; i < n; ++i, p += c) out.data[i] = float(p[0] / 257.0);
-      }
+      for (std::size_t i = 0; i < n; ++i, p += c) out.data[i] = colour ? sift_gray_u16_rgb(p[0], p[1], p[2]) : sift_gray_u16(p[0]);
       break;
     }
     case PixelType::kF32: {
       const float* p = image.as<float>();
-      if (colour) {
-        for (std::size_t i = 0; i < n; ++i, p += c)
-          out.data[i] = float((0.299 * p[0] + 0.587 * p[1] + 0.114 * p[2]) * 255.0);
-      } else {
-        for (std::size_t i = 0; i < n; ++i, p += c) out.data[i] = float(double(p[0]) * 255.0);
-      }
+      for (std::size_t i = 0; i < n; ++i, p += c) out.data[i] = colour ? sift_gray_f32_rgb(p[0], p[1], p[2]) : sift_gray_f32(p[0]);
       break;
     }
   }

@@ -1,6 +1,7 @@
 /* sift_common.h — constants and math wrappers shared by the SIFT formulas of src/numeric (C++, CUDA, OpenCL C).
- * Everything here is per element; no memory layout is assumed. Values follow OpenCV 4.6 cv::SIFT
- * (see /work/shared/notes/opencv-sift-conventions.md, cited as "notes §N" in these headers). */
+ * Everything here is per element; no memory layout is assumed. Values follow OpenCV 4.6 cv::SIFT conventions;
+ * "notes §N" in these headers cites section N of the project's shared notes on OpenCV 4.6 SIFT (the
+ * conventions note that the developers share; it is not part of this tree). */
 #ifndef SPECTRASIFT_NUMERIC_SIFT_COMMON_H
 #define SPECTRASIFT_NUMERIC_SIFT_COMMON_H
 
@@ -17,6 +18,18 @@
 #define SIFT_FLOORF(x) floorf(x)
 #define SIFT_EXPF(x) expf(x)
 #endif
+
+/* Double precision: always in C++ and CUDA; in OpenCL C only with cl_khr_fp64. The few formulas that need it
+ * (16-bit and float colour to grey, RootSIFT) are defined only where SIFT_HAVE_DOUBLE is. */
+#if defined(__OPENCL_VERSION__)
+#if defined(cl_khr_fp64)
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#define SIFT_HAVE_DOUBLE 1
+#endif
+#else
+#define SIFT_HAVE_DOUBLE 1
+#endif
+#define SIFT_SQRT_DOUBLE(x) sqrt(x)
 
 #define SIFT_IMG_BORDER 5             /* extrema are searched this many octave pixels away from the edges */
 #define SIFT_MAX_INTERP_STEPS 5       /* Newton steps of the sub-pixel refinement */

@@ -5,11 +5,25 @@
  * positive), weight exp(-(i^2 + j^2) / (2 (1.5 sigma)^2)) * |(dx, dy)|, into bin round(theta / 10) mod 36.
  * The raw histogram is smoothed once with the circular kernel [1 4 6 4 1]/16; each strict local maximum
  * that reaches 0.8 of the highest bin gives one keypoint, its bin refined by a parabola through the three
- * bins, and angle = 360 - 10 * bin (OpenCV's convention, y down). */
+ * bins, and angle = 360 - 10 * bin (OpenCV's convention, y down).
+ *
+ * Summation order (the determinism rule of DESIGN.md): raw bin b is the float sum, from 0, of the
+ * contributions (w(i) * w(j)) * sqrt(dx^2 + dy^2) of the samples whose bin is b, in sample order: rows i
+ * ascending, then columns j ascending, w(k) = sift_window_weight(k, sift_orientation_window_scale(sigma)).
+ * A device computes (bin, contribution) of every sample in parallel, then one work-item per bin adds that
+ * bin's contributions in sample order; never float atomics. The host loop adds in sample order directly. */
 #ifndef SPECTRASIFT_NUMERIC_SIFT_ORIENTATION_H
 #define SPECTRASIFT_NUMERIC_SIFT_ORIENTATION_H
 
 #include "sift_common.h"
+
+/* The exponent scale -1 / (2 s^2) of the orientation window of window sigma s (1.5 keypoint sigmas). */
+SPECTRASIFT_FN float sift_orientation_window_scale(float window_sigma) {
+  return -1.0f / (2.0f * window_sigma * window_sigma);
+}
+
+/* The separable window weight of offset k: exp(k^2 * scale); a sample (i, j) weighs w(i) * w(j). */
+SPECTRASIFT_FN float sift_window_weight(int k, float scale) { return SIFT_EXPF((float)(k * k) * scale); }
 
 /* The histogram bin (0..35) of a gradient direction in degrees [0, 360]. */
 SPECTRASIFT_FN int sift_orientation_bin(float theta_deg) {
@@ -19,41 +33,54 @@ SPECTRASIFT_FN int sift_orientation_bin(float theta_deg) {
   return bin;
 }
 
-/* Circular [1 4 6 4 1]/16 smoothing of raw[36] into hist[36]; returns the maximum of hist. */
-SPECTRASIFT_FN float sift_orientation_smooth(const float* raw, float* hist) {
-  const int n = SIFT_ORI_HIST_BINS;
-  float maxval = 0.0f;
-  for (int i = 0; i < n; ++i) {
-    const float m2 = raw[(i + n - 2) % n];
-    const float m1 = raw[(i + n - 1) % n];
-    const float p1 = raw[(i + 1) % n];
-    const float p2 = raw[(i + 2) % n];
-    hist[i] = (m2 + p2) * (1.0f / 16.0f) + (m1 + p1) * (4.0f / 16.0f) + raw[i] * (6.0f / 16.0f);
-    maxval = (i == 0 || hist[i] > maxval) ? hist[i] : maxval;
-  }
-  return maxval;
+/* Bin i of the smoothed histogram from raw bins i-2 .. i+2: circular [1 4 6 4 1]/16. */
+SPECTRASIFT_FN float sift_orientation_smooth_bin(float m2, float m1, float c, float p1, float p2) {
+  return (m2 + p2) * (1.0f / 16.0f) + (m1 + p1) * (4.0f / 16.0f) + c * (6.0f / 16.0f);
 }
 
-/* 1 when bin j of the smoothed histogram is a peak that gives a keypoint (strictly above both
- * circular neighbours and >= threshold = 0.8 * max). */
-SPECTRASIFT_FN int sift_orientation_is_peak(const float* hist, int j, float threshold) {
-  const int n = SIFT_ORI_HIST_BINS;
-  const float hl = hist[j > 0 ? j - 1 : n - 1];
-  const float hr = hist[j < n - 1 ? j + 1 : 0];
-  return hist[j] > hl && hist[j] > hr && hist[j] >= threshold;
+/* 1 when a bin of value h with circular neighbours hl, hr gives a keypoint: strictly above both and
+ * >= threshold (0.8 * the maximum). */
+SPECTRASIFT_FN int sift_orientation_peak_test(float hl, float h, float hr, float threshold) {
+  return h > hl && h > hr && h >= threshold;
 }
 
-/* The keypoint angle in degrees [0, 360) of peak j: parabolic interpolation of the bin, then 360 - 10 b. */
-SPECTRASIFT_FN float sift_orientation_peak_angle(const float* hist, int j) {
+/* The keypoint angle in degrees [0, 360) of peak bin j of value h: parabolic interpolation of the bin
+ * through (hl, h, hr), then 360 - 10 b. */
+SPECTRASIFT_FN float sift_orientation_interpolate(float hl, float h, float hr, int j) {
   const int n = SIFT_ORI_HIST_BINS;
-  const float hl = hist[j > 0 ? j - 1 : n - 1];
-  const float hr = hist[j < n - 1 ? j + 1 : 0];
-  float bin = (float)j + 0.5f * (hl - hr) / (hl - 2.0f * hist[j] + hr);
+  float bin = (float)j + 0.5f * (hl - hr) / (hl - 2.0f * h + hr);
   bin = bin < 0.0f ? (float)n + bin : (bin >= (float)n ? bin - (float)n : bin);
   float angle = 360.0f - (360.0f / (float)n) * bin;
   const float d = angle - 360.0f;
   if ((d < 0.0f ? -d : d) < SIFT_FLT_EPSILON) angle = 0.0f;
   return angle;
 }
+
+/* The array forms, in the address-space variants of dialect.h (every array in the same space):
+ *   sift_orientation_smooth(raw[36], hist[36]): smooths raw into hist, returns the maximum of hist;
+ *   sift_orientation_is_peak(hist, j, threshold) and sift_orientation_peak_angle(hist, j): the two above
+ *   for bin j of the smoothed histogram. */
+#define SIFT_DEFINE_ORIENTATION_ARRAYS(SUFFIX, AS)                                                        \
+  SPECTRASIFT_FN float sift_orientation_smooth##SUFFIX(AS const float* raw, AS float* hist) {            \
+    const int n = SIFT_ORI_HIST_BINS;                                                                    \
+    float maxval = 0.0f;                                                                                 \
+    for (int i = 0; i < n; ++i) {                                                                        \
+      hist[i] = sift_orientation_smooth_bin(raw[(i + n - 2) % n], raw[(i + n - 1) % n], raw[i],          \
+                                            raw[(i + 1) % n], raw[(i + 2) % n]);                         \
+      maxval = (i == 0 || hist[i] > maxval) ? hist[i] : maxval;                                          \
+    }                                                                                                    \
+    return maxval;                                                                                       \
+  }                                                                                                      \
+  SPECTRASIFT_FN int sift_orientation_is_peak##SUFFIX(AS const float* hist, int j, float threshold) {    \
+    const int n = SIFT_ORI_HIST_BINS;                                                                    \
+    return sift_orientation_peak_test(hist[j > 0 ? j - 1 : n - 1], hist[j], hist[j < n - 1 ? j + 1 : 0], \
+                                      threshold);                                                        \
+  }                                                                                                      \
+  SPECTRASIFT_FN float sift_orientation_peak_angle##SUFFIX(AS const float* hist, int j) {                \
+    const int n = SIFT_ORI_HIST_BINS;                                                                    \
+    return sift_orientation_interpolate(hist[j > 0 ? j - 1 : n - 1], hist[j], hist[j < n - 1 ? j + 1 : 0], j); \
+  }
+SPECTRASIFT_AS_VARIANTS(SIFT_DEFINE_ORIENTATION_ARRAYS)
+#undef SIFT_DEFINE_ORIENTATION_ARRAYS
 
 #endif /* SPECTRASIFT_NUMERIC_SIFT_ORIENTATION_H */

@@ -1,8 +1,16 @@
-// CPU SIFT (OpenCV 4.6 compatible), internal interface used by src/core/sift.cpp.
+// CPU SIFT (OpenCV 4.6 compatible): the SIFT stages of core/sift_backend.hpp on the host.
 //
-// The plan keeps the Gaussian levels 1..S of every octave of the last image (the levels that orientations
-// and descriptors read) and reuses its buffers for the next image; the DoG planes and the other levels live
-// only while their octave is scanned. Memory for a W x H input (upsampled): about 11 planes of 4WH floats.
+// Fused stages, for memory: pyramid(), dog() and refine() do nothing; extrema() runs them, octave by octave:
+// it builds the octave's Gaussian levels with the DoG planes fused into the blur (sift_pyramid.cpp), then
+// scans the DoG planes for candidates and refines each one at once (sift_extrema.cpp). Only the levels
+// 1..S of every octave (which orientations and descriptors read) outlive their octave; the DoG planes and
+// levels 0, S + 1, S + 2 live while their octave is scanned. Memory for a W x H input (upsampled): about
+// 11 planes of 4WH floats, instead of about 4/3 (2S + 5) for the whole pyramid and DoG.
+// orientations(), select() and descriptors() are separate passes over the records.
+//
+// Threads (SiftThreadPool, see sift_parallel.hpp): every pass runs over chunks (rows, (layer, row) pairs or
+// records) and each chunk writes only its own outputs; the records of each chunk are kept apart and joined in
+// chunk order, so every intermediate list is in the same order for any thread count.
 #pragma once
 
 #include <cstddef>
@@ -10,8 +18,8 @@
 #include <vector>
 
 #include "backend/cpu/sift_parallel.hpp"
-#include "core/context_impl.hpp"
-#include "spectrasift/sift.hpp"
+#include "core/sift_backend.hpp"
+#include "numeric/sift_keypoint.h"
 
 namespace spectrasift::cpu {
 
@@ -27,40 +35,51 @@ struct SiftPlane {
   const float* row(int y) const noexcept { return buffer.get() + std::size_t(y) * std::size_t(w); }
 };
 
-class SiftPlan {
+class SiftStagesCpu final : public detail::SiftStages {
  public:
-  /// Builds the scale space of `gray` and returns every keypoint (one per orientation peak) with OpenCV's
-  /// final fields (input pixels; octave -1 = doubled image). The order is deterministic but not canonical:
-  /// the caller deduplicates and sorts.
-  std::vector<Keypoint> detect(const ImageF& gray, const SiftOptions& options, int threads);
+  explicit SiftStagesCpu(detail::ContextImpl& ctx) : ctx_(ctx) {}
 
-  /// Writes the 128 descriptor values of each keypoint (which must come from the last detect()) into
-  /// out[i * 128 ...], OpenCV style (integer-valued floats 0..255).
-  void describe(const std::vector<Keypoint>& keypoints, float* out, int threads) const;
+  void upload(const detail::SiftPlan& plan, const detail::SiftImageView& image) override;
+  void pyramid() override {}  // fused into extrema() (see the file comment)
+  void dog() override {}      // fused into extrema()
+  std::size_t extrema() override;
+  void refine() override {}   // fused into extrema()
+  void orientations() override;
+  void select(const Image* mask) override;
+  void descriptors() override;
+  void download(Features& out, detail::SiftCounts& counts) override;
+
+  // ---- read access for tests (valid after the stage that fills them) ----
+  /// Gaussian level `layer` (1..S) of pyramid index `octave_index` (after extrema()).
+  const SiftPlane& gauss(int octave_index, int layer) const {
+    return gauss_[std::size_t(octave_index)][std::size_t(layer - 1)];
+  }
+  /// The refined records (after extrema()) or the keypoint records (after orientations(), select()).
+  const std::vector<SiftKeypoint>& refined() const noexcept { return refined_; }
+  const std::vector<SiftKeypoint>& keypoints() const noexcept { return keypoints_; }
+  const std::vector<float>& descriptor_values() const noexcept { return descriptors_; }
 
  private:
-  void build_octave_base(const ImageF& gray, int octave, SiftThreadPool& pool);
-  void build_octave_levels(int octave, SiftThreadPool& pool);
-  void scan_octave(int octave, std::vector<std::vector<Keypoint>>& per_thread, SiftThreadPool& pool) const;
-  SiftThreadPool& pool(int threads) const;
+  void build_octave_base(int octave, SiftThreadPool& pool);   // sift_pyramid.cpp
+  void build_octave_levels(int octave, SiftThreadPool& pool); // sift_pyramid.cpp
+  void scan_octave(int octave, SiftThreadPool& pool);         // sift_extrema.cpp
+  SiftThreadPool& pool();
 
-  SiftOptions options_;
-  int first_octave_ = -1;
-  int octaves_ = 0;
-  std::vector<double> level_sigma_;               // incremental blur of level i from level i - 1
-  std::vector<std::vector<float>> level_kernel_;  // its half kernel k[0..R]
-  std::vector<std::vector<SiftPlane>> gauss_;     // [octave][layer - 1], layers 1..S
-  std::vector<SiftPlane> dog_;                    // S + 2 planes, the DoG of the octave being scanned
-  SiftPlane base_;                                // level 0 of the octave being built
-  SiftPlane upper_;                               // level S + 1 of the octave being built
-  mutable std::unique_ptr<SiftThreadPool> pool_;  // kept between calls (threads sleep when idle)
+  detail::ContextImpl& ctx_;
+  const detail::SiftPlan* plan_ = nullptr;
+  const float* grey_ = nullptr;                 // the grey input: the caller's buffer or converted_
+  std::vector<float> converted_;                // the grey conversion of a non-grey input
+  std::vector<std::vector<SiftPlane>> gauss_;   // [octave][layer - 1], layers 1..S
+  std::vector<SiftPlane> dog_;                  // S + 2 planes, the DoG of the octave being scanned
+  SiftPlane base_;                              // level 0 of the octave being built
+  SiftPlane upper_;                             // level S + 1 of the octave being built
+  std::vector<std::vector<SiftKeypoint>> chunk_out_;  // per-chunk records of one pass, joined in chunk order
+  std::vector<std::size_t> chunk_candidates_;          // per-chunk candidate counts of one octave
+  std::vector<SiftKeypoint> refined_;           // after extrema(): refined points, angle 0
+  std::vector<SiftKeypoint> keypoints_;         // after orientations(): one per peak; select() filters them
+  std::vector<float> descriptors_;              // after descriptors(): 128 per keypoint
+  detail::SiftCounts counts_;
+  std::unique_ptr<SiftThreadPool> pool_;        // kept between calls (threads sleep when idle)
 };
-
-/// The half kernel k[0..R] of OpenCV's float Gaussian for a sigma (notes §2): ksize = round(8 sigma + 1) | 1,
-/// taps exp(-x^2 / (2 sigma^2)) rounded to float, normalised by their sum (computed in double).
-std::vector<float> sift_gaussian_half_kernel(double sigma);
-
-/// The plan stored in the context (created on first use).
-SiftPlan& sift_plan(detail::ContextImpl& ctx);
 
 }  // namespace spectrasift::cpu

@@ -11,20 +11,7 @@
 #include <vector>
 
 #include "backend/cpu/sift.hpp"
-
-// Hot loops are compiled for AVX2 as well as the baseline and picked at run time (GCC function
-// multiversioning). With -ffp-contract=off no FMA is formed, so both clones give identical bits.
-// Not under ThreadSanitizer: the ifunc resolver of target_clones is instrumented and runs during
-// relocation, before the TSan runtime is up (every program crashed at start in the tsan build).
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && !defined(__SANITIZE_THREAD__)
-#define SIFT_CLONES __attribute__((target_clones("avx2", "default")))
-// g++ -O3 "unroll-and-jams" the tap loop around the vectorised column loop and emits scalar code for
-// the result; keep the two-level structure so that the column loop stays vectorised.
-#define SIFT_NO_JAM __attribute__((optimize("no-loop-unroll-and-jam")))
-#else
-#define SIFT_CLONES
-#define SIFT_NO_JAM
-#endif
+#include "backend/cpu/sift_isa.hpp"
 
 namespace spectrasift::cpu {
 
@@ -47,27 +34,6 @@ int reflect101(int p, int len) noexcept {
   while (p < 0 || p >= len) p = p < 0 ? -p : 2 * len - 2 - p;
   return p;
 }
-
-}  // namespace
-
-std::vector<float> sift_gaussian_half_kernel(double sigma) {
-  const int ksize = int(std::lround(sigma * 8.0 + 1.0)) | 1;
-  const int r = ksize / 2;
-  std::vector<float> full(static_cast<std::size_t>(ksize), 0.0f);
-  const double scale2 = -0.5 / (sigma * sigma);
-  double sum = 0;
-  for (int i = 0; i < ksize; ++i) {
-    const double x = i - r;
-    full[std::size_t(i)] = float(std::exp(scale2 * x * x));
-    sum += full[std::size_t(i)];
-  }
-  sum = 1.0 / sum;
-  std::vector<float> half(static_cast<std::size_t>(r) + 1);
-  for (int i = 0; i <= r; ++i) half[std::size_t(i)] = float(full[std::size_t(r + i)] * sum);
-  return half;
-}
-
-namespace {
 
 // Both passes work on blocks of kBlock columns held in a local accumulator, so that the compiler knows
 // that the output does not alias the inputs and vectorises the tap loop.
@@ -140,10 +106,9 @@ int rows_per_chunk(int w, int h, const SiftThreadPool& pool) {
   return std::max(1, h / (8 * pool.size()));
 }
 
-// Blurs src (w x h, stride w) with the half kernel k. dst receives the blurred image when not null; dog
-// receives blurred - src when not null.
-void blur(const float* src, int w, int h, const std::vector<float>& k, float* dst, float* dog, SiftThreadPool& pool) {
-  const int r = int(k.size()) - 1;
+// Blurs src (w x h, stride w) with the half kernel k[0..r]. dst receives the blurred image when not null;
+// dog receives blurred - src when not null.
+void blur(const float* src, int w, int h, const float* k, int r, float* dst, float* dog, SiftThreadPool& pool) {
   pool.run(h, rows_per_chunk(w, h, pool), [&](int y0, int y1, int) {
     thread_local std::vector<float> tmp, out_row;
     thread_local std::vector<const float*> rows;
@@ -157,13 +122,13 @@ void blur(const float* src, int w, int h, const std::vector<float>& k, float* ds
       }
       float* t = tmp.data() + r;
       const float* center = src + std::size_t(y) * w;
-      vertical_pass(t, center, rows.data(), k.data(), r, w);
+      vertical_pass(t, center, rows.data(), k, r, w);
       for (int i = 1; i <= r; ++i) {
         t[-i] = t[reflect101(-i, w)];
         t[w - 1 + i] = t[reflect101(w - 1 + i, w)];
       }
       float* out = dst ? dst + std::size_t(y) * w : out_row.data();
-      horizontal_pass(out, t, k.data(), r, w);
+      horizontal_pass(out, t, k, r, w);
       if (dog) subtract_row(dog + std::size_t(y) * w, out, center, w);
     }
   });
@@ -184,8 +149,8 @@ SIFT_CLONES void blend_rows(float* __restrict out, const float* __restrict a, fl
 
 // The input doubled in both directions: output pixel X samples input (X + 0.5) / 2 - 0.5 (OpenCV's
 // INTER_LINEAR with half-pixel centres); this puts doubled pixel 2k at input k - 0.25 (notes §10).
-void upsample(const ImageF& in, SiftPlane& out, SiftThreadPool& pool) {
-  const int w = in.width, h = in.height, w2 = 2 * w, h2 = 2 * h;
+void upsample(const float* in, int w, int h, SiftPlane& out, SiftThreadPool& pool) {
+  const int w2 = 2 * w, h2 = 2 * h;
   out.resize(w2, h2);
   pool.run(h2, rows_per_chunk(w2, h2, pool), [&](int y0, int y1, int) {
     thread_local std::vector<float> ra, rb;
@@ -195,14 +160,14 @@ void upsample(const ImageF& in, SiftPlane& out, SiftThreadPool& pool) {
       const int k = y / 2;
       float* o = out.row(y);
       if (y == 0 || y == h2 - 1) {
-        upsample_row(in.data.data() + std::size_t(k) * w, w, o);
+        upsample_row(in + std::size_t(k) * w, w, o);
         continue;
       }
       // even rows 2k: 0.25 row k-1 + 0.75 row k; odd rows 2k+1: 0.75 row k + 0.25 row k+1
       const int ya = (y % 2 == 0) ? k - 1 : k;
       const float wa = (y % 2 == 0) ? 0.25f : 0.75f;
-      upsample_row(in.data.data() + std::size_t(ya) * w, w, ra.data());
-      upsample_row(in.data.data() + std::size_t(ya + 1) * w, w, rb.data());
+      upsample_row(in + std::size_t(ya) * w, w, ra.data());
+      upsample_row(in + std::size_t(ya + 1) * w, w, rb.data());
       blend_rows(o, ra.data(), wa, rb.data(), 1.0f - wa, w2);
     }
   });
@@ -210,11 +175,11 @@ void upsample(const ImageF& in, SiftPlane& out, SiftThreadPool& pool) {
 
 }  // namespace
 
-void SiftPlan::build_octave_base(const ImageF& gray, int octave, SiftThreadPool& pool) {
-  const int s = options_.octave_layers;
+void SiftStagesCpu::build_octave_base(int octave, SiftThreadPool& pool) {
+  const detail::SiftPlan& p = *plan_;
   if (octave > 0) {
     // Level 0 of octave o+1 = the even pixels of level S of octave o.
-    const SiftPlane& src = gauss_[std::size_t(octave - 1)][std::size_t(s - 1)];
+    const SiftPlane& src = gauss_[std::size_t(octave - 1)][std::size_t(p.layers - 1)];
     base_.resize(src.w / 2, src.h / 2);
     pool.run(base_.h, rows_per_chunk(base_.w, base_.h, pool), [&](int y0, int y1, int) {
       for (int y = y0; y < y1; ++y) {
@@ -225,35 +190,33 @@ void SiftPlan::build_octave_base(const ImageF& gray, int octave, SiftThreadPool&
     });
     return;
   }
-  // The input is assumed blurred by 0.5 px already (1 px once doubled).
-  const float sigma = float(options_.sigma);
-  const float init = first_octave_ < 0 ? 0.5f * 0.5f * 4.0f : 0.5f * 0.5f;
-  const float sig_diff = std::sqrt(std::max(sigma * sigma - init, 0.01f));
-  const std::vector<float> k = sift_gaussian_half_kernel(double(sig_diff));
-  if (first_octave_ < 0) {
-    upsample(gray, dog_[0], pool);
+  // Kernel 0 takes the input, assumed blurred by 0.5 px already (1 px once doubled), to sigma.
+  const int w = p.input_width, h = p.input_height;
+  if (p.upsample) {
+    upsample(grey_, w, h, dog_[0], pool);
     base_.resize(dog_[0].w, dog_[0].h);
-    blur(dog_[0].buffer.get(), dog_[0].w, dog_[0].h, k, base_.buffer.get(), nullptr, pool);
+    blur(dog_[0].buffer.get(), dog_[0].w, dog_[0].h, p.kernel(0), p.tap_radius[0], base_.buffer.get(), nullptr, pool);
   } else {
-    base_.resize(gray.width, gray.height);
-    blur(gray.data.data(), gray.width, gray.height, k, base_.buffer.get(), nullptr, pool);
+    base_.resize(w, h);
+    blur(grey_, w, h, p.kernel(0), p.tap_radius[0], base_.buffer.get(), nullptr, pool);
   }
 }
 
-void SiftPlan::build_octave_levels(int octave, SiftThreadPool& pool) {
-  const int s = options_.octave_layers;
+void SiftStagesCpu::build_octave_levels(int octave, SiftThreadPool& pool) {
+  const detail::SiftPlan& p = *plan_;
+  const int s = p.layers;
   const int w = base_.w, h = base_.h;
   auto& g = gauss_[std::size_t(octave)];
-  for (auto& p : g) p.resize(w, h);
+  for (auto& plane : g) plane.resize(w, h);
   upper_.resize(w, h);
   for (auto& d : dog_) d.resize(w, h);
-  // level i (1..S+2) = blur(level i-1, sigma_i); DoG i-1 = level i - level i-1.
+  // level i (1..S+2) = blur(level i-1, kernel i); DoG i-1 = level i - level i-1.
   for (int i = 1; i <= s + 2; ++i) {
     const float* src = i == 1 ? base_.buffer.get()
                        : i - 1 <= s ? g[std::size_t(i - 2)].buffer.get()
                                     : upper_.buffer.get();
     float* dst = i <= s ? g[std::size_t(i - 1)].buffer.get() : i == s + 1 ? upper_.buffer.get() : nullptr;
-    blur(src, w, h, level_kernel_[std::size_t(i)], dst, dog_[std::size_t(i - 1)].buffer.get(), pool);
+    blur(src, w, h, p.kernel(i), p.tap_radius[std::size_t(i)], dst, dog_[std::size_t(i - 1)].buffer.get(), pool);
   }
 }
 

@@ -1,0 +1,401 @@
+// SIFT stages (core/sift_backend.hpp) and the numeric rules they share with the devices: the plan, the
+// determinism rule for the orientation and descriptor sums (a reference written as a device computes them,
+// per-sample arrays then one ordered scan per bin, gives the CPU's bits), intermediate lists identical for
+// any thread count, the grey formulas, the extremum test, the select rules, and the numeric headers compiled
+// as OpenCL C (address-space variants) on the OpenCL devices present.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/sift.hpp"
+#include "core/context_impl.hpp"
+#include "core/sift_backend.hpp"
+#include "core/sift_plan.hpp"
+#include "numeric/sift_descriptor.h"
+#include "numeric/sift_extrema.h"
+#include "numeric/sift_gray.h"
+#include "numeric/sift_orientation.h"
+#include "numeric/sift_select.h"
+#include "spectrasift/context.hpp"
+#include "spectrasift/io.hpp"
+#include "spectrasift/sift.hpp"
+
+#ifdef SPECTRASIFT_HAVE_OPENCL
+#include "backend/opencl/state.hpp"
+#endif
+
+namespace ss = spectrasift;
+using ss::detail::SiftPlan;
+
+namespace {
+
+ss::Context cpu_context(int threads) {
+  ss::ContextOptions o;
+  o.backend = ss::Backend::kCpu;
+  o.threads = threads;
+  return ss::Context(o);
+}
+
+ss::ImageF graf1() { return ss::to_gray_float(ss::read_image(std::string(SPECTRASIFT_TEST_DATA) + "/graf1_gray.png")); }
+
+// Runs the CPU stages on a grey image up to and including `last` (1 = extrema, 2 = orientations, 3 = select,
+// 4 = descriptors); the stages object is returned for inspection.
+std::unique_ptr<ss::cpu::SiftStagesCpu> run_cpu(ss::Context& ctx, const ss::ImageF& g, const SiftPlan& plan, int last) {
+  auto st = std::make_unique<ss::cpu::SiftStagesCpu>(ctx.impl());
+  st->upload(plan, {g.data.data(), ss::PixelType::kF32, g.width, g.height, 1, true});
+  st->pyramid();
+  st->dog();
+  st->extrema();
+  st->refine();
+  if (last >= 2) st->orientations();
+  if (last >= 3) st->select(nullptr);
+  if (last >= 4) st->descriptors();
+  return st;
+}
+
+bool same_bits(const void* a, const void* b, std::size_t n) { return n == 0 || std::memcmp(a, b, n) == 0; }
+
+// ---- the determinism rule, written as a device applies it ----
+
+struct Sample {
+  int bin;       // orientation bin, or accumulator index of the sample's integer descriptor bins
+  float value;   // the orientation contribution
+  SiftDescriptorShares shares;
+};
+
+// Raw orientation histogram of a refined record: every sample's (bin, contribution) first, as parallel
+// work-items would write them to local memory, then each bin scanned in sample order. `reverse` scans in
+// the opposite order (what an arbitrary reduction order may do) to show that the order matters.
+void orientation_raw_device_style(const ss::cpu::SiftPlane& img, const SiftKeypoint& kp, float* raw, bool reverse) {
+  const int radius = sift_round(SIFT_ORI_RADIUS * kp.sigma_octave);
+  const float scale = sift_orientation_window_scale(SIFT_ORI_SIG_FCTR * kp.sigma_octave);
+  std::vector<Sample> samples;
+  for (int i = -radius; i <= radius; ++i) {
+    const int y = kp.r + i;
+    if (y <= 0 || y >= img.h - 1) continue;
+    for (int j = -radius; j <= radius; ++j) {
+      const int x = kp.c + j;
+      if (x <= 0 || x >= img.w - 1) continue;
+      const float dx = img.row(y)[x + 1] - img.row(y)[x - 1];
+      const float dy = img.row(y - 1)[x] - img.row(y + 1)[x];
+      const float w = sift_window_weight(i, scale) * sift_window_weight(j, scale);
+      samples.push_back({sift_orientation_bin(sift_atan2_deg(dy, dx)), w * std::sqrt(dx * dx + dy * dy), {}});
+    }
+  }
+  if (reverse) std::reverse(samples.begin(), samples.end());
+  for (int b = 0; b < SIFT_ORI_HIST_BINS; ++b) {  // one work-item per bin
+    float sum = 0.0f;
+    for (const Sample& s : samples)
+      if (s.bin == b) sum += s.value;
+    raw[b] = sum;
+  }
+}
+
+// Descriptor of a keypoint record: OpenCV's plain loop over the window's samples, each sample's
+// (index, shares) first, then every accumulator entry summed over the samples in order, then finalised.
+void descriptor_device_style(const ss::cpu::SiftPlane& img, const SiftKeypoint& kp, float* out) {
+  const int d = SIFT_DESCR_WIDTH, nb = SIFT_DESCR_HIST_BINS;
+  const float scale = kp.octave >= 0 ? 1.0f / float(1 << kp.octave) : float(1 << -kp.octave);
+  const float ptx = kp.x * scale, pty = kp.y * scale, size = kp.size * scale;
+  float ori = 360.0f - kp.angle;
+  if (std::abs(ori - 360.0f) < SIFT_FLT_EPSILON) ori = 0.0f;
+  const int cx = sift_round(ptx), cy = sift_round(pty);
+  float cos_t = std::cos(ori * float(M_PI / 180.0)), sin_t = std::sin(ori * float(M_PI / 180.0));
+  const float bins_per_deg = float(nb) / 360.0f;
+  const float exp_scale = -1.0f / (float(d * d) * 0.5f);
+  const float hist_width = SIFT_DESCR_SCL_FCTR * size * 0.5f;
+  int radius = sift_round(hist_width * 1.4142135623730951f * float(d + 1) * 0.5f);
+  radius = std::min(radius, int(std::sqrt(double(img.w) * img.w + double(img.h) * img.h)));
+  cos_t /= hist_width;
+  sin_t /= hist_width;
+  const float inv_hw2 = 1.0f / (hist_width * hist_width);
+  auto ex = [&](int k) { return std::exp(float(k * k) * inv_hw2 * exp_scale); };
+  std::vector<Sample> samples;
+  for (int i = -radius; i <= radius; ++i) {
+    const int y = cy + i;
+    if (y <= 0 || y >= img.h - 1) continue;
+    const float fi = float(i);
+    for (int j = -radius; j <= radius; ++j) {
+      const int x = cx + j;
+      if (x <= 0 || x >= img.w - 1) continue;
+      const float fj = float(j);
+      const float rbin = (fj * sin_t + fi * cos_t) + 2.0f - 0.5f;
+      const float cbin = (fj * cos_t - fi * sin_t) + 2.0f - 0.5f;
+      if (!(rbin > -1 && rbin < d && cbin > -1 && cbin < d)) continue;
+      const float dx = img.row(y)[x + 1] - img.row(y)[x - 1];
+      const float dy = img.row(y - 1)[x] - img.row(y + 1)[x];
+      float rf, cf, of;
+      const int r0 = sift_descriptor_split(rbin, &rf);
+      const int c0 = sift_descriptor_split(cbin, &cf);
+      int o0 = sift_descriptor_split((sift_atan2_deg(dy, dx) - ori) * bins_per_deg, &of);
+      o0 = o0 < 0 ? o0 + nb : (o0 >= nb ? o0 - nb : o0);
+      const float mag = std::sqrt(dx * dx + dy * dy) * (ex(i) * ex(j));
+      samples.push_back({sift_descriptor_index(r0, c0, o0), 0.0f, sift_descriptor_shares(mag, rf, cf, of)});
+    }
+  }
+  // One work-item per accumulator entry adds the shares it receives in sample order (gathered per entry
+  // first, in sample order, which is the same sequence as scanning every sample for the entry).
+  std::vector<std::vector<float>> received(SIFT_DESCR_HIST_LEN);
+  for (const Sample& s : samples)
+    for (int k = 0; k < 8; ++k) received[std::size_t(s.bin + sift_descriptor_share_offset(k))].push_back(s.shares.v[k]);
+  float hist[SIFT_DESCR_HIST_LEN];
+  for (int e = 0; e < SIFT_DESCR_HIST_LEN; ++e) {
+    float sum = 0.0f;
+    for (float v : received[std::size_t(e)]) sum += v;
+    hist[e] = sum;
+  }
+  sift_descriptor_finalize_local(hist, out);
+}
+
+}  // namespace
+
+TEST(SiftPlan, DerivedFromShapeAndOptions) {
+  ss::SiftOptions o;
+  const SiftPlan p = ss::detail::make_sift_plan(800, 640, o);
+  EXPECT_EQ(p.first_octave, -1);
+  EXPECT_EQ(p.octaves, int(std::lround(std::log2(1280.0) - 2.0)) + 1);  // 8
+  ASSERT_EQ(int(p.octave_shape.size()), p.octaves);
+  EXPECT_EQ(p.octave_shape[0].width, 1600);
+  EXPECT_EQ(p.octave_shape[1].width, 800);
+  EXPECT_EQ(p.octave_shape[2].height, 320);
+  EXPECT_EQ(p.levels, 6);
+  EXPECT_EQ(p.dog_levels, 5);
+  EXPECT_EQ(p.prefilter_threshold, 1.0f);  // floor(0.5 * 0.04 / 3 * 255) = floor(1.7)
+  EXPECT_FLOAT_EQ(p.base_sigma_diff, std::sqrt(1.6f * 1.6f - 1.0f));
+  ASSERT_EQ(p.tap_offset.size(), 6u);
+  for (int i = 0; i < 6; ++i) {
+    // OpenCV's size rule and a kernel that sums to 1 (half kernel: k0 + 2 sum k_i).
+    EXPECT_EQ(p.tap_radius[std::size_t(i)], (int(std::lround(p.level_sigma[std::size_t(i)] * 8 + 1)) | 1) / 2);
+    double sum = p.kernel(i)[0];
+    for (int t = 1; t <= p.tap_radius[std::size_t(i)]; ++t) sum += 2.0 * p.kernel(i)[t];
+    EXPECT_NEAR(sum, 1.0, 1e-6) << "kernel " << i;
+  }
+  // Incremental sigmas compose to sigma * 2^(i/S).
+  double total2 = 1.6 * 1.6;
+  for (int i = 1; i < 6; ++i) total2 += p.level_sigma[std::size_t(i)] * p.level_sigma[std::size_t(i)];
+  EXPECT_NEAR(std::sqrt(total2), 1.6 * std::pow(2.0, 5.0 / 3.0), 1e-9);
+  EXPECT_EQ(p.candidate_bound, std::size_t(1590) * 1270 * 3 + std::size_t(790) * 630 * 3 + std::size_t(390) * 310 * 3 +
+                                   std::size_t(190) * 150 * 3 + std::size_t(90) * 70 * 3 + std::size_t(40) * 30 * 3 +
+                                   std::size_t(15) * 10 * 3 + std::size_t(2) * 0 * 3);
+  EXPECT_EQ(p.gauss_floats / 6, p.dog_floats / 5);
+  EXPECT_EQ(SiftPlan::keypoint_capacity(10), 180u);
+
+  o.upsample = false;
+  const SiftPlan q = ss::detail::make_sift_plan(800, 640, o);
+  EXPECT_EQ(q.first_octave, 0);
+  EXPECT_EQ(q.output_scale, 1.0f);
+  EXPECT_EQ(q.octave_shape[0].width, 800);
+  EXPECT_EQ(ss::detail::make_sift_plan(1, 1, {}).octaves, 0);  // round(log2(2) - 2) + 1
+}
+
+TEST(SiftPlan, ReusedFromTheContextUntilShapeOrOptionsChange) {
+  ss::Context ctx = cpu_context(1);
+  ss::SiftOptions o;
+  const SiftPlan* a = &ss::detail::sift_plan(ctx.impl(), 100, 80, o);
+  EXPECT_EQ(&ss::detail::sift_plan(ctx.impl(), 100, 80, o), a);
+  const SiftPlan& b = ss::detail::sift_plan(ctx.impl(), 100, 81, o);
+  EXPECT_EQ(b.input_height, 81);
+  o.max_features = 5;
+  EXPECT_EQ(ss::detail::sift_plan(ctx.impl(), 100, 81, o).max_features, 5);
+}
+
+// The determinism rule (DESIGN.md): each orientation bin and each descriptor entry is the float sum of its
+// samples' contributions in sample order. A device-style reference (per-sample arrays, then one ordered
+// scan per bin) reproduces the CPU stages bit for bit on a real image.
+TEST(SiftDeterminismRule, DeviceStyleOrderedSumsGiveTheCpuBits) {
+  ss::Context ctx = cpu_context(2);
+  const ss::ImageF g = graf1();
+  const SiftPlan plan = ss::detail::make_sift_plan(g.width, g.height, {});
+  auto st = run_cpu(ctx, g, plan, 4);
+  ASSERT_GT(st->refined().size(), 1000u);
+
+  // Orientations: the peaks of the device-style histograms, record by record, in the stage's order.
+  std::vector<SiftKeypoint> expected;
+  int order_sensitive = 0;
+  for (const SiftKeypoint& r : st->refined()) {
+    float raw[SIFT_ORI_HIST_BINS], rev[SIFT_ORI_HIST_BINS], hist[SIFT_ORI_HIST_BINS];
+    orientation_raw_device_style(st->gauss(r.octave_index, r.layer), r, raw, false);
+    orientation_raw_device_style(st->gauss(r.octave_index, r.layer), r, rev, true);
+    order_sensitive += !same_bits(raw, rev, sizeof raw);
+    const float thr = sift_orientation_smooth_local(raw, hist) * SIFT_ORI_PEAK_RATIO;
+    for (int j = 0; j < SIFT_ORI_HIST_BINS; ++j) {
+      if (!sift_orientation_is_peak_local(hist, j, thr)) continue;
+      SiftKeypoint k = r;
+      k.angle = sift_orientation_peak_angle_local(hist, j);
+      expected.push_back(k);
+    }
+  }
+  // Float sums do depend on the order (so the rule is needed): reversed, most histograms differ.
+  EXPECT_GT(order_sensitive, int(st->refined().size()) / 2);
+
+  auto oriented = run_cpu(ctx, g, plan, 2);
+  ASSERT_EQ(oriented->keypoints().size(), expected.size());
+  EXPECT_TRUE(same_bits(oriented->keypoints().data(), expected.data(), expected.size() * sizeof(SiftKeypoint)));
+
+  // Descriptors of the selected keypoints.
+  const auto& kps = st->keypoints();
+  ASSERT_EQ(st->descriptor_values().size(), kps.size() * 128);
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < kps.size(); ++i) {
+    float want[128];
+    descriptor_device_style(st->gauss(kps[i].octave_index, kps[i].layer), kps[i], want);
+    differ += !same_bits(want, st->descriptor_values().data() + i * 128, sizeof want);
+  }
+  EXPECT_EQ(differ, 0u) << "of " << kps.size() << " descriptors";
+}
+
+// Every intermediate list (refined records, oriented records, selected records, descriptors) is the same,
+// in the same order, for any thread count.
+TEST(SiftStages, IntermediateListsDoNotDependOnTheThreadCount) {
+  const ss::ImageF g = graf1();
+  const SiftPlan plan = ss::detail::make_sift_plan(g.width, g.height, {});
+  ss::Context c1 = cpu_context(1);
+  auto a = run_cpu(c1, g, plan, 2);
+  const std::vector<SiftKeypoint> refined = a->refined(), oriented = a->keypoints();
+  a->select(nullptr);
+  a->descriptors();
+  for (int threads : {2, 3}) {
+    ss::Context ct = cpu_context(threads);
+    auto b = run_cpu(ct, g, plan, 2);
+    ASSERT_EQ(b->refined().size(), refined.size());
+    EXPECT_TRUE(same_bits(b->refined().data(), refined.data(), refined.size() * sizeof(SiftKeypoint)));
+    ASSERT_EQ(b->keypoints().size(), oriented.size());
+    EXPECT_TRUE(same_bits(b->keypoints().data(), oriented.data(), oriented.size() * sizeof(SiftKeypoint)));
+    b->select(nullptr);
+    b->descriptors();
+    ASSERT_EQ(b->keypoints().size(), a->keypoints().size());
+    EXPECT_TRUE(same_bits(b->keypoints().data(), a->keypoints().data(), a->keypoints().size() * sizeof(SiftKeypoint)));
+    EXPECT_TRUE(same_bits(b->descriptor_values().data(), a->descriptor_values().data(),
+                          a->descriptor_values().size() * sizeof(float)));
+  }
+}
+
+// The stage sequence through the public call: counts are consistent and the features are those of the stages.
+TEST(SiftStages, CountsAndDownload) {
+  ss::Context ctx = cpu_context(2);
+  const ss::ImageF g = graf1();
+  const SiftPlan plan = ss::detail::make_sift_plan(g.width, g.height, {});
+  auto st = run_cpu(ctx, g, plan, 4);
+  const std::vector<SiftKeypoint> kept = st->keypoints();
+  ss::Features f;
+  ss::detail::SiftCounts n;
+  st->download(f, n);
+  EXPECT_GE(n.candidates, n.refined);
+  EXPECT_GE(n.oriented, n.refined);  // at least one peak per refined point
+  EXPECT_GE(n.oriented, n.kept);
+  EXPECT_EQ(n.kept, f.keypoints.size());
+  ASSERT_EQ(kept.size(), f.keypoints.size());
+  for (std::size_t i = 0; i < kept.size(); ++i) {
+    EXPECT_EQ(f.keypoints[i].x, kept[i].x);
+    EXPECT_EQ(f.keypoints[i].angle, kept[i].angle);
+    EXPECT_EQ(f.keypoints[i].octave, kept[i].octave);
+  }
+  const ss::Features pub = ss::detect_and_compute(ctx, g);
+  ASSERT_EQ(pub.keypoints.size(), f.keypoints.size());
+  EXPECT_TRUE(same_bits(pub.keypoints.data(), f.keypoints.data(), f.keypoints.size() * sizeof(ss::Keypoint)));
+  EXPECT_TRUE(same_bits(pub.descriptors.data(), f.descriptors.data(), f.descriptors.size() * sizeof(float)));
+}
+
+// The float forms of the 16-bit and float grey conversions equal the double ones on every 16-bit value.
+TEST(SiftGray, FloatFormsEqualTheDoubleFormula) {
+  for (unsigned v = 0; v < 65536; ++v) {
+    ASSERT_EQ(sift_gray_u16(v), float(v / 257.0)) << v;
+    const float f = float(v) / 65535.0f;
+    ASSERT_EQ(sift_gray_f32(f), float(double(f) * 255.0)) << v;
+  }
+  EXPECT_EQ(sift_gray_u8_rgb(255, 255, 255), 255.0f);
+  EXPECT_EQ(sift_gray_u8_rgb(0, 0, 0), 0.0f);
+  EXPECT_EQ(sift_gray_u8_rgb(10, 200, 30), float((9798u * 10 + 19235u * 200 + 3735u * 30 + 16384u) >> 15));
+}
+
+// The per-element extremum test equals the definition (|v| > thr and >= / <= all 26 neighbours) on random
+// planes with many ties.
+TEST(SiftExtrema, PerElementTestMatchesTheDefinition) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> d(-3, 3);
+  const int w = 9;
+  std::vector<float> planes(std::size_t(3 * w * w));
+  int found = 0;
+  for (int trial = 0; trial < 20000; ++trial) {
+    for (auto& v : planes) v = float(d(rng));
+    const float* cur = planes.data() + w * w + 4 * w + 4;
+    const float v = cur[0];
+    bool want = std::abs(v) > 1.0f;
+    for (int k = -1; k <= 1; ++k)
+      for (int dy = -1; dy <= 1; ++dy)
+        for (int dx = -1; dx <= 1; ++dx) {
+          const float t = cur[k * w * w + dy * w + dx];
+          want = want && (v > 0 ? v >= t : v <= t);
+        }
+    const int got = sift_is_extremum_local(cur - w * w, cur, cur + w * w, w, 1.0f);
+    ASSERT_EQ(got, int(want)) << "trial " << trial;
+    found += got;
+  }
+  EXPECT_GT(found, 10);
+}
+
+TEST(SiftSelect, RulesOnRecords) {
+  SiftKeypoint a{};
+  a.x = 10;
+  a.y = 5;
+  a.size = 3;
+  a.angle = 20;
+  a.response = 0.5f;
+  SiftKeypoint b = a;
+  b.response = 0.7f;
+  // Duplicates: the larger response comes first and the other one is its duplicate.
+  EXPECT_TRUE(sift_duplicate_before(b, a));
+  EXPECT_FALSE(sift_duplicate_before(a, b));
+  EXPECT_TRUE(sift_is_duplicate(b, a));
+  b.angle = 21;
+  EXPECT_FALSE(sift_is_duplicate(a, b));
+  // The order is total: records that differ only in layer_offset or position are ordered.
+  SiftKeypoint c = a;
+  c.c = 3;
+  EXPECT_NE(sift_duplicate_before(a, c), sift_duplicate_before(c, a));
+  // Cap: ties at the cut are kept.
+  EXPECT_TRUE(sift_response_kept(0.5f, 0.5f));
+  EXPECT_FALSE(sift_response_kept(0.49f, 0.5f));
+  // Mask: int(v + 0.5), truncating towards zero, clamped.
+  EXPECT_EQ(sift_mask_coord(2.49f, 10), 2);
+  EXPECT_EQ(sift_mask_coord(2.5f, 10), 3);
+  EXPECT_EQ(sift_mask_coord(-0.9f, 10), 0);  // int(-0.4) = 0
+  EXPECT_EQ(sift_mask_coord(9.7f, 10), 9);
+  // Canonical order: octave first, then layer, y, x.
+  SiftKeypoint e = a;
+  e.octave = -1;
+  e.y = 100;
+  EXPECT_TRUE(sift_canonical_before(e, a));
+  e.octave = 0;
+  e.layer = a.layer + 1;
+  e.y = 0;
+  EXPECT_TRUE(sift_canonical_before(a, e));
+}
+
+#ifdef SPECTRASIFT_HAVE_OPENCL
+// Every SIFT numeric header compiles as OpenCL C 1.2 with all its address-space variants (the build fails on
+// a __local pointer passed where a private one is expected), on every OpenCL device present.
+TEST(SiftNumericOpenCL, HeadersCompileAsOpenCLC) {
+  int devices = 0;
+  for (const auto& dev : ss::list_devices()) {
+    if (dev.backend != ss::Backend::kOpenCL) continue;
+    ++devices;
+    ss::ContextOptions o;
+    o.backend = ss::Backend::kOpenCL;
+    o.device = dev.index;
+    ss::Context ctx(o);
+    auto& st = ss::opencl::state(ctx.impl());
+    for (const char* h : {"sift_keypoint.h", "sift_extrema.h", "sift_refine.h", "sift_orientation.h",
+                          "sift_descriptor.h", "sift_select.h", "sift_gray.h"})
+      EXPECT_NO_THROW(st.program(h)) << h << " on " << dev.name;
+  }
+  if (devices == 0) GTEST_SKIP() << "no OpenCL device on this machine";
+}
+#endif
