@@ -1,7 +1,7 @@
 // spectral_gpu_bench — the CUDA backend of spectral matching on an AVIRIS-sized cube (issue 4, item 7).
 //
 // The cube is SYNTHETIC but built from real spectra: 256 pixel spectra of the AVIRIS ABU urban-2 scene
-// (bench/data/abu_urban_2_spectra_256x198.i16, see bench/NOTES.md) interpolated from 198 to 224 bands,
+// (bench/data/abu_urban_2_spectra_256x198.i16, see docs/performance/spectral.md) interpolated from 198 to 224 bands,
 // mixed in spatial patches with noise, 614 samples x 512 lines x 224 bands, int16 (140.8 MB). It is
 // written to --dir in BSQ, BIL and BIP (and a big-endian BIP) so that the streamed path reads a real
 // file from the page cache, and so that bench/pytorch_spectral.py can read the same bytes.
@@ -17,8 +17,7 @@
 //                CPU computation's (sampled pixels)
 // Usage: spectral_gpu_bench [--dir DIR] [--reps N] [--refs N] [--quick] [--all-metrics] [--e2e-only] [--trace N]
 //                           [--json FILE]
-// Environment (diagnostics): SPECTRASIFT_BENCH_HOST_REGISTER (also the in-place cudaHostRegister rows),
-// SPECTRASIFT_BENCH_E2E_AGAIN (the first end-to-end table again at the end), SPECTRASIFT_BENCH_PACKED_FIRST (the
+// Environment (diagnostics): SPECTRASIFT_BENCH_E2E_AGAIN (the first end-to-end table again at the end), SPECTRASIFT_BENCH_PACKED_FIRST (the
 // alternating raw/packed table before the first end-to-end table).
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -47,7 +46,7 @@
 #include "spectrasift/error.hpp"
 #include "spectrasift/spectral.hpp"
 #ifdef SPECTRASIFT_HAVE_CUDA
-#include "backend/cuda/bench_support.hpp"
+#include "hooks/cuda_hooks.hpp"
 #endif
 
 namespace fs = std::filesystem;
@@ -594,29 +593,12 @@ int main(int argc, char** argv) {
       cuda::spectral_match(ctx.impl(), view_of(mp.ptr, il, big_endian), prep, o, res, {});
       return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     };
-    auto run_e2e = [&](bool regst_pass) {
+    auto run_e2e = [&]() {
       const auto& prep = prep1;
       std::vector<int> chunks = {0, 16, 32, 64, 128};
       if (quick) chunks = {0};
-      // The in-place cudaHostRegister rows come last (after a plain measurement of registering): if the
-      // driver misbehaves on file-backed pages, the copy rows are already printed.
-      for (bool regst : {regst_pass})
-       for (const auto& il : ils) {
-        if (il.be || (regst && il.il == Interleave::kBsq)) continue;
-        if (regst && il.il == Interleave::kBil) {
-          Mapping mp(dir / "cube_bip.img");
-          md << "\n(cudaHostRegister of a fresh mmap of the whole file, read-only, then one upload straight from it: ";
-          flush();
-          g_stage = "cudaHostRegister timing";
-          ++g_step;
-          const auto rt = cuda::bench::host_register_timing(ctx, mp.ptr, cube_bytes);
-          if (rt.register_ms < 0) md << "refused (" << rt.error << "))\n\n";
-          else md << "register " << fmt(rt.register_ms) << " ms, upload " << fmt(rt.upload_ms) << " ms, unregister "
-                  << fmt(rt.unregister_ms) << " ms)\n\n";
-          md << kE2eTableHeader;
-          flush();
-        }
-        cuda::bench::set_register_staging(ctx, regst);
+      for (const auto& il : ils) {
+        if (il.be) continue;
         const fs::path file = dir / (std::string("cube_") + il.name + ".img");
         for (int cl : chunks) {
           if (cl != 0 && cl != 64 && il.il == Interleave::kBil) continue;
@@ -626,7 +608,7 @@ int main(int argc, char** argv) {
           o.chunk_lines = cl;
           std::vector<double> tot, rd, upl, cmp, dl, share;
           static std::string stage_text;
-          stage_text = std::string("one-ref e2e ") + il.name + (regst ? " register" : " copy") + " chunk " + std::to_string(cl);
+          stage_text = std::string("one-ref e2e ") + il.name + " copy chunk " + std::to_string(cl);
           g_stage = stage_text.c_str();
           ++g_step;
           for (int r = 0; r <= e2e_reps; ++r) {
@@ -638,17 +620,16 @@ int main(int argc, char** argv) {
             share.push_back(cuda::bench::last_packed_share(ctx));
           }
           const double t = median(tot);
-          md << "| " << il.name << " | " << (regst ? "cudaHostRegister in place" : "copy to pinned") << " | "
+          md << "| " << il.name << " | copy to pinned | "
              << (cl ? std::to_string(cl) : std::string("auto (16 MiB)")) << " | " << fmt(t) << " | "
              << fmt(t / up_ms, 2) << " | " << fmt(median(rd)) << " | " << fmt(median(upl)) << " | " << fmt(median(cmp))
              << " | " << fmt(median(dl)) << " | " << fmt(median(share), 2) << " |\n";
-          js << "{\"case\":\"one_ref_e2e\",\"interleave\":\"" << il.name << "\",\"register\":" << (regst ? "true" : "false")
+          js << "{\"case\":\"one_ref_e2e\",\"interleave\":\"" << il.name << "\",\"register\":false"
              << ",\"chunk_lines\":" << cl << ",\"ms\":" << t
              << ",\"read_ms\":" << median(rd) << ",\"upload_ms\":" << median(upl) << ",\"compute_ms\":" << median(cmp) << "}\n";
           flush();
         }
-       }
-      cuda::bench::set_register_staging(ctx, false);
+      }
     };
     // Medians of `runs` runs (after one warm-up) of sam against one reference, end to end from a fresh mmap of
     // `file`, with the staging settings of the moment: end to end, upload sum, host copy sum (ms).
@@ -731,7 +712,7 @@ int main(int argc, char** argv) {
     // slower because it comes first?).
     const bool packed_first = std::getenv("SPECTRASIFT_BENCH_PACKED_FIRST") != nullptr;
     if (packed_first) packed_table();
-    run_e2e(false);
+    run_e2e();
     md << "\n(host read / upload / compute are sums over the chunks; they overlap, so they add up to more than the end-to-end time)\n\n";
     flush();
     // Timelines of end-to-end calls (bsq, sam, one reference, default chunks): where the time goes; `label`
@@ -754,28 +735,26 @@ int main(int argc, char** argv) {
     if (!packed_first) packed_table();
     for (int r = 0; r < trace_runs; ++r) timeline("after the alternating table", true);
     {
-      // Staging sweep: chunk size x store kind (median of 5 after a warm-up).
+      // Staging sweep: chunk size (median of 5 after a warm-up).
       g_stage = "staging sweep";
       ++g_step;
-      cuda::bench::set_pack_policy(ctx, 0);  // the store kinds are those of the raw copy
+      cuda::bench::set_pack_policy(ctx, 0);  // the raw copy
       md << "Copy staging sweep, raw uploads (sam, one reference, end to end from a fresh mmap, median of 5):\n\n"
-         << "| interleave | chunk MiB | stores | end to end (ms) | x pinned upload | upload sum (ms) | host copy sum (ms) |\n|---|---|---|---|---|---|---|\n";
+         << "| interleave | chunk MiB | end to end (ms) | x pinned upload | upload sum (ms) | host copy sum (ms) |\n|---|---|---|---|---|---|\n";
       const std::vector<int> sizes = quick ? std::vector<int>{4, 8, 16, 32} : std::vector<int>{2, 4, 8, 16, 32};
       for (const auto& il : ils) {
         if (il.be || il.il == Interleave::kBil) continue;
         const fs::path file = dir / (std::string("cube_") + il.name + ".img");
-        for (int mib : sizes)
-          for (bool streaming : {true, false}) {
-            cuda::bench::set_staging(ctx, std::size_t(mib) << 20, streaming);
-            const E2e e = measure_e2e(file, il.il, 5);
-            md << "| " << il.name << " | " << mib << " | " << (streaming ? "streaming" : "plain") << " | " << fmt(e.total) << " | "
-               << fmt(e.total / up_ms, 2) << " | " << fmt(e.upload) << " | " << fmt(e.read) << " |\n";
-            js << "{\"case\":\"staging\",\"interleave\":\"" << il.name << "\",\"chunk_mib\":" << mib << ",\"streaming\":"
-               << (streaming ? "true" : "false") << ",\"ms\":" << e.total << "}\n";
-          }
+        for (int mib : sizes) {
+          cuda::bench::set_stage_chunk_bytes(ctx, std::size_t(mib) << 20);
+          const E2e e = measure_e2e(file, il.il, 5);
+          md << "| " << il.name << " | " << mib << " | " << fmt(e.total) << " | " << fmt(e.total / up_ms, 2) << " | "
+             << fmt(e.upload) << " | " << fmt(e.read) << " |\n";
+          js << "{\"case\":\"staging\",\"interleave\":\"" << il.name << "\",\"chunk_mib\":" << mib << ",\"ms\":" << e.total << "}\n";
+        }
         flush();
       }
-      cuda::bench::set_staging(ctx, 0, false);  // the defaults
+      cuda::bench::set_stage_chunk_bytes(ctx, 0);  // the default
       cuda::bench::set_pack_policy(ctx, 2);
       md << "\n";
       flush();
@@ -858,11 +837,10 @@ int main(int argc, char** argv) {
     flush();
     // In-place cudaHostRegister of the mapped file: did not return within 60 s on the H200 machine
     // (2026-11-29); measured only when asked for, so that it does not eat a device session.
-    if (std::getenv("SPECTRASIFT_BENCH_HOST_REGISTER")) run_e2e(true);
     if (std::getenv("SPECTRASIFT_BENCH_E2E_AGAIN")) {  // the first end-to-end table once more, at the end
       md << "The first end-to-end table again, after every other measurement:\n\n"
          << kE2eTableHeader;
-      run_e2e(false);
+      run_e2e();
     }
     md << "\n";
     flush();

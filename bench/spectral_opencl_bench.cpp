@@ -33,7 +33,7 @@
 #include "spectrasift/error.hpp"
 #include "spectrasift/spectral.hpp"
 #ifdef SPECTRASIFT_HAVE_OPENCL
-#include "backend/opencl/bench_support.hpp"
+#include "hooks/opencl_hooks.hpp"
 #endif
 
 namespace fs = std::filesystem;

@@ -23,7 +23,7 @@
 #include <vector>
 
 #ifdef SPECTRASIFT_HAVE_CUDA
-#include "backend/cuda/bench_support.hpp"
+#include "hooks/cuda_hooks.hpp"
 #endif
 #include "image_test_util.hpp"
 #include "spectrasift/context.hpp"

@@ -1,4 +1,5 @@
-// The lossless packing of 16-bit samples for uploads (src/core/sample_pack.*): every sample comes back
+// The lossless packing of 16-bit samples for uploads (format src/numeric/sample_pack.h, packers
+// src/backend/cuda/host/sample_packer.*, host code built with the CUDA backend): every sample comes back
 // with its stored bytes, the widths are the smallest that hold each block, the scalar and both vector
 // packers write the same bytes, threads and work items do not change them, and a real scene packs small.
 #include <gtest/gtest.h>
@@ -11,9 +12,13 @@
 #include <thread>
 #include <vector>
 
-#include "core/sample_pack.hpp"
+#ifdef SPECTRASIFT_HAVE_CUDA
+#include "backend/cuda/host/sample_packer.hpp"
+#endif
 
 namespace {
+
+#ifdef SPECTRASIFT_HAVE_CUDA
 
 using spectrasift::detail::kPackBlockValues;
 using spectrasift::detail::kPackGroupBlocks;
@@ -194,5 +199,7 @@ TEST(SamplePack, WorstCaseBoundHolds) {
     EXPECT_GE(packed.size(), 2 * n) << "random samples cannot pack";
   }
 }
+
+#endif  // SPECTRASIFT_HAVE_CUDA
 
 }  // namespace

@@ -26,8 +26,8 @@
 #include "spectrasift/spectral.hpp"
 #include "tolerances.hpp"
 #ifdef SPECTRASIFT_HAVE_CUDA
-#include "backend/cuda/bench_support.hpp"
-#include "core/sample_pack.hpp"
+#include "backend/cuda/host/sample_packer.hpp"
+#include "hooks/cuda_hooks.hpp"
 #endif
 
 namespace spectrasift::test {
@@ -351,7 +351,7 @@ TEST_F(SpectralCuda, NanDataGivesNoMatch) {
 }
 
 #ifdef SPECTRASIFT_HAVE_CUDA
-// Packed uploads of 16-bit cubes (core/sample_pack.hpp, unpacked on the GPU): the real scene written as
+// Packed uploads of 16-bit cubes (numeric/sample_pack.h, unpacked on the GPU): the real scene written as
 // uint16 and, shifted to negative samples, as int16, in every interleave and both byte orders (big-endian
 // ones behind an odd header offset: a misaligned map), whole or in chunks of 7 lines (partial groups and
 // blocks), give the bits of raw uploads for one reference and for the best of 120 (tensor-core path), with

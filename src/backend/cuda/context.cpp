@@ -48,31 +48,13 @@ cublasHandle_t State::cublas_handle() {
 }
 
 HostCopyPool& State::host_copy_pool(int threads) {
-  if (copy_threads > 0) threads = copy_threads;
+  if (tuning.copy_threads > 0) threads = tuning.copy_threads;
   threads = std::max(1, threads);
   if (!host_pool || host_pool->threads() != threads) {
     host_pool.reset();  // joins the old workers first
     host_pool = std::make_unique<HostCopyPool>(threads - 1);
   }
   return *host_pool;
-}
-
-cudaEvent_t State::event(std::size_t i) {
-  while (events.size() <= i) {
-    cudaEvent_t e = nullptr;
-    SPECTRASIFT_CUDA_CHECK(cudaEventCreate(&e));
-    events.push_back(e);
-  }
-  return events[i];
-}
-
-cudaEvent_t State::sync_event(std::size_t i) {
-  while (sync_events.size() <= i) {
-    cudaEvent_t e = nullptr;
-    SPECTRASIFT_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    sync_events.push_back(e);
-  }
-  return sync_events[i];
 }
 
 DeviceBuffer& State::buffer(const std::string& name, std::size_t bytes) {
@@ -101,8 +83,6 @@ void StateDeleter::operator()(State* s) const noexcept {
   s->buffers.clear();
   s->pinned.clear();
   s->host_pool.reset();
-  for (cudaEvent_t e : s->events) cudaEventDestroy(e);
-  for (cudaEvent_t e : s->sync_events) cudaEventDestroy(e);
   if (s->cublas) cublasDestroy(s->cublas);
   if (s->compute) cudaStreamDestroy(s->compute);
   if (s->copy) cudaStreamDestroy(s->copy);

@@ -13,36 +13,6 @@
 namespace spectrasift::cuda {
 
 namespace {
-/// memcpy with non-temporal (streaming) stores for the bulk: the destination (a pinned staging buffer
-/// that the GPU reads next) is not read for ownership nor kept in the caches, which leaves more of the
-/// host's memory bandwidth to the DMA engine that uploads the previous chunk at the same time.
-void copy_streaming(void* dst, const void* src, std::size_t n) {
-#if defined(__SSE2__)
-  auto* d = static_cast<std::uint8_t*>(dst);
-  const auto* s = static_cast<const std::uint8_t*>(src);
-  const std::size_t head = std::min<std::size_t>(n, (16 - (reinterpret_cast<std::uintptr_t>(d) & 15)) & 15);
-  std::memcpy(d, s, head);
-  d += head;
-  s += head;
-  n -= head;
-  const std::size_t bulk = n & ~std::size_t(63);
-  for (std::size_t i = 0; i < bulk; i += 64) {
-    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i));
-    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 16));
-    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 32));
-    const __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 48));
-    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i), a);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 16), b);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 32), c);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 48), e);
-  }
-  std::memcpy(d + bulk, s + bulk, n - bulk);
-  _mm_sfence();  // the streaming stores are visible before the copy is reported done
-#else
-  std::memcpy(dst, src, n);
-#endif
-}
-
 /// memcpy, then every destination line pushed from the core's private caches to the shared last-level cache.
 void copy_demote(void* dst, const void* src, std::size_t n) {
   std::memcpy(dst, src, n);
@@ -170,7 +140,6 @@ void HostCopyPool::start_copy(const std::vector<CopyPiece>& pieces, std::size_t 
   start(int(split_.size()), [this, stores](int i) {
     const CopyPiece& p = split_[std::size_t(i)];
     switch (stores) {
-      case CopyStores::kStreaming: copy_streaming(p.dst, p.src, p.bytes); break;
       case CopyStores::kDemote: copy_demote(p.dst, p.src, p.bytes); break;
       default: std::memcpy(p.dst, p.src, p.bytes);
     }

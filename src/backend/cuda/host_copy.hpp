@@ -14,13 +14,13 @@
 
 namespace spectrasift::cuda {
 
-/// How a staging copy stores: plain memcpy (the destination stays in the copying cores' caches),
-/// non-temporal stores (it goes to DRAM, bypassing the caches), or memcpy then CLDEMOTE of every line (it moves
-/// to the shared last-level cache, where a DMA read finds it without snooping a core; a NOP on processors
-/// without CLDEMOTE).
-enum class CopyStores { kPlain, kStreaming, kDemote };
+/// How a staging copy stores: plain memcpy (the destination stays in the copying cores' caches), or memcpy then
+/// CLDEMOTE of every line (it moves to the shared last-level cache, where a DMA read finds it without snooping a
+/// core; a NOP on processors without CLDEMOTE). (Non-temporal stores were slower on the H200 host, 3.62 against
+/// 3.29 ms end to end, and were removed: docs/performance/spectral.md, 'Staging copy'.)
+enum class CopyStores { kPlain, kDemote };
 
-/// When the staging pass of a streamed spectral match packs a chunk of 16-bit samples (core/sample_pack.hpp)
+/// When the staging pass of a streamed spectral match packs a chunk of 16-bit samples (numeric/sample_pack.h)
 /// instead of copying it: never, always, or when the host is two chunks ahead of the upload engine (balanced:
 /// packing costs the host more than a copy and saves upload time, so a chunk is copied raw when the uploads
 /// are about to wait for the host, and packed when the host has time to spare).

@@ -6,7 +6,7 @@
 //   spectral_rescore      exact single-pass scores of the candidates, reduction to best / threshold
 //
 // Why FP16 and not TF32: both keep 11 significant bits, so the rounding error bound (and the margin of
-// spectral.cu) is the same, but FP16 operands are half the bytes and mma.sync runs them at twice the
+// spectral_plan.cu) is the same, but FP16 operands are half the bytes and mma.sync runs them at twice the
 // rate. The range is handled by powers of two: the pixels are scaled by s_x (from the chunk's largest
 // |value|, computed by spectral_convert) and the centred references by s_a, so that the largest of each
 // lies in [2^14, 2^15); keys are compared in accumulator units, acc + w_r s_x s_a (an exact rescaling).
@@ -17,7 +17,7 @@
 
 #include <cstddef>
 
-#include "backend/cuda/kernels/spectral.cuh"
+#include "backend/cuda/kernels/spectral_select.cuh"
 
 namespace spectrasift::cuda::kernels {
 
@@ -29,7 +29,7 @@ constexpr int kBestCandidates = 8;  ///< candidates rescored per pixel (the best
 constexpr int kBestRowPad = 8;      ///< halves of padding per shared-memory row (ldmatrix without bank conflicts)
 constexpr int kBestThreads = 512;   ///< 16 warps: a 4 x 4 grid of 32 pixels x 32 references
 
-/// Operands of spectral_best_fp16 prepared by the host (spectral.cu) and by spectral_convert.
+/// Operands of spectral_best_fp16 prepared by the host (spectral_plan.cu) and by spectral_convert.
 struct BestFp16Args {
   const __half* refs = nullptr;  ///< rpad rows of kh halves: centred references * s_a, zero rows after count
   const float* w = nullptr;      ///< rpad key offsets, -inf after count
@@ -39,7 +39,7 @@ struct BestFp16Args {
   int ref_exp = 0;               ///< s_a = 2^ref_exp
   int key_bits = 0;              ///< spectral_best_wgmma: low key bits replaced by the key's position
   unsigned* absmax = nullptr;    ///< bits of the chunk's largest finite |value| (spectral_convert)
-  float margin_a = 0, margin_b = 0;  ///< the GEMM error bound (see spectral.cu): margin_a |x| + margin_b
+  float margin_a = 0, margin_b = 0;  ///< the GEMM error bound (see spectral_plan.cu): margin_a |x| + margin_b
   float margin_s = 0;                ///< + margin_s / s_x: subnormal FP16 pixel values
   int* cand = nullptr;       ///< kBestCandidates per chunk pixel
   int* ncand = nullptr;      ///< candidates per pixel (0: no reference can be ranked, NaN result)

@@ -4,10 +4,10 @@
 //
 // Why a second kernel: spectral_best_fp16 (mma.sync) issues ~9 instructions per mma, and its per-key epilogue
 // competes with the mma and ldmatrix instructions for the same issue slots while per-tile barriers keep every
-// warp in the same phase (Nsight Compute: 9.3 instructions per mma, IPC 1.44; bench/NOTES.md step 18). wgmma is asynchronous: one instruction multiplies a 64 x 16 pixel slice by a
+// warp in the same phase (Nsight Compute: 9.3 instructions per mma, IPC 1.44; docs/performance/spectral.md, 'Fused best of many'). wgmma is asynchronous: one instruction multiplies a 64 x 16 pixel slice by a
 // 64 x 16 reference slice straight from shared memory, the warpgroup goes on with the previous tile's
 // epilogue, and waits only when it needs the next accumulators. Compiled only for sm_90a (the "a" targets
-// carry wgmma); spectral.cu falls back to spectral_best_fp16 elsewhere.
+// carry wgmma); spectral_plan.cu falls back to spectral_best_fp16 elsewhere.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -135,7 +135,7 @@ __device__ __forceinline__ unsigned long long wg_entry(float key, int ref) {
  * (column parity x half), so a pixel has 16 holders of 2 keys, as in spectral_best_fp16.
  * Cheap top-2: a key's low `key_bits` mantissa bits are replaced by its position in the holder's sequence
  * (4 per tile), so that a top-2 update is three min/max with no index to carry (the positions decode to
- * reference indices at the end). This moves a key by < 2^(key_bits - 23) of its magnitude; spectral.cu adds
+ * reference indices at the end). This moves a key by < 2^(key_bits - 23) of its magnitude; spectral_plan.cu adds
  * that to the margin. The selection: 2 threads per pixel, 16 entries each in registers, kBestCandidates rounds of "take
  * the larger of the two threads' best". */
 template <int kMetric>
@@ -339,7 +339,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   (void)npix;
   (void)n;
   (void)args;
-  __trap();  // launched only where spectral.cu saw an sm_90a build and a compute capability 9.0 device
+  __trap();  // launched only where spectral_plan.cu saw an sm_90a build and a compute capability 9.0 device
 #endif
 }
 

@@ -1,8 +1,8 @@
-// Restores the stored 16-bit samples of a packed chunk (format: src/core/sample_pack.hpp) into the chunk
+// Restores the stored 16-bit samples of a packed chunk (format: src/numeric/sample_pack.h) into the chunk
 // buffer that the matching kernels read, byte for byte what a raw upload would have put there.
 #pragma once
 
-#include "core/sample_pack.hpp"
+#include "numeric/sample_pack.h"
 
 namespace spectrasift::cuda::kernels {
 

@@ -1,5 +1,5 @@
-// SamplePacker and the reference decoder: see sample_pack.hpp for the format.
-#include "core/sample_pack.hpp"
+// SamplePacker: see numeric/sample_pack.h for the format.
+#include "backend/cuda/host/sample_packer.hpp"
 
 #if defined(__x86_64__)
 // GCC 12's AVX-512 intrinsics read undefined vectors on purpose (_mm512_undefined_*), which -Wuninitialized
@@ -388,31 +388,6 @@ std::pair<std::size_t, std::size_t> SamplePacker::pack(int i, std::uint8_t* out)
 std::size_t SamplePacker::packed_bytes() const noexcept {
   if (items_.empty()) return header_bytes_;
   return header_bytes_ + std::size_t(ends_[items_.size() - 1].load(std::memory_order_acquire));
-}
-
-void unpack_samples(const std::uint8_t* packed, int groups, bool swap, std::uint8_t* dst) {
-  const std::uint8_t* bases = packed + pack_base_offset(std::size_t(groups));
-  const std::uint8_t* widths = packed + pack_width_offset(std::size_t(groups));
-  for (int g = 0; g < groups; ++g) {
-    PackGroup h;
-    std::memcpy(&h, packed + std::size_t(g) * sizeof h, sizeof h);
-    std::size_t off = h.payload_byte;
-    for (std::size_t v0 = 0, k = 0; v0 < h.values; v0 += kPackBlockValues, ++k) {
-      const std::size_t slot = std::size_t(g) * kPackGroupBlocks + k;
-      const int w = widths[slot];
-      std::uint16_t base;
-      std::memcpy(&base, bases + 2 * slot, 2);
-      for (std::size_t i = 0; i < std::min<std::size_t>(kPackBlockValues, h.values - v0); ++i) {
-        std::uint16_t d = 0;
-        for (int j = 0; j < w; ++j)
-          d = std::uint16_t(d | (((packed[off + std::size_t(kPackPlaneBytes) * j + i / 8] >> (i % 8)) & 1u) << j));
-        std::uint16_t v = std::uint16_t(base + d);
-        if (swap) v = bswap16(v);
-        std::memcpy(dst + h.dst_byte + 2 * (v0 + i), &v, 2);
-      }
-      off += std::size_t(w) * kPackPlaneBytes;
-    }
-  }
 }
 
 }  // namespace spectrasift::detail

@@ -1,5 +1,5 @@
-// Ceilings for the benchmarks: device copy bandwidth and pinned upload time (see bench_support.hpp).
-#include "backend/opencl/bench_support.hpp"
+// Ceilings for the benchmarks: device copy bandwidth and pinned upload time (see opencl_hooks.hpp).
+#include "hooks/opencl_hooks.hpp"
 
 #include <algorithm>
 #include <vector>

@@ -1,4 +1,7 @@
-// Lossless packing of 16-bit samples for host -> device uploads (issue 4, bench/NOTES.md step 51).
+// The packed-upload format of 16-bit samples: lossless packing for host -> device uploads (issue 4,
+// docs/performance/spectral.md, 'Packed uploads'). The packers are the CUDA backend's host code
+// (backend/cuda/host/sample_packer.hpp), the GPU decoder is backend/cuda/kernels/unpack.cuh; this header is
+// the format they share and a reference decoder. C++ and CUDA only (not OpenCL C).
 //
 // The uploads of a streamed spectral match run at the PCIe rate, and neighbouring samples of a real cube
 // (adjacent pixels of a band, or adjacent bands of a pixel) differ by far less than their full 16-bit
@@ -23,15 +26,13 @@
 //   payload: for each group in order, for each of its blocks in order, its planes.
 // Decoding a value: stored = v when !swap, else v with its two bytes swapped, v = base + sum_j bit_j 2^j mod 2^16.
 // The packed bytes depend only on the samples and the runs (not on threads or items), so equal input
-// gives equal packed bytes.
-#pragma once
+#ifndef SPECTRASIFT_NUMERIC_SAMPLE_PACK_H
+#define SPECTRASIFT_NUMERIC_SAMPLE_PACK_H
 
-#include <atomic>
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
-#include <utility>
-#include <vector>
+#include <cstring>
 
 namespace spectrasift::detail {
 
@@ -69,66 +70,32 @@ struct PackGroup {
 };
 static_assert(sizeof(PackGroup) == 16);
 
-/// A contiguous range of stored 16-bit samples and its place in the unpacked chunk.
-struct PackRun {
-  const void* src = nullptr;
-  std::size_t dst_byte = 0;  ///< even
-  std::size_t values = 0;
-};
-
-/// Instruction sets of the packer, each writing the same bytes: scalar code; AVX-512BW (a bit-test per
-/// plane); AVX-512 VBMI + GFNI (every plane of a block at once: byte permutes and GF(2) affine transposes
-/// of 8x8 bit matrices).
-enum class PackIsa { kScalar, kAvx512bw, kAvx512Gfni };
-
-/// Packs the runs of one chunk at a time. Work is cut into items of whole groups so that several threads
-/// pack one chunk: an item first sizes its blocks, then waits until the item before it has published where
-/// its payload ends, publishes its own end and writes its planes. Items must therefore be started in
-/// increasing order, each by a thread that runs it to the end (as HostCopyPool::parallel_for does).
-class SamplePacker {
- public:
-  /// is_signed: int16 samples (else uint16). swap: their bytes are stored in the other order than the host's.
-  /// max_isa: the widest instruction set to use (the widest this processor has by default).
-  SamplePacker(bool is_signed, bool swap, PackIsa max_isa = PackIsa::kAvx512Gfni);
-
-  /// Lays out a chunk made of `runs` (their values must stay readable until every item is packed).
-  /// item_values: samples per work item at most (rounded down to whole groups, at least one).
-  void layout(const std::vector<PackRun>& runs, std::size_t item_values);
-  int items() const noexcept { return int(items_.size()); }
-  int groups() const noexcept { return groups_; }
-  /// Bytes before the payload (groups, bases, widths, padding).
-  std::size_t header_bytes() const noexcept { return header_bytes_; }
-  /// Packs item i into `out` (the packed chunk, at least max_packed_bytes large); returns the byte range
-  /// [first, last) of `out` that it wrote besides its header entries.
-  std::pair<std::size_t, std::size_t> pack(int i, std::uint8_t* out);
-  /// Bytes of the packed chunk; valid once every item is packed.
-  std::size_t packed_bytes() const noexcept;
-
-  /// Largest packed chunk for `values` samples in `runs` runs (every block 16 bits wide).
-  static std::size_t max_packed_bytes(std::size_t values, std::size_t runs);
-  /// The widest instruction set of the packer that this processor runs. The scalar packer is some thirty
-  /// times slower than the vector ones (0.1 against 3-7 GB/s per core): too slow for the streamed path.
-  static PackIsa best_isa();
-  PackIsa isa() const noexcept { return isa_; }
-
- private:
-  struct Item {
-    const std::uint8_t* src;  ///< may be odd: a header offset can be
-    std::size_t dst_byte;
-    std::size_t values;
-    int group0;  ///< its first group
-    int ngroups;
-  };
-  bool signed_, swap_;
-  PackIsa isa_;
-  std::vector<Item> items_;
-  int groups_ = 0;
-  std::size_t header_bytes_ = 0;
-  std::unique_ptr<std::atomic<std::uint64_t>[]> ends_;  ///< payload end of each item (kUnset until published)
-  std::size_t ends_size_ = 0;
-};
-
 /// The reference decoder (host): writes the samples of every group of `packed`, as stored, into `dst`.
-void unpack_samples(const std::uint8_t* packed, int groups, bool swap, std::uint8_t* dst);
+inline void unpack_samples(const std::uint8_t* packed, int groups, bool swap, std::uint8_t* dst) {
+  const std::uint8_t* bases = packed + pack_base_offset(std::size_t(groups));
+  const std::uint8_t* widths = packed + pack_width_offset(std::size_t(groups));
+  for (int g = 0; g < groups; ++g) {
+    PackGroup h;
+    std::memcpy(&h, packed + std::size_t(g) * sizeof h, sizeof h);
+    std::size_t off = h.payload_byte;
+    for (std::size_t v0 = 0, k = 0; v0 < h.values; v0 += kPackBlockValues, ++k) {
+      const std::size_t slot = std::size_t(g) * kPackGroupBlocks + k;
+      const int w = widths[slot];
+      std::uint16_t base;
+      std::memcpy(&base, bases + 2 * slot, 2);
+      for (std::size_t i = 0; i < std::min<std::size_t>(kPackBlockValues, h.values - v0); ++i) {
+        std::uint16_t d = 0;
+        for (int j = 0; j < w; ++j)
+          d = std::uint16_t(d | (((packed[off + std::size_t(kPackPlaneBytes) * j + i / 8] >> (i % 8)) & 1u) << j));
+        std::uint16_t v = std::uint16_t(base + d);
+        if (swap) v = std::uint16_t((v >> 8) | (v << 8));
+        std::memcpy(dst + h.dst_byte + 2 * (v0 + i), &v, 2);
+      }
+      off += std::size_t(w) * kPackPlaneBytes;
+    }
+  }
+}
 
 }  // namespace spectrasift::detail
+
+#endif /* SPECTRASIFT_NUMERIC_SAMPLE_PACK_H */

@@ -1,5 +1,6 @@
 // Measurement hooks of the OpenCL backend for the benchmarks (bench/spectral_opencl_bench.cpp): the
-// ceilings that the spectral figures are quoted against. No OpenCL type appears here.
+// ceilings that the spectral figures are quoted against. No OpenCL type appears here. Defined in
+// opencl_hooks.cpp, in the spectrasift_bench_hooks library (OpenCL builds only), which the library never links.
 #pragma once
 
 #include <cstddef>

@@ -1,7 +1,8 @@
-// Measurement hooks of the CUDA backend for bench/ programs (no CUDA header here, so that a benchmark
-// compiled by the host compiler can include it). Defined in spectral.cu; present only in CUDA builds
-// (benchmarks see SPECTRASIFT_HAVE_CUDA). Times are medians of `reps` runs after one warm-up, measured
-// with CUDA events on the context's streams.
+// Measurement hooks of the CUDA backend for the benchmarks and tests: they set the knobs of SpectralTuning
+// (src/backend/cuda/tuning.hpp) and read the telemetry. No CUDA header here, so that a program compiled by the
+// host compiler can include it. Defined in cuda_hooks.cu, in the spectrasift_bench_hooks library (CUDA builds
+// only; programs see SPECTRASIFT_HAVE_CUDA), which the library itself never links. Times are medians of `reps`
+// runs after one warm-up, measured with CUDA events on the context's streams.
 #pragma once
 
 #include <cstddef>
@@ -16,12 +17,8 @@ namespace spectrasift::cuda::bench {
 double device_copy_gbps(Context& ctx, std::size_t bytes, int reps);
 /// Tuning knob of the many-reference path: bytes of one GEMM score block (default 96 MiB).
 void set_score_block_bytes(Context& ctx, std::size_t bytes);
-/// Staging of the streamed path for BIL/BIP: cudaHostRegister of the mapped file in place (true) or
-/// copies into pinned buffers (false, default). Hung on the H200 machine (see State::register_staging).
-void set_register_staging(Context& ctx, bool on);
-/// Copy staging of the streamed path: raw bytes per chunk (0 = default), non-temporal stores or plain
-/// copies (see State::stage_*).
-void set_staging(Context& ctx, std::size_t chunk_bytes, bool streaming);
+/// Copy staging of the streamed path: raw bytes per chunk (0 = the default, 16 MiB).
+void set_stage_chunk_bytes(Context& ctx, std::size_t chunk_bytes);
 /// Copy staging with plain stores: the last chunk's lines demoted to the shared cache after its copy (true,
 /// the default) or left in the copying cores' caches.
 void set_demote_last_chunk(Context& ctx, bool on);
@@ -56,14 +53,6 @@ unsigned long long fused_overflow_pixels(Context& ctx);
 std::size_t device_memory_used_bytes(Context& ctx);
 /// Pinned host -> device cudaMemcpyAsync of `bytes`: milliseconds.
 double pinned_upload_ms(Context& ctx, std::size_t bytes, int reps);
-
-/// cudaHostRegister of a memory-mapped file range (read-only): time to register, time of one upload
-/// straight from it, time to unregister (all -1 and `error` set when registering is refused).
-struct RegisterTiming {
-  double register_ms = -1, upload_ms = -1, unregister_ms = -1;
-  const char* error = "";
-};
-RegisterTiming host_register_timing(Context& ctx, const void* ptr, std::size_t bytes);
 
 /// The device compute alone: the whole cube is uploaded once (as one chunk) and the kernels of
 /// spectral matching run `reps` times over it; median milliseconds. `result` (sized as for
