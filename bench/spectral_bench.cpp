@@ -125,7 +125,7 @@ int main(int argc, char** argv) {
   std::string backend_arg = "all";
   int refs = 3000, repeat = 5;
   bool spy = true;
-  bool do_sync = true;  // --no-sync: leave dirty pages to the kernel's writeback (docs/performance/spectral.md, 'Page cache and writeback')
+  bool do_sync = true;  // --no-sync: leave dirty pages to the kernel's writeback (docs/performance/spectral.md, 'Open')
   int chunk_lines = 0;  // --chunk-lines N: SpectralOptions::chunk_lines (0: the backend's choice)
   std::string keep;
   for (int i = 1; i < argc; ++i) {
@@ -154,7 +154,7 @@ int main(int argc, char** argv) {
     const fs::path hdr = make_cube(dir);
     // Write back every dirty page (this cube's and earlier benchmarks' files) before anything is timed, so that
     // no disk writeback runs during the timed passes. On the H200 VM the CPU backend took 3 ms on a fresh
-    // machine and 14-29 ms after the GPU benchmarks had written ~1 GB of cubes (docs/performance/spectral.md, 'Page cache and writeback'); writeback
+    // machine and 14-29 ms after the GPU benchmarks had written ~1 GB of cubes (docs/performance/spectral.md, 'Open'); writeback
     // competing for the VM's CPUs is one suspect, not confirmed.
     if (do_sync) ::sync();
     std::printf("cube: %s, %d samples x %d lines x %d bands int16 BIP (SYNTHETIC from real spectra), %.1f MB, generated in %.0f ms\n",

@@ -1,6 +1,6 @@
 // Probe (not part of the build): how fast the CUDA driver uploads straight from a file mapping (pageable), and
 // whether cudaHostRegister works on anonymous memory and on a populated MAP_PRIVATE file mapping
-// (docs/performance/spectral.md, 'Uploads from the page cache'). Build and run on the GPU machine:
+// (docs/performance/spectral.md, 'In-place uploads'). Build and run on the GPU machine:
 //   nvcc -O2 -arch=sm_90 bench/probes/cuda_host_register_probe.cu -o /tmp/probe && /tmp/probe FILE
 // FILE: any file in the page cache (the measurement used 134 MiB of /dev/urandom).
 #include <cuda_runtime.h>

@@ -1,6 +1,6 @@
 // Probe (not part of the build): can a kernel read a file mapping (the page cache) in place, with no host copy
 // and no registration? Only where the device reports cudaDevAttrPageableMemoryAccess (HMM or ATS); then it times
-// a kernel summing a fresh mapping of FILE, 4 times (docs/performance/spectral.md, 'Uploads from the page cache'). On the GPU machine:
+// a kernel summing a fresh mapping of FILE, 4 times (docs/performance/spectral.md, 'In-place uploads'). On the GPU machine:
 //   nvcc -O2 -arch=sm_90 bench/probes/cuda_pageable_access_probe.cu -o /tmp/hp &&
 //   head -c 140800000 /dev/urandom > /tmp/cube.bin && /tmp/hp /tmp/cube.bin
 #include <cuda_runtime.h>

@@ -1,5 +1,5 @@
 // Probe (not part of the build): how a file in the page cache gets to the GPU fastest through pinned staging
-// (docs/performance/spectral.md, 'Staging copy'). It measures, on the raw bytes only (no kernels):
+// (docs/performance/spectral.md, 'Host staging copies'). It measures, on the raw bytes only (no kernels):
 //   1. the machine: CPU model, caches, the pinned upload of the file alone;
 //   2. the host copy (16 threads, fresh mapping -> pinned) alone and during a concurrent upload, by store kind;
 //      2b. copy kernels (memcpy, 16/64-byte non-temporal stores, software prefetch, pread) and thread scaling;

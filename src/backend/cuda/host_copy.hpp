@@ -17,7 +17,7 @@ namespace spectrasift::cuda {
 /// How a staging copy stores: plain memcpy (the destination stays in the copying cores' caches), or memcpy then
 /// CLDEMOTE of every line (it moves to the shared last-level cache, where a DMA read finds it without snooping a
 /// core; a NOP on processors without CLDEMOTE). (Non-temporal stores were slower on the H200 host, 3.62 against
-/// 3.29 ms end to end, and were removed: docs/performance/spectral.md, 'Staging copy'.)
+/// 3.29 ms end to end, and were removed: docs/performance/spectral.md, 'Host staging copies'.)
 enum class CopyStores { kPlain, kDemote };
 
 /// When the staging pass of a streamed spectral match packs a chunk of 16-bit samples (numeric/sample_pack.h)

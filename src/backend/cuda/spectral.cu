@@ -87,7 +87,7 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
           std::to_string(pl.chunk_lines) + " lines");
 
   // Whole chunk_lines each: smaller first chunks (a ramp of 1/8, 1/4, 1/2 or x1.5 from 2-8 MiB) were
-  // slower (docs/performance/spectral.md, 'Chunk size'): the uploads run slower while the host copy chases them.
+  // slower (docs/performance/spectral.md, 'Streaming pipeline'): the uploads run slower while the host copy chases them.
   const int nchunks = pl.nchunks;
   // Pinned staging: a ring of kStages buffers, so that the host copy runs up to kStages - 1 chunks ahead of
   // the uploads (with two, every copy waited for the upload before last and the DMA engine idled between
@@ -133,7 +133,7 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
   // Results through the pinned buffer: the parts of the chunks whose downloads are done (polled before each
   // host pass) are copied out by the pool within the next staging pass, as extra work items, so that they cost
   // the host's critical path a few microseconds instead of ~30 us per chunk on the calling thread
-  // (docs/performance/spectral.md, 'Result copy-out'); only the last chunks' parts remain after the loop.
+  // (docs/performance/spectral.md, 'Streaming pipeline'); only the last chunks' parts remain after the loop.
   int results_collected = 0;  // chunks whose results are in `result` or in result_work
   int downloads_enqueued = 0;  // chunks whose download is enqueued: only their events say anything
   std::vector<CopyPiece> result_work;
@@ -192,7 +192,7 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
                                                       std::size_t(256) << 10);
     // The last chunk's lines are pushed to the shared cache (CLDEMOTE): its upload starts right after the
     // copy, and read out of the copying cores' private caches it ran at half rate (0.21-0.24 ms for 6.6 MB
-    // instead of 0.12; docs/performance/spectral.md, 'Staging copy'). Earlier chunks are pushed out by the next
+    // instead of 0.12; docs/performance/spectral.md, 'Host staging copies'). Earlier chunks are pushed out by the next
     // chunk's copy, and demoting every chunk slowed the copy more than it sped up the uploads (same section).
     g.demote = c + 1 == nchunks && st.tuning.demote_last_chunk;
     // Balanced: chunk c is packed only if the upload of chunk c-2 is still running, i.e. the host is two

@@ -4,7 +4,7 @@
 //
 // Why a second kernel: spectral_best_fp16 (mma.sync) issues ~9 instructions per mma, and its per-key epilogue
 // competes with the mma and ldmatrix instructions for the same issue slots while per-tile barriers keep every
-// warp in the same phase (Nsight Compute: 9.3 instructions per mma, IPC 1.44; docs/performance/spectral.md, 'Fused best of many'). wgmma is asynchronous: one instruction multiplies a 64 x 16 pixel slice by a
+// warp in the same phase (Nsight Compute: 9.3 instructions per mma, IPC 1.44; docs/performance/spectral.md, 'wgmma'). wgmma is asynchronous: one instruction multiplies a 64 x 16 pixel slice by a
 // 64 x 16 reference slice straight from shared memory, the warpgroup goes on with the previous tile's
 // epilogue, and waits only when it needs the next accumulators. Compiled only for sm_90a (the "a" targets
 // carry wgmma); spectral_plan.cu falls back to spectral_best_fp16 elsewhere.

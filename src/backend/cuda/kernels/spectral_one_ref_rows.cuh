@@ -83,7 +83,7 @@ __device__ __forceinline__ int bip_stage_offset(int pl, int b) {
  *     i16), and each thread reads a round of 8 bands of one pixel (= the 8 band groups) in one 16-byte load.
  *     The copies carry the L2::128B prefetch hint: one copy instruction touches 32 bytes of each of 16
  *     pixels 448 bytes apart, and without the hint the L2 fetches those sectors from DRAM piecemeal
- *     (70 -> 61-64 us on the H200; 64B changes nothing and 256B is slower, 82 us: docs/performance/spectral.md, 'One reference').
+ *     (70 -> 61-64 us on the H200; 64B changes nothing and 256B is slower, 82 us: docs/performance/spectral.md, 'One reference, BIP staging').
  * Each thread keeps spectral_one_ref's eight band-group partial sums (group g = bands g, g+8, ..., each summed
  * in band order) per pixel and merges them in group order, so its scores are bit-identical to
  * spectral_one_ref's (which the other types and layouts take): one partition for every layout.
