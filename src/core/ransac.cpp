@@ -10,6 +10,7 @@
 #include "core/context_impl.hpp"
 #include "core/estimators/estimators.hpp"
 #include "core/match_ops.hpp"
+#include "core/thread_pool.hpp"
 #include "numeric/philox.h"
 #include "spectrasift/error.hpp"
 
@@ -133,13 +134,16 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
     const int base = processed;
     const int b = std::min(batch, limit - base);
     batch = std::min(kBatch, 2 * batch);
-    // Threads only pay off for large batches (a parallel region costs more than ~100 small solves).
-#pragma omp parallel for schedule(static) num_threads(threads) if (b >= 64 && std::int64_t(b) * n >= (1 << 17))
-    for (int k = 0; k < b; ++k) {
-      Mat3 h;
-      valid[std::size_t(k)] = hypothesis(pb, std::uint64_t(base + k), h) ? 1 : 0;
-      std::copy(h.begin(), h.end(), models.begin() + std::ptrdiff_t(k) * 9);
-    }
+    const auto solve_batch = [&](int k0, int k1, int) {
+      for (int k = k0; k < k1; ++k) {
+        Mat3 h;
+        valid[std::size_t(k)] = hypothesis(pb, std::uint64_t(base + k), h) ? 1 : 0;
+        std::copy(h.begin(), h.end(), models.begin() + std::ptrdiff_t(k) * 9);
+      }
+    };
+    // Threads only pay off for large batches (waking the pool costs more than ~100 small solves).
+    if (b >= 64 && std::int64_t(b) * n >= (1 << 17)) calling_thread_pool(threads).run(b, 8, solve_batch);
+    else solve_batch(0, b, 0);
     cpu::score_models(models.data(), valid.data(), b, pb.moving, pb.fixed, n, thr2, threads, counts.data(),
                       sums.data());
     // Decisions are taken strictly in iteration order, so the batch size and the thread count do not
