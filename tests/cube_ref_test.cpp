@@ -36,20 +36,13 @@ bool bits_equal(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-/// The metadata of an ENVI header on a view of other bytes.
-CubeRef with_metadata(const EnviHeader& h, const std::vector<std::uint8_t>& bytes) {
-  CubeRef r;
+/// The metadata of an opened ENVI cube on a view of other bytes.
+CubeRef with_metadata(const EnviCube& cube, const std::vector<std::uint8_t>& bytes) {
+  CubeRef r = cube_ref(cube);
   r.data = bytes.data();
   r.size_bytes = bytes.size();
-  r.type = h.data_type;
-  r.samples = h.samples;
-  r.lines = h.lines;
-  r.bands = h.bands;
-  r.big_endian = h.big_endian;
-  r.wavelength = h.wavelength;
-  r.bbl = h.bbl;
-  r.data_ignore_value = h.data_ignore_value;
-  r.reflectance_scale_factor = h.reflectance_scale_factor;
+  r.line_stride = r.sample_stride = r.band_stride = 0;
+  r.name = "in-memory cube";
   return r;
 }
 
@@ -117,11 +110,11 @@ TEST(CubeRef, InMemoryMatchesTheEnviFileBitForBit) {
   write_bytes(dir / "bsq.img", bsq);
   const EnviCube bsq_file = open_envi(dir / "bsq.hdr");
 
-  CubeRef bip_ref = with_metadata(h, bip);
+  CubeRef bip_ref = with_metadata(bip_file, bip);
   bip_ref.line_stride = S * B;
   bip_ref.sample_stride = B;
   bip_ref.band_stride = 1;
-  CubeRef bsq_ref = with_metadata(h, bsq);
+  CubeRef bsq_ref = with_metadata(bip_file, bsq);
   bsq_ref.interleave = Interleave::kBsq;  // strides left 0: the dense BSQ layout
 
   const SpectralLibrary five = reference_from_pixels(bip_file, {{10, 10}, {40, 30}, {5, 50}, {60, 20}, {20, 20}});

@@ -6,11 +6,8 @@
 namespace spectrasift::geometry {
 
 bool affine_ls(const Point2* m, const Point2* f, int n, Mat3& a) {
-  double mx = 0, my = 0, fx = 0, fy = 0;
-  for (int i = 0; i < n; ++i) {
-    mx += m[i].x, my += m[i].y, fx += f[i].x, fy += f[i].y;
-  }
-  mx /= n, my /= n, fx /= n, fy /= n;
+  const PairCentroids centre = pair_centroids(m, f, n);
+  const double mx = centre.mx, my = centre.my, fx = centre.fx, fy = centre.fy;
   double sxx = 0, sxy = 0, syy = 0, uxx = 0, uxy = 0, uyx = 0, uyy = 0;
   for (int i = 0; i < n; ++i) {
     const double x = m[i].x - mx, y = m[i].y - my, u = f[i].x - fx, v = f[i].y - fy;

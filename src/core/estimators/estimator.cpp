@@ -4,6 +4,15 @@
 
 namespace spectrasift::geometry {
 
+PairCentroids pair_centroids(const Point2* m, const Point2* f, int n) {
+  double mx = 0, my = 0, fx = 0, fy = 0;
+  for (int i = 0; i < n; ++i) {
+    mx += m[i].x, my += m[i].y, fx += f[i].x, fy += f[i].y;
+  }
+  mx /= n, my /= n, fx /= n, fy /= n;
+  return {mx, my, fx, fy};
+}
+
 bool minimal_model(GeometryModel model, const Point2* m, const Point2* f, const Normaliser& nm,
                    const Normaliser& nf, Mat3& h) {
   const int s = minimal_sample_size(model);

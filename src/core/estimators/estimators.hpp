@@ -23,6 +23,13 @@ bool homography_minimal(const Point2* m, const Point2* f, const Normaliser& nm, 
 /// Least-squares homography of pixel correspondences (normalised DLT, then LM when `nonlinear`).
 bool homography_refit(std::vector<Point2>& m, std::vector<Point2>& f, bool nonlinear, Mat3& h);
 
+// ---- estimator.cpp ----
+/// Centroids of the moving and fixed points of n pairs (summed in index order).
+struct PairCentroids {
+  double mx, my, fx, fy;
+};
+PairCentroids pair_centroids(const Point2* m, const Point2* f, int n);
+
 // ---- affine.cpp ----
 /// Least-squares affine map (exact for 3 points). False when the moving points are collinear.
 bool affine_ls(const Point2* m, const Point2* f, int n, Mat3& a);
