@@ -8,11 +8,12 @@
 //        #include "backend/cpu/spectral_kernels.inc"   // or the level's own hand-written function
 //        }
 //        SPECTRASIFT_ISA_END
-//      A region is `#pragma GCC target` push/pop: the standard headers stay outside it (included first,
-//      compiled for the baseline), so no inline function of a header is ever emitted with AVX code that a
-//      baseline caller could link to. No target_clones/ifunc either: ThreadSanitizer and static links
-//      need none of the resolver machinery. Regions exist on GCC x86-64 (SPECTRASIFT_ISA_REGIONS);
-//      elsewhere only the baseline build is compiled.
+//      A region is `#pragma GCC target` push/pop (clang: `#pragma clang attribute` push/pop of
+//      target(...)): the standard headers stay outside it (included first, compiled for the baseline), so
+//      no inline function of a header is ever emitted with AVX code that a baseline caller could link to.
+//      No target_clones/ifunc either: ThreadSanitizer and static links need none of the resolver
+//      machinery. Regions exist on x86-64 (SPECTRASIFT_ISA_REGIONS); elsewhere only the baseline build is
+//      compiled.
 //   2. The build is picked with pick_isa({avx512 build, avx2 build, baseline}), which takes the widest
 //      level that this CPU runs and that the test/bench cap allows (nullptr = no such build).
 // All builds of a kernel perform the same operations per element in the same order (strict IEEE, no
@@ -56,10 +57,16 @@ Fn pick_isa(Fn avx512, Fn avx2, Fn baseline, CpuIsa* picked = nullptr) noexcept 
 
 }  // namespace spectrasift
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define SPECTRASIFT_ISA_REGIONS 1
 #define SPECTRASIFT_ISA_PRAGMA(x) _Pragma(#x)
 /// Opens an ISA region: the functions up to SPECTRASIFT_ISA_END are compiled for `isa` (a string).
+#if defined(__clang__)
+#define SPECTRASIFT_ISA_BEGIN(isa) \
+  SPECTRASIFT_ISA_PRAGMA(clang attribute push(__attribute__((target(isa))), apply_to = function))
+#define SPECTRASIFT_ISA_END SPECTRASIFT_ISA_PRAGMA(clang attribute pop)
+#else
 #define SPECTRASIFT_ISA_BEGIN(isa) SPECTRASIFT_ISA_PRAGMA(GCC push_options) SPECTRASIFT_ISA_PRAGMA(GCC target(isa))
 #define SPECTRASIFT_ISA_END SPECTRASIFT_ISA_PRAGMA(GCC pop_options)
+#endif
 #endif
