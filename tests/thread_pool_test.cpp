@@ -59,6 +59,28 @@ TEST(WorkPool, CallingThreadPoolIsKeptPerThread) {
   EXPECT_GE(default_thread_count(), 1);
 }
 
+TEST(WorkPool, CpuSpectralIsTheSameForAnyThreadCount) {
+  const EnviCube cube = open_envi(std::string(SPECTRASIFT_TEST_DATA) + "/hydice_data.hdr");
+  const SpectralLibrary refs = reference_from_pixels(cube, {{10, 10}, {40, 30}, {5, 50}, {60, 20}, {20, 20}});
+  SpectralOptions so;
+  so.reduction = Reduction::kTopK;
+  so.top_k = 2;
+  so.chunk_lines = 7;  // several chunks, each cut into tiles claimed by whichever thread is free
+  std::vector<SpectralResult> results;
+  for (int threads : {1, 2, 3, 5}) {
+    ContextOptions co;
+    co.backend = Backend::kCpu;
+    co.threads = threads;
+    Context ctx(co);
+    results.push_back(spectral_match(ctx, cube, refs, so));
+  }
+  for (std::size_t i = 1; i < results.size(); ++i) {
+    EXPECT_EQ(results[i].index, results[0].index);
+    ASSERT_EQ(results[i].scores.size(), results[0].scores.size());
+    EXPECT_EQ(std::memcmp(results[i].scores.data(), results[0].scores.data(), results[0].scores.size() * sizeof(float)), 0);
+  }
+}
+
 TEST(WorkPool, SpectralUnderACompetingLoad) {
   // A measurement, not a timed assertion: the median of CPU spectral matching (HYDICE, 5 references, sam,
   // 2 threads) alone and with a busy thread pinned to CPU 0. Results must be identical either way.
