@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "core/cpu_features.hpp"
 #include "spectrasift/error.hpp"
 #include "spectrasift/match.hpp"
 
@@ -224,15 +225,16 @@ TEST(Matcher, SameResultForAnyThreadCount) {
 }
 
 TEST(Matcher, EverySimdBuildGivesIdenticalResults) {
-  // The CPU kernel exists as AVX-512, AVX2 and SSE2 builds; SPECTRASIFT_MATCH_ISA caps the choice.
+  // The CPU kernel exists as AVX-512, AVX2 and SSE2 builds; the test hook set_cpu_isa_cap caps the choice
+  // (a build the CPU lacks is never picked).
   const Features q = random_features(61, 17, false), t = random_features(203, 18, false);
   auto ctx = cpu_context();
   std::vector<std::vector<Top2>> results;
-  for (const char* isa : {"base", "avx2", "avx512"}) {
-    ::setenv("SPECTRASIFT_MATCH_ISA", isa, 1);
+  for (CpuIsa isa : {CpuIsa::kBaseline, CpuIsa::kAvx2, CpuIsa::kAvx512}) {
+    set_cpu_isa_cap(isa);
     results.push_back(nearest_two(ctx, q, t));
   }
-  ::unsetenv("SPECTRASIFT_MATCH_ISA");
+  set_cpu_isa_cap(CpuIsa::kAvx512);
   for (std::size_t k = 1; k < results.size(); ++k)
     for (std::size_t i = 0; i < q.size(); ++i) {
       ASSERT_EQ(results[k][i].best1, results[0][i].best1);

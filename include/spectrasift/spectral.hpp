@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "spectrasift/context.hpp"
+#include "spectrasift/cube.hpp"
 #include "spectrasift/envi.hpp"
 
 namespace spectrasift {
@@ -71,6 +72,11 @@ using ProgressFn = std::function<void(double)>;
 /// (all bands, bad ones included; the metric skips them). Throws Error(kInvalidArgument) when the
 /// band count differs from the cube's.
 SpectralResult spectral_match(Context& ctx, const EnviCube& cube, const SpectralLibrary& references,
+                              const SpectralOptions& options, const ProgressFn& progress = {});
+/// The same for a cube already in memory (cube.hpp); the ENVI overload above is this one on
+/// cube_ref(cube), so both give the same bits for the same samples. Throws Error(kInvalidArgument) for a
+/// bad view (null data, empty shape, overlapping or non-dense strides, a buffer smaller than the layout).
+SpectralResult spectral_match(Context& ctx, const CubeRef& cube, const SpectralLibrary& references,
                               const SpectralOptions& options, const ProgressFn& progress = {});
 
 /// Reference helpers (all values in the cube's units, after the reflectance scale factor).

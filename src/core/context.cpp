@@ -1,14 +1,14 @@
 // Context creation and backend selection (DESIGN.md "Backends and devices").
 #include "spectrasift/context.hpp"
 
-#include <omp.h>
-
 #include <charconv>
 #include <cstdlib>
 #include <iostream>
 #include <thread>
 
 #include "core/context_impl.hpp"
+#include "core/cpu_features.hpp"
+#include "core/thread_pool.hpp"
 #include "spectrasift/error.hpp"
 
 namespace spectrasift {
@@ -46,11 +46,11 @@ DeviceInfo cpu_device_info() {
   DeviceInfo d;
   d.backend = Backend::kCpu;
   d.index = 0;
-  d.platform = "OpenMP";
+  d.platform = "host threads";
   d.type = "cpu";
   d.compute_units = int(std::thread::hardware_concurrency());
   d.max_work_group_size = 1;
-  d.version = "OpenMP " + std::to_string(_OPENMP);
+  d.version = std::string("WorkPool, ") + to_string(cpu_isa()) + " kernels";
   d.name = "host CPU";
   // Model name and memory from /proc (Linux); absent elsewhere.
   if (FILE* f = std::fopen("/proc/cpuinfo", "r")) {
@@ -128,8 +128,7 @@ namespace detail {
 
 int ContextImpl::cpu_threads() const noexcept {
   if (options.threads > 0) return options.threads;
-  const int n = omp_get_max_threads();
-  return n > 0 ? n : 1;
+  return default_thread_count();
 }
 
 void ContextImpl::log(const std::string& line) const {

@@ -59,28 +59,14 @@ void SpectralOptions::check() const {
 
 namespace detail {
 
-CubeView make_cube_view(const EnviCube& cube) {
-  const EnviHeader& h = cube.header();
-  CubeView v;
-  v.data = cube.data();
-  v.type = h.data_type;
-  v.interleave = h.interleave;
-  v.big_endian = h.big_endian;
-  v.samples = h.samples;
-  v.lines = h.lines;
-  v.bands = h.bands;
-  v.line_stride = cube.line_stride();
-  v.sample_stride = cube.sample_stride();
-  v.band_stride = cube.band_stride();
-  v.scale = h.reflectance_scale_factor ? float(1.0 / *h.reflectance_scale_factor) : 1.0f;
-  v.has_ignore = h.data_ignore_value.has_value();
-  v.ignore_value = h.data_ignore_value.value_or(0.0);
-  return v;
-}
+CubeView make_cube_view(const EnviCube& cube) { return make_cube_view(cube_ref(cube)); }
 
 PreparedReferences prepare_references(const EnviCube& cube, const SpectralLibrary& refs, Metric metric) {
-  const EnviHeader& h = cube.header();
-  const std::string where = cube.header_path().string();
+  return prepare_references(cube_ref(cube), refs, metric);
+}
+
+PreparedReferences prepare_references(const CubeRef& h, const SpectralLibrary& refs, Metric metric) {
+  const std::string& where = h.name;
   if (refs.count < 1) throw Error(ErrorCode::kInvalidArgument, "no reference spectrum given");
   if (refs.bands != h.bands)
     throw Error(ErrorCode::kInvalidArgument, "the references have " + std::to_string(refs.bands) + " bands, the cube " +
@@ -187,17 +173,24 @@ PreparedReferences prepare_references(const EnviCube& cube, const SpectralLibrar
 
 SpectralResult spectral_match(Context& ctx, const EnviCube& cube, const SpectralLibrary& references,
                               const SpectralOptions& options, const ProgressFn& progress) {
+  const detail::ContextUse use(ctx.impl(), "spectral_match");  // re-entrant: the call below claims it again
+  options.check();
+  if (!cube.data()) throw Error(ErrorCode::kInvalidArgument, "spectral_match: the cube is not open");
+  return spectral_match(ctx, cube_ref(cube), references, options, progress);
+}
+
+SpectralResult spectral_match(Context& ctx, const CubeRef& cube, const SpectralLibrary& references,
+                              const SpectralOptions& options, const ProgressFn& progress) {
   const auto t0 = std::chrono::steady_clock::now();
   const detail::ContextUse use(ctx.impl(), "spectral_match");
   options.check();
-  if (!cube.data()) throw Error(ErrorCode::kInvalidArgument, "spectral_match: the cube is not open");
-  // The cube is mapped, not loaded, but the scores (and index) below are allocated at its size.
-  detail::check_pixel_limit("spectral_match: cube of ", std::uint64_t(cube.header().samples),
-                            std::uint64_t(cube.header().lines), ctx.options().max_pixels);
+  // The cube is mapped or in memory, not copied, but the scores (and index) below are allocated at its size.
+  const detail::CubeView view = detail::make_cube_view(cube);
+  detail::check_pixel_limit("spectral_match: cube of ", std::uint64_t(view.samples), std::uint64_t(view.lines),
+                            ctx.options().max_pixels);
   if (options.reduction == Reduction::kTopK && options.top_k > references.count)
     throw Error(ErrorCode::kInvalidArgument, "--top " + std::to_string(options.top_k) + " asks for more than the " +
                                                  std::to_string(references.count) + " references given");
-  const detail::CubeView view = detail::make_cube_view(cube);
   const detail::PreparedReferences refs = detail::prepare_references(cube, references, options.metric);
 
   SpectralResult result;

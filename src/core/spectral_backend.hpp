@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/context_impl.hpp"
+#include "spectrasift/cube.hpp"
 #include "spectrasift/spectral.hpp"
 
 namespace spectrasift::detail {
@@ -45,9 +46,14 @@ struct PreparedReferences {
 
 /// The view of an opened cube (strides from the header, scale = 1 / reflectance scale factor).
 CubeView make_cube_view(const EnviCube& cube);
+/// The view of an in-memory cube (core/cube.cpp); throws Error(kInvalidArgument) for a null pointer, an
+/// empty shape, strides that overlap or are not a dense BSQ/BIL/BIP layout, a buffer too small for them,
+/// or metadata whose length differs from the band count.
+CubeView make_cube_view(const CubeRef& cube);
 /// Used bands (bbl == 1 and finite in every reference) and the metric's reference rows and constants,
 /// computed in double (see numeric/spectral_metrics.h section 3). Throws Error(kInvalidArgument) for a
 /// band count that differs from the cube's, no used band, a zero-norm (sam) or constant (scc) reference.
+PreparedReferences prepare_references(const CubeRef& cube, const SpectralLibrary& refs, Metric metric);
 PreparedReferences prepare_references(const EnviCube& cube, const SpectralLibrary& refs, Metric metric);
 
 }  // namespace spectrasift::detail

@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "core/limits.hpp"
+#include "io/envi_text.hpp"
 #include "spectrasift/error.hpp"
 #include "spectrasift/io.hpp"
 
@@ -61,125 +62,7 @@ const char* to_string(Interleave i) noexcept {
   return "?";
 }
 
-namespace {
-
-std::string trim(std::string_view s) {
-  std::size_t a = 0, b = s.size();
-  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
-  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
-  return std::string(s.substr(a, b - a));
-}
-
-std::string lower(std::string s) {
-  for (auto& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-/// Lower case, blanks trimmed, inner runs of blanks collapsed to one space.
-std::string normalise_key(std::string_view raw) {
-  std::string out;
-  bool blank = false;
-  for (char c : trim(raw)) {
-    if (std::isspace(static_cast<unsigned char>(c))) {
-      blank = true;
-      continue;
-    }
-    if (blank && !out.empty()) out += ' ';
-    blank = false;
-    out += char(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return out;
-}
-
-[[noreturn]] void bad(const fs::path& file, const std::string& what) {
-  throw Error(ErrorCode::kBadFormat, file.string() + ": " + what);
-}
-
-/// A whole-token number ("nan" and "inf" accepted), or nullopt.
-std::optional<double> to_number(std::string_view s) {
-  const std::string t = trim(s);
-  if (t.empty()) return std::nullopt;
-  const char* b = t.data();
-  const char* e = b + t.size();
-  if (*b == '+') ++b;
-  double v = 0;
-  auto [ptr, ec] = std::from_chars(b, e, v);
-  if (ec != std::errc() || ptr != e) return std::nullopt;
-  return v;
-}
-
-double number(const fs::path& file, const std::string& key, std::string_view s) {
-  auto v = to_number(s);
-  if (!v) bad(file, "'" + key + " = " + trim(s) + "' is not a number");
-  return *v;
-}
-
-long long integer(const fs::path& file, const std::string& key, std::string_view s, long long lo, long long hi) {
-  const std::string t = trim(s);
-  long long v = 0;
-  auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-  if (t.empty() || ec != std::errc() || ptr != t.data() + t.size())
-    bad(file, "'" + key + " = " + t + "' is not an integer");
-  if (v < lo || v > hi)
-    bad(file, "'" + key + " = " + t + "' is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-  return v;
-}
-
-std::vector<std::string> split_list(std::string_view s) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s) {
-    if (c == ',') {
-      out.push_back(trim(cur));
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  if (!trim(cur).empty() || !out.empty()) out.push_back(trim(cur));
-  return out;
-}
-
-std::vector<double> number_list(const fs::path& file, const std::string& key, std::string_view s) {
-  std::vector<double> out;
-  for (const auto& item : split_list(s)) {
-    auto v = to_number(item);
-    if (!v) bad(file, "'" + key + "' holds '" + item + "', which is not a number");
-    out.push_back(*v);
-  }
-  return out;
-}
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorCode::kIo, path.string() + ": cannot open");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-bool is_library(const EnviHeader& h) { return lower(h.file_type).find("spectral library") != std::string::npos; }
-
-std::string format_number(double v) {
-  if (std::isnan(v)) return "nan";
-  char buf[64];
-  auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v);  // shortest round-trip form
-  (void)ec;
-  return std::string(buf, p);
-}
-
-template <class T>
-std::string brace_list(const std::vector<T>& v) {
-  std::string s = "{";
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (i) s += ", ";
-    if constexpr (std::is_same_v<T, std::string>) s += v[i];
-    else s += format_number(double(v[i]));
-  }
-  return s + "}";
-}
-
-}  // namespace
+using namespace envi_text;
 
 EnviHeader read_envi_header(const fs::path& hdr_path) {
   const std::string text = read_text(hdr_path);

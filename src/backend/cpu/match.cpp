@@ -11,21 +11,20 @@
 // kQueries x kLanes tile of dot products: for each d it broadcasts kQueries query values and multiplies
 // them with one row of kLanes train values, so it vectorises across train descriptors without
 // reassociating any sum. One train block (kLanes * dim floats = 8 KiB) is reused from L1 by a whole
-// query tile, and a chunk of 32 blocks from L2 by a group of 64 queries (see match_top2). The kernel is compiled for AVX-512, AVX2 and the baseline ISA and picked at run time;
-// all give identical results (same operations per lane, no contraction: -ffp-contract=off).
-// OpenMP splits the query tiles statically; every query is handled by one thread in train order, so the
-// result does not depend on the thread count.
-#include <omp.h>
-
+// query tile, and a chunk of 32 blocks from L2 by a group of 64 queries (see match_top2). The kernel is
+// compiled for AVX-512, AVX2 and the baseline ISA and picked at run time (core/cpu_features.hpp); all give
+// identical results (same operations per lane, no contraction: -ffp-contract=off).
+// Groups of queries run on the WorkPool (core/thread_pool.hpp); every query is handled by one thread in
+// train order, so the result does not depend on the thread count.
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
-#include <string>
 #include <limits>
 #include <vector>
 
+#include "core/cpu_features.hpp"
 #include "core/match_ops.hpp"
+#include "core/thread_pool.hpp"
 
 namespace spectrasift::cpu {
 
@@ -67,10 +66,10 @@ using DotTile = void (*)(const float*, int, const float*, float (*)[kLanes]);
   type name;                              \
   std::memcpy(&name, (ptr), sizeof name)
 
-#if defined(__GNUC__) && defined(__x86_64__)
-#define SPECTRASIFT_X86_CLONES 1
-__attribute__((target("avx512f"))) void dot_tile_avx512(const float* query, int dim, const float* block,
-                                                         float (*dots)[kLanes]) {
+#ifdef SPECTRASIFT_ISA_REGIONS
+SPECTRASIFT_ISA_BEGIN("avx512f")
+namespace avx512 {
+void dot_tile(const float* query, int dim, const float* block, float (*dots)[kLanes]) {
   V16 a0 = {}, a1 = {}, a2 = {}, a3 = {};
   const float *q0 = query, *q1 = query + dim, *q2 = q1 + dim, *q3 = q2 + dim;
   for (int d = 0; d < dim; ++d) {
@@ -85,9 +84,12 @@ __attribute__((target("avx512f"))) void dot_tile_avx512(const float* query, int 
   std::memcpy(dots[2], &a2, sizeof a2);
   std::memcpy(dots[3], &a3, sizeof a3);
 }
+}  // namespace avx512
+SPECTRASIFT_ISA_END
 
-__attribute__((target("avx2"))) void dot_tile_avx2(const float* query, int dim, const float* block,
-                                                    float (*dots)[kLanes]) {
+SPECTRASIFT_ISA_BEGIN("avx2")
+namespace avx2 {
+void dot_tile(const float* query, int dim, const float* block, float (*dots)[kLanes]) {
   V8 a[4][2] = {};
   for (int d = 0; d < dim; ++d) {
     SPECTRASIFT_LOAD(V8, r0, block + std::size_t(d) * kLanes);
@@ -100,9 +102,12 @@ __attribute__((target("avx2"))) void dot_tile_avx2(const float* query, int dim, 
   }
   for (int qi = 0; qi < 4; ++qi) std::memcpy(dots[qi], a[qi], sizeof a[qi]);
 }
+}  // namespace avx2
+SPECTRASIFT_ISA_END
 #endif
 
-void dot_tile_base(const float* query, int dim, const float* block, float (*dots)[kLanes]) {
+namespace base {
+void dot_tile(const float* query, int dim, const float* block, float (*dots)[kLanes]) {
   for (int pass = 0; pass < 2; ++pass) {
     V4 a[2][4] = {};
     const float* q = query + std::size_t(2 * pass) * dim;
@@ -123,18 +128,15 @@ void dot_tile_base(const float* query, int dim, const float* block, float (*dots
     for (int qi = 0; qi < 2; ++qi) std::memcpy(dots[2 * pass + qi], a[qi], sizeof a[qi]);
   }
 }
+}  // namespace base
 
-/// The widest build this CPU runs; SPECTRASIFT_MATCH_ISA=base|avx2|avx512 caps it (for tests and
-/// benchmarks; a build the CPU lacks is never picked).
+/// The widest build this CPU runs (tests cap it with set_cpu_isa_cap).
 DotTile pick_dot_tile() {
-  const char* cap = std::getenv("SPECTRASIFT_MATCH_ISA");
-  const std::string c = cap ? cap : "";
-#ifdef SPECTRASIFT_X86_CLONES
-  __builtin_cpu_init();
-  if (c != "base" && c != "avx2" && __builtin_cpu_supports("avx512f")) return dot_tile_avx512;
-  if (c != "base" && __builtin_cpu_supports("avx2")) return dot_tile_avx2;
+#ifdef SPECTRASIFT_ISA_REGIONS
+  return pick_isa<DotTile>(&avx512::dot_tile, &avx2::dot_tile, &base::dot_tile);
+#else
+  return &base::dot_tile;
 #endif
-  return dot_tile_base;
 }
 
 float squared_norm(const float* v, int dim) {
@@ -165,13 +167,22 @@ void match_top2(const float* query, int nq, const float* train, int nt, int dim,
   constexpr int kGroup = 64;
   constexpr int kChunkBlocks = 32;
   const int groups = (nq + kGroup - 1) / kGroup;
-#pragma omp parallel num_threads(threads)
-  {
-    std::vector<float> qbuf(std::size_t(kGroup) * dim);
-    std::vector<float> qnorm(kGroup);
-    std::vector<Best2> best(kGroup);
-#pragma omp for schedule(static)
-    for (int g = 0; g < groups; ++g) {
+  WorkPool& pool = calling_thread_pool(threads);
+  struct GroupBuffers {
+    std::vector<float> qbuf, qnorm;
+    std::vector<Best2> best;
+  };
+  std::vector<GroupBuffers> buffers(static_cast<std::size_t>(pool.size()));
+  for (auto& b : buffers) {
+    b.qbuf.resize(std::size_t(kGroup) * dim);
+    b.qnorm.resize(kGroup);
+    b.best.resize(kGroup);
+  }
+  pool.run(groups, 1, [&](int g0, int g1, int thread) {
+    std::vector<float>& qbuf = buffers[std::size_t(thread)].qbuf;
+    std::vector<float>& qnorm = buffers[std::size_t(thread)].qnorm;
+    std::vector<Best2>& best = buffers[std::size_t(thread)].best;
+    for (int g = g0; g < g1; ++g) {
       const int q0 = g * kGroup;
       const int q1 = std::min(nq, q0 + kGroup);
       const int tiles = (q1 - q0 + kQueries - 1) / kQueries;
@@ -207,7 +218,7 @@ void match_top2(const float* query, int nq, const float* train, int nt, int dim,
         o.distance2 = std::sqrt(bq.d2);
       }
     }
-  }
+  });
 }
 
 }  // namespace spectrasift::cpu

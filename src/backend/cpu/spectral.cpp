@@ -1,4 +1,5 @@
-// Spectral matching on the CPU: OpenMP over tiles of pixels, SIMD-friendly inner loops.
+// Spectral matching on the CPU: tiles of pixels on the WorkPool (core/thread_pool.hpp), SIMD-friendly
+// inner loops.
 //
 // The cube is walked in chunks of whole lines (progress is reported between chunks, from the calling
 // thread). A chunk is cut into tiles of up to kTile consecutive pixels of one line; one thread owns a
@@ -14,8 +15,6 @@
 //      (p' . log b and log p' . b);
 //   4. finalised and reduced in the same loop (best / top-k / threshold), so the full score cube is
 //      written only for Reduction::kAll.
-#include <omp.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -26,7 +25,9 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/cpu_features.hpp"
 #include "core/spectral_backend.hpp"
+#include "core/thread_pool.hpp"
 #include "numeric/spectral_metrics.h"
 #include "spectrasift/error.hpp"
 
@@ -85,15 +86,13 @@ typedef unsigned v8u __attribute__((vector_size(32)));
 typedef unsigned v4u __attribute__((vector_size(16)));
 typedef unsigned long long v4u64 __attribute__((vector_size(32)));
 
-// The kernels twice: for AVX2 (chosen at run time when the CPU has it) and for the baseline ISA.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define SPECTRASIFT_CPU_AVX2 1
-#pragma GCC push_options
-#pragma GCC target("avx2")
+// The kernels twice: for AVX2 and for the baseline ISA, picked at run time (core/cpu_features.hpp).
+#ifdef SPECTRASIFT_ISA_REGIONS
+SPECTRASIFT_ISA_BEGIN("avx2")
 namespace avx2 {
 #include "backend/cpu/spectral_kernels.inc"
 }  // namespace avx2
-#pragma GCC pop_options
+SPECTRASIFT_ISA_END
 #endif
 namespace base {
 #include "backend/cpu/spectral_kernels.inc"
@@ -102,14 +101,15 @@ namespace base {
 using TileFn = void (*)(const Job&, Workspace&, int, int, int);
 
 TileFn pick_kernel(std::string& name) {
-#ifdef SPECTRASIFT_CPU_AVX2
-  if (__builtin_cpu_supports("avx2")) {
-    name = "avx2";
-    return &avx2::process_tile;
-  }
+#ifdef SPECTRASIFT_ISA_REGIONS
+  const TileFn avx2_fn = &avx2::process_tile;
+#else
+  const TileFn avx2_fn = nullptr;
 #endif
-  name = "baseline";
-  return &base::process_tile;
+  CpuIsa isa = CpuIsa::kBaseline;
+  const TileFn fn = pick_isa<TileFn>(nullptr, avx2_fn, &base::process_tile, &isa);
+  name = to_string(isa);
+  return fn;
 }
 
 }  // namespace
@@ -141,8 +141,9 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
     }
   }
 
-  const int threads = std::max(1, ctx.cpu_threads());
-  std::vector<Workspace> ws(threads);
+  WorkPool& pool = calling_thread_pool(std::max(1, ctx.cpu_threads()));
+  const int threads = pool.size();
+  std::vector<Workspace> ws(static_cast<std::size_t>(threads));
   for (auto& w : ws) {
     w.p.assign(n * kTile, 0.0f);
     if (cube.interleave == Interleave::kBip) w.tmp.assign(n * kTile, 0.0f);
@@ -163,22 +164,22 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
   const TileFn tile_fn = pick_kernel(isa);
   const int tiles_per_line = (cube.samples + kTile - 1) / kTile;
   // Chunks of whole lines: about 16 per cube (a progress update each), and enough tiles to keep every
-  // thread busy. Few chunks matter on a busy machine: each chunk ends in a barrier, and a barrier whose
-  // partner thread is descheduled costs a scheduler time slice. Tiles are handed out dynamically (each
-  // tile writes only its own pixels, so the assignment never changes a result).
+  // thread busy. Tiles are handed out dynamically, two at a time (each tile writes only its own pixels,
+  // so the assignment never changes a result); a chunk ends when its last claimed tile is done.
   int chunk = options.chunk_lines;
   if (chunk <= 0)
     chunk = std::max({1, (cube.lines + 15) / 16, (64 * threads + tiles_per_line - 1) / tiles_per_line});
   for (int y0 = 0; y0 < cube.lines; y0 += chunk) {
     const int y1 = std::min(cube.lines, y0 + chunk);
-    const long tiles = long(y1 - y0) * tiles_per_line;
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 2)
-    for (long t = 0; t < tiles; ++t) {
-      const int y = y0 + int(t / tiles_per_line);
-      const int x0 = int(t % tiles_per_line) * kTile;
-      const int np = std::min(kTile, cube.samples - x0);
-      tile_fn(job, ws[omp_get_thread_num()], y, x0, np);
-    }
+    const int tiles = (y1 - y0) * tiles_per_line;
+    pool.run(tiles, 2, [&](int first, int end, int thread) {
+      for (int t = first; t < end; ++t) {
+        const int y = y0 + t / tiles_per_line;
+        const int x0 = (t % tiles_per_line) * kTile;
+        const int np = std::min(kTile, cube.samples - x0);
+        tile_fn(job, ws[std::size_t(thread)], y, x0, np);
+      }
+    });
     if (progress) progress(double(y1) / double(cube.lines));
   }
   result.times.compute_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -1,10 +1,8 @@
 // CPU bilinear warp: every output (FIXED) pixel samples MOVING at inverse * (x, y, 1).
 // A sample point inside [-0.5, w - 0.5] x [-0.5, h - 0.5] is interpolated from its four neighbours
 // with indices clamped to the image (so the border half pixel repeats the edge); beyond it the
-// output is 0. U8/U16 are rounded to nearest; F32 is kept as is. Rows are split statically over
-// OpenMP threads; each output value depends only on the input, so the result is deterministic.
-#include <omp.h>
-
+// output is 0. U8/U16 are rounded to nearest; F32 is kept as is. Chunks of rows run on the WorkPool
+// (core/thread_pool.hpp); each output value depends only on the input, so the result is deterministic.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -12,18 +10,18 @@
 #include <type_traits>
 
 #include "core/match_ops.hpp"
+#include "core/thread_pool.hpp"
 
 namespace spectrasift::cpu {
 
 namespace {
 
 template <class T>
-void warp_typed(const Image& src, const std::array<double, 9>& h, Image& dst, int threads) {
+void warp_rows(const Image& src, const std::array<double, 9>& h, Image& dst, int y_begin, int y_end) {
   const int w = src.width, ht = src.height, ch = src.channels;
   const T* in = src.as<T>();
   T* out = dst.as<T>();
-#pragma omp parallel for schedule(static) num_threads(threads)
-  for (int y = 0; y < dst.height; ++y) {
+  for (int y = y_begin; y < y_end; ++y) {
     for (int x = 0; x < dst.width; ++x) {
       T* o = out + (std::size_t(y) * dst.width + x) * ch;
       const double wz = h[6] * x + h[7] * y + h[8];
@@ -54,15 +52,21 @@ void warp_typed(const Image& src, const std::array<double, 9>& h, Image& dst, in
   }
 }
 
+template <class T>
+void warp_typed(const Image& src, const std::array<double, 9>& h, Image& dst, int threads) {
+  WorkPool& pool = calling_thread_pool(threads);
+  const int rows = std::max(1, dst.height / (4 * pool.size()));
+  pool.run(dst.height, rows, [&](int y0, int y1, int) { warp_rows<T>(src, h, dst, y0, y1); });
+}
+
 }  // namespace
 
 Image warp(const Image& moving, const std::array<double, 9>& inverse, int fixed_w, int fixed_h, int threads) {
   Image out = Image::allocate(fixed_w, fixed_h, moving.channels, moving.type);
-  const int t = threads > 0 ? threads : omp_get_max_threads();
   switch (moving.type) {
-    case PixelType::kU8: warp_typed<std::uint8_t>(moving, inverse, out, t); break;
-    case PixelType::kU16: warp_typed<std::uint16_t>(moving, inverse, out, t); break;
-    case PixelType::kF32: warp_typed<float>(moving, inverse, out, t); break;
+    case PixelType::kU8: warp_typed<std::uint8_t>(moving, inverse, out, threads); break;
+    case PixelType::kU16: warp_typed<std::uint16_t>(moving, inverse, out, threads); break;
+    case PixelType::kF32: warp_typed<float>(moving, inverse, out, threads); break;
   }
   return out;
 }

@@ -14,6 +14,7 @@
 
 #include "backend/opencl/state.hpp"
 #include "core/spectral_backend.hpp"
+#include "core/thread_pool.hpp"
 #include "numeric/spectral_metrics.h"
 #include "spectrasift/error.hpp"
 
@@ -336,17 +337,25 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
         const std::uint8_t* src0 = host + std::size_t(ch.y0) * cube.line_stride * es;
         const std::size_t band_bytes = cube.band_stride * es;
         const int nb = cube.bands;
-#pragma omp parallel for num_threads(threads) schedule(static) if (bytes >= (std::size_t(4) << 20))
-        for (int b = 0; b < nb; ++b) std::memcpy(dst + std::size_t(b) * plane, src0 + std::size_t(b) * band_bytes, plane);
+        const auto copy_bands = [&](int b0, int b1, int) {
+          for (int b = b0; b < b1; ++b) std::memcpy(dst + std::size_t(b) * plane, src0 + std::size_t(b) * band_bytes, plane);
+        };
+        if (bytes >= (std::size_t(4) << 20)) {
+          WorkPool& pool = calling_thread_pool(threads);
+          pool.run(nb, (nb + pool.size() - 1) / pool.size(), copy_bands);
+        } else {
+          copy_bands(0, nb, 0);
+        }
       } else {
         const std::uint8_t* src0 = host + std::size_t(ch.y0) * cube.line_stride * es;
         const std::size_t piece = std::max<std::size_t>(std::size_t(1) << 20, (bytes + threads - 1) / threads);
         const int pieces = int((bytes + piece - 1) / piece);
-#pragma omp parallel for num_threads(threads) schedule(static) if (pieces > 1)
-        for (int i = 0; i < pieces; ++i) {
-          const std::size_t off = std::size_t(i) * piece;
-          std::memcpy(dst + off, src0 + off, std::min(piece, bytes - off));
-        }
+        calling_thread_pool(threads).run(pieces, 1, [&](int i0, int i1, int) {
+          for (int i = i0; i < i1; ++i) {
+            const std::size_t off = std::size_t(i) * piece;
+            std::memcpy(dst + off, src0 + off, std::min(piece, bytes - off));
+          }
+        });
       }
       read_ms += ms_since(t0);
       SPECTRASIFT_CL_CHECK(clEnqueueWriteBuffer(uq, raw[slot], CL_FALSE, 0, bytes, dst, wait_raw ? 1 : 0,

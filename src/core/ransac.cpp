@@ -1,0 +1,209 @@
+// The RANSAC driver: samples drawn with Philox, hypotheses from the estimators (core/estimators/),
+// batched scoring in the backend (backend/cpu/ransac.cpp), local optimisation, model choice in
+// iteration order, and the final refinement. The maths is documented in include/spectrasift/geometry.hpp.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "core/context_impl.hpp"
+#include "core/estimators/estimators.hpp"
+#include "core/match_ops.hpp"
+#include "core/thread_pool.hpp"
+#include "numeric/philox.h"
+#include "spectrasift/error.hpp"
+
+namespace spectrasift {
+
+using geometry::Mat3;
+using geometry::Normaliser;
+
+namespace {
+
+// ---- one hypothesis from a minimal sample ---------------------------------------------------------
+
+struct Problem {
+  GeometryModel model;
+  int s;
+  const Point2* moving;
+  const Point2* fixed;
+  int n;
+  std::uint64_t seed;
+  Normaliser nm, nf;  // global normalisation for the minimal homography solver
+};
+
+/// Indices of the sample of `iteration`: draws j = 0, 1, ... skipping repeats (see geometry.hpp).
+bool draw_sample(const Problem& pb, std::uint64_t iteration, int* idx) {
+  int got = 0;
+  for (std::uint32_t j = 0; got < pb.s && j < std::uint32_t(64 * pb.s); ++j) {
+    const int k = int(ss_uniform_index(ss_ransac_draw(pb.seed, iteration, j), std::uint32_t(pb.n)));
+    bool repeat = false;
+    for (int q = 0; q < got; ++q) repeat = repeat || idx[q] == k;
+    if (!repeat) idx[got++] = k;
+  }
+  return got == pb.s;
+}
+
+/// Model from the sample of `iteration`; false when the sample is degenerate.
+bool hypothesis(const Problem& pb, std::uint64_t iteration, Mat3& h) {
+  int idx[4];
+  if (!draw_sample(pb, iteration, idx)) return false;
+  Point2 m[4], f[4];
+  for (int i = 0; i < pb.s; ++i) {
+    m[i] = pb.moving[idx[i]];
+    f[i] = pb.fixed[idx[i]];
+  }
+  return geometry::minimal_model(pb.model, m, f, pb.nm, pb.nf, h);
+}
+
+struct Scored {
+  Mat3 h{1, 0, 0, 0, 1, 0, 0, 0, 1};
+  int inliers = -1;
+  double sum = std::numeric_limits<double>::infinity();
+  /// Inlier ranking (DESIGN.md): more inliers, then the lower sum of their squared errors. MSAC ranking:
+  /// the lower truncated cost sum + (n - inliers) * t^2, then more inliers.
+  bool better_than(const Scored& o, bool msac, int n, double thr2) const {
+    if (msac) {
+      const double c = sum + double(n - inliers) * thr2, oc = o.inliers < 0 ? HUGE_VAL : o.sum + double(n - o.inliers) * thr2;
+      if (c != oc) return c < oc;
+      return inliers > o.inliers;
+    }
+    return inliers > o.inliers || (inliers == o.inliers && sum < o.sum);
+  }
+};
+
+Scored score_one(const Problem& pb, const Mat3& h, double thr2, std::vector<std::uint8_t>& mask) {
+  Scored s;
+  s.h = h;
+  s.inliers = cpu::inlier_mask(h.data(), pb.moving, pb.fixed, pb.n, thr2, mask.data(), &s.sum);
+  return s;
+}
+
+std::vector<int> indices_of(const std::vector<std::uint8_t>& mask) {
+  std::vector<int> idx;
+  for (std::size_t i = 0; i < mask.size(); ++i)
+    if (mask[i]) idx.push_back(int(i));
+  return idx;
+}
+
+int adaptive_iterations(const RansacOptions& o, int inliers, int n) {
+  const double w = double(inliers) / double(n);
+  const double ws = std::pow(w, minimal_sample_size(o.model));
+  double need;
+  if (ws >= 1.0) need = 1;
+  else {
+    const double denom = std::log1p(-ws);
+    need = denom < 0 ? std::ceil(std::log(1.0 - o.confidence) / denom) : double(o.max_iterations);
+  }
+  need = std::clamp(need, double(std::max(o.min_iterations, 1)), double(o.max_iterations));
+  return int(need);
+}
+
+}  // namespace
+
+ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, const std::vector<Point2>& fixed,
+                             const RansacOptions& options) {
+  const detail::ContextUse use(ctx.impl(), "estimate_model");
+  options.check();
+  geometry::check_points(moving, fixed);
+  const auto t0 = std::chrono::steady_clock::now();
+  ModelEstimate result;
+  result.model = options.model;
+  const int n = int(moving.size());
+  result.inlier_mask.assign(std::size_t(n), 0);
+  Problem pb{options.model, minimal_sample_size(options.model), moving.data(), fixed.data(), n, options.seed, {}, {}};
+  if (n < pb.s) return result;
+  if (!pb.nm.fit(pb.moving, nullptr, n) || !pb.nf.fit(pb.fixed, nullptr, n)) return result;  // all points coincide
+  // Scoring runs on the host for every backend: it is a small part of the job (hypotheses x points)
+  // and keeps the decision sequence identical everywhere.
+  const int threads = ctx.impl().cpu_threads();
+  const double thr2 = options.threshold_px * options.threshold_px;
+
+  Scored best;
+  std::vector<std::uint8_t> mask(static_cast<std::size_t>(n));
+  int limit = options.max_iterations;
+  int processed = 0;
+  constexpr int kBatch = 128;
+  std::vector<double> models(std::size_t(kBatch) * 9);
+  std::vector<std::uint8_t> valid(kBatch);
+  std::vector<int> counts(kBatch);
+  std::vector<double> sums(kBatch);
+  int batch = 16;  // grows to kBatch: the adaptive limit is often reached within a few dozen iterations
+  while (processed < limit) {
+    const int base = processed;
+    const int b = std::min(batch, limit - base);
+    batch = std::min(kBatch, 2 * batch);
+    const auto solve_batch = [&](int k0, int k1, int) {
+      for (int k = k0; k < k1; ++k) {
+        Mat3 h;
+        valid[std::size_t(k)] = hypothesis(pb, std::uint64_t(base + k), h) ? 1 : 0;
+        std::copy(h.begin(), h.end(), models.begin() + std::ptrdiff_t(k) * 9);
+      }
+    };
+    // Threads only pay off for large batches (waking the pool costs more than ~100 small solves).
+    if (b >= 64 && std::int64_t(b) * n >= (1 << 17)) calling_thread_pool(threads).run(b, 8, solve_batch);
+    else solve_batch(0, b, 0);
+    cpu::score_models(models.data(), valid.data(), b, pb.moving, pb.fixed, n, thr2, threads, counts.data(),
+                      sums.data());
+    // Decisions are taken strictly in iteration order, so the batch size and the thread count do not
+    // change the result.
+    for (int k = 0; k < b && base + k < limit; ++k) {
+      processed = base + k + 1;
+      if (!valid[std::size_t(k)]) continue;
+      Scored cand;
+      std::copy(models.begin() + std::ptrdiff_t(k) * 9, models.begin() + std::ptrdiff_t(k) * 9 + 9, cand.h.begin());
+      cand.inliers = counts[std::size_t(k)];
+      cand.sum = sums[std::size_t(k)];
+      if (!cand.better_than(best, options.msac, n, thr2)) continue;
+      best = cand;
+      if (options.local_optimization && best.inliers > pb.s) {
+        for (int round = 0; round < 4; ++round) {
+          score_one(pb, best.h, thr2, mask);
+          Mat3 h;
+          if (!geometry::fit_subset(options.model, pb.moving, pb.fixed, indices_of(mask), false, h)) break;
+          const Scored lo = score_one(pb, h, thr2, mask);
+          if (!lo.better_than(best, options.msac, n, thr2)) break;
+          best = lo;
+        }
+      }
+      limit = std::max(adaptive_iterations(options, best.inliers, n), processed);
+    }
+  }
+  result.iterations = processed;
+  if (best.inliers < 0) return result;
+
+  // Final refinement on the inliers; a refit is kept only when it is at least as good.
+  Scored cur = score_one(pb, best.h, thr2, mask);
+  std::vector<std::uint8_t> cur_mask = mask;
+  if (options.refine) {
+    for (int round = 0; round < 3; ++round) {
+      Mat3 h;
+      if (!geometry::fit_subset(options.model, pb.moving, pb.fixed, indices_of(cur_mask), true, h)) break;
+      const Scored cand = score_one(pb, h, thr2, mask);
+      if (!cand.better_than(cur, options.msac, n, thr2)) break;
+      const bool same = mask == cur_mask;
+      cur = cand;
+      cur_mask = mask;
+      if (same) break;
+    }
+  }
+  result.inliers = cur.inliers;
+  if (cur.inliers < options.required_inliers()) {
+    ctx.impl().log("ransac: best " + std::string(to_string(options.model)) + " has " + std::to_string(cur.inliers) +
+                   " inliers of " + std::to_string(n) + ", fewer than the " +
+                   std::to_string(options.required_inliers()) + " required: no model");
+    return result;
+  }
+  result.found = true;
+  result.matrix = cur.h;
+  result.inlier_mask = cur_mask;
+  result.rms_px = cur.inliers > 0 ? std::sqrt(cur.sum / cur.inliers) : 0.0;
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  ctx.impl().log("ransac: " + std::string(to_string(options.model)) + " " + std::to_string(result.inliers) + "/" +
+                 std::to_string(n) + " inliers, rms " + std::to_string(result.rms_px) + " px, " +
+                 std::to_string(result.iterations) + " iterations, " + std::to_string(ms) + " ms (host)");
+  return result;
+}
+
+}  // namespace spectrasift
