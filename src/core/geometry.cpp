@@ -11,7 +11,7 @@
 #include <string>
 
 #include "core/context_impl.hpp"
-#include "core/match_ops.hpp"
+#include "core/dispatch.hpp"
 #include "numeric/homography.h"
 #include "numeric/philox.h"
 #include "spectrasift/error.hpp"
@@ -501,7 +501,7 @@ struct Scored {
 Scored score_one(const Problem& pb, const Mat3& h, double thr2, std::vector<std::uint8_t>& mask) {
   Scored s;
   s.h = h;
-  s.inliers = cpu::inlier_mask(h.data(), pb.moving, pb.fixed, pb.n, thr2, mask.data(), &s.sum);
+  s.inliers = detail::host_backend().inlier_mask(h.data(), pb.moving, pb.fixed, pb.n, thr2, mask.data(), &s.sum);
   return s;
 }
 
@@ -581,8 +581,8 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
       valid[std::size_t(k)] = hypothesis(pb, std::uint64_t(base + k), h) ? 1 : 0;
       std::copy(h.begin(), h.end(), models.begin() + std::ptrdiff_t(k) * 9);
     }
-    cpu::score_models(models.data(), valid.data(), b, pb.moving, pb.fixed, n, thr2, threads, counts.data(),
-                      sums.data());
+    detail::backend_for(ctx.impl(), detail::Operation::kRansac)
+        .score_models(models.data(), valid.data(), b, pb.moving, pb.fixed, n, thr2, threads, counts.data(), sums.data());
     // Decisions are taken strictly in iteration order, so the batch size and the thread count do not
     // change the result.
     for (int k = 0; k < b && base + k < limit; ++k) {
@@ -699,14 +699,15 @@ void check_warp(const Image& moving, const std::array<double, 9>& matrix, int fi
 
 Image warp_image(const Image& moving, const std::array<double, 9>& matrix, int fixed_w, int fixed_h) {
   check_warp(moving, matrix, fixed_w, fixed_h);
-  return cpu::warp(moving, invert_model(matrix), fixed_w, fixed_h, 0);
+  return detail::host_backend().warp(moving, invert_model(matrix), fixed_w, fixed_h, 0);
 }
 
 Image warp_image(Context& ctx, const Image& moving, const std::array<double, 9>& matrix, int fixed_w, int fixed_h) {
   const detail::ContextUse use(ctx.impl(), "warp_image");
   check_warp(moving, matrix, fixed_w, fixed_h);
   // Warping is a host operation on every backend for now (one pass over the output).
-  return cpu::warp(moving, invert_model(matrix), fixed_w, fixed_h, ctx.impl().cpu_threads());
+  return detail::backend_for(ctx.impl(), detail::Operation::kWarp)
+      .warp(moving, invert_model(matrix), fixed_w, fixed_h, ctx.impl().cpu_threads());
 }
 
 Image warp_coverage(int moving_w, int moving_h, const std::array<double, 9>& matrix, int fixed_w, int fixed_h) {

@@ -12,6 +12,7 @@
 
 #include "backend/cpu/sift.hpp"
 #include "core/context_impl.hpp"
+#include "core/dispatch.hpp"
 #include "core/limits.hpp"
 #include "spectrasift/error.hpp"
 #include "spectrasift/io.hpp"
@@ -158,7 +159,7 @@ Features detect_and_compute(Context& ctx, const ImageF& gray, const SiftOptions&
     if (mask->data.size() != mask->pixel_count() * bytes_per_sample(mask->type))
       invalid("the mask buffer size does not match its shape");
   }
-  if (im.backend() != Backend::kCpu) im.require_host_fallback("SIFT");
+  detail::backend_for(im, detail::Operation::kSift);  // SIFT runs on the CPU plan below: an error or a log line
 
   const auto t0 = std::chrono::steady_clock::now();
   const int threads = im.cpu_threads();

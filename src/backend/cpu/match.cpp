@@ -25,7 +25,7 @@
 #include <limits>
 #include <vector>
 
-#include "core/match_ops.hpp"
+#include "backend/cpu/operations.hpp"
 
 namespace spectrasift::cpu {
 

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "core/match_ops.hpp"
+#include "backend/cpu/operations.hpp"
 #include "numeric/homography.h"
 
 namespace spectrasift::cpu {

@@ -26,6 +26,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backend/cpu/operations.hpp"
 #include "core/spectral_backend.hpp"
 #include "numeric/spectral_metrics.h"
 #include "spectrasift/error.hpp"

@@ -11,7 +11,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "core/match_ops.hpp"
+#include "backend/cpu/operations.hpp"
 
 namespace spectrasift::cpu {
 
