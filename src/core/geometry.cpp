@@ -582,7 +582,8 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
       std::copy(h.begin(), h.end(), models.begin() + std::ptrdiff_t(k) * 9);
     }
     detail::backend_for(ctx.impl(), detail::Operation::kRansac)
-        .score_models(models.data(), valid.data(), b, pb.moving, pb.fixed, n, thr2, threads, counts.data(), sums.data());
+        .score_models(models.data(), valid.data(), b, pb.moving, pb.fixed, n, thr2, threads, counts.data(),
+                      sums.data());
     // Decisions are taken strictly in iteration order, so the batch size and the thread count do not
     // change the result.
     for (int k = 0; k < b && base + k < limit; ++k) {
