@@ -45,7 +45,7 @@ MatchOptions mutual() {
 /// A device copy as a GPU backend would make it (here it only records what it mirrors).
 class FakeDeviceFeatures final : public detail::DeviceFeatures {
  public:
-  FakeDeviceFeatures(const detail::BackendImpl* owner, const Features& f)
+  FakeDeviceFeatures(const detail::BackendImpl& owner, const Features& f)
       : DeviceFeatures(owner, f.size(), f.descriptors.data(), f.descriptors.size()) {}
 };
 
@@ -69,9 +69,11 @@ TEST(DeviceFeatures, UsedOnlyWhileTheyMirrorTheHostDescriptorsOnTheirOwnBackend)
   Features f = random_features(50, 1);
   EXPECT_EQ(f.device, nullptr);
   EXPECT_EQ(detail::device_copy_for(f, gpu), nullptr);
-  f.device = std::make_shared<FakeDeviceFeatures>(&gpu, f);
+  f.device = std::make_shared<FakeDeviceFeatures>(gpu, f);
   EXPECT_EQ(f.device->count(), 50u);
-  EXPECT_EQ(f.device->owner(), &gpu);
+  EXPECT_TRUE(f.device->owned_by(gpu));
+  EXPECT_FALSE(f.device->owned_by(other));
+  EXPECT_NE(gpu.instance(), other.instance());
   EXPECT_EQ(detail::device_copy_for(f, gpu), f.device.get());
   EXPECT_EQ(detail::device_copy_for(f, other), nullptr) << "a copy on another backend's device is not usable";
 
@@ -127,8 +129,8 @@ TEST(Dispatch, MatchingGetsTheValidDeviceCopiesAndTheSameMatches) {
   FakeGpuBackend& gpu = *fake;
   ctx.impl().backend_impl = std::move(fake);
   Features qa = a, qb = b;
-  qa.device = std::make_shared<FakeDeviceFeatures>(&gpu, qa);
-  qb.device = std::make_shared<FakeDeviceFeatures>(&gpu, qb);
+  qa.device = std::make_shared<FakeDeviceFeatures>(gpu, qa);
+  qb.device = std::make_shared<FakeDeviceFeatures>(gpu, qb);
   const std::vector<Match> got = match_features(ctx, qa, qb, mutual());
   ASSERT_EQ(gpu.seen_query.size(), 2u);  // forward and backward (mutual) passes
   EXPECT_EQ(gpu.seen_query[0], qa.device.get());

@@ -1,6 +1,7 @@
 // The parts of the backend interface that every backend shares (see backend.hpp).
 #include "backend/backend.hpp"
 
+#include <atomic>
 #include <cstring>
 #include <string>
 
@@ -36,16 +37,23 @@ std::uint64_t descriptor_digest(const float* values, std::size_t n) noexcept {
   return h;
 }
 
-DeviceFeatures::DeviceFeatures(const BackendImpl* owner, std::size_t count, const float* host,
+DeviceFeatures::DeviceFeatures(const BackendImpl& owner, std::size_t count, const float* host,
                                std::size_t values) noexcept
-    : owner_(owner), count_(count), digest_(descriptor_digest(host, values)) {}
+    : owner_(owner.instance()), count_(count), digest_(descriptor_digest(host, values)) {}
 
 DeviceFeatures::~DeviceFeatures() = default;
+
+bool DeviceFeatures::owned_by(const BackendImpl& backend) const noexcept { return backend.instance() == owner_; }
 
 bool DeviceFeatures::mirrors(const Features& f) const noexcept {
   return f.size() == count_ && f.descriptors.size() == count_ * std::size_t(Features::kDescriptorSize) &&
          descriptor_digest(f.descriptors.data(), f.descriptors.size()) == digest_;
 }
+
+BackendImpl::BackendImpl() noexcept : instance_([] {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}()) {}
 
 BackendImpl::~BackendImpl() = default;
 

@@ -35,16 +35,19 @@ const char* to_string(Operation op) noexcept;
 /// same backend does not pass through the host. Each backend derives its own type holding the device
 /// buffer; this base records which backend owns it and which host descriptors it mirrors, so that
 /// dispatch can tell whether the copy is still the Features' content (see device_copy_for in
-/// core/dispatch.hpp): Features are plain values that the user may copy and edit.
+/// core/dispatch.hpp): Features are plain values that the user may copy and edit. The derived type must
+/// keep its device memory valid on its own (Features may outlive the Context that made them).
 class DeviceFeatures {
  public:
   /// `host` / `values`: the host descriptors this copy mirrors (count * Features::kDescriptorSize floats).
-  DeviceFeatures(const BackendImpl* owner, std::size_t count, const float* host, std::size_t values) noexcept;
+  DeviceFeatures(const BackendImpl& owner, std::size_t count, const float* host, std::size_t values) noexcept;
   virtual ~DeviceFeatures();
   DeviceFeatures(const DeviceFeatures&) = delete;
   DeviceFeatures& operator=(const DeviceFeatures&) = delete;
 
-  const BackendImpl* owner() const noexcept { return owner_; }
+  /// Whether `backend` made this copy (compared by BackendImpl::instance(), not by address: a Context
+  /// created later at a freed Context's address is another device).
+  bool owned_by(const BackendImpl& backend) const noexcept;
   std::size_t count() const noexcept { return count_; }
   /// Whether this copy still holds exactly `f`'s descriptors: same count and the same content digest
   /// (a 64-bit hash of the values' bits). A copy of the Features passes; any edit of a value, a resize or
@@ -52,7 +55,7 @@ class DeviceFeatures {
   bool mirrors(const Features& f) const noexcept;
 
  private:
-  const BackendImpl* owner_;
+  std::uint64_t owner_;  ///< the owner's instance()
   std::size_t count_;
   std::uint64_t digest_;
 };
@@ -77,13 +80,15 @@ struct FeatureView {
 /// lists only what it has, not one throwing stub per operation it lacks.)
 class BackendImpl {
  public:
-  BackendImpl() = default;
+  BackendImpl() noexcept;
   virtual ~BackendImpl();
   BackendImpl(const BackendImpl&) = delete;
   BackendImpl& operator=(const BackendImpl&) = delete;
 
   virtual Backend kind() const noexcept = 0;
   virtual bool implements(Operation op) const noexcept = 0;
+  /// A number unique to this backend object in the process (1, 2, ... in creation order).
+  std::uint64_t instance() const noexcept { return instance_; }
 
   /// kMatch: the nearest and second nearest train descriptor of every query; out has query.count entries.
   /// Lower train index wins ties; distances are the exact squared L2 of backend/cpu/match.cpp.
@@ -108,6 +113,9 @@ class BackendImpl {
  protected:
   /// The default entries' body: throws Error(kInternal).
   [[noreturn]] void unreachable(Operation op) const;
+
+ private:
+  const std::uint64_t instance_;
 };
 
 /// The CPU backend (backend/cpu/backend.cpp). It holds no state (its plans live in ContextImpl::plans).

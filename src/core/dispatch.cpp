@@ -28,7 +28,7 @@ BackendImpl& backend_for(ContextImpl& ctx, Operation op) {
 
 const DeviceFeatures* device_copy_for(const Features& f, const BackendImpl& backend) noexcept {
   const DeviceFeatures* d = f.device.get();
-  return d && d->owner() == &backend && d->mirrors(f) ? d : nullptr;
+  return d && d->owned_by(backend) && d->mirrors(f) ? d : nullptr;
 }
 
 }  // namespace spectrasift::detail
