@@ -590,7 +590,7 @@ int main(int argc, char** argv) {
                          SpectralResult& res, bool big_endian = false) {
       const auto t0 = std::chrono::steady_clock::now();
       Mapping mp(file);
-      cuda::spectral_match(ctx.impl(), view_of(mp.ptr, il, big_endian), prep, o, res, {});
+      ctx.impl().backend_impl->spectral_match(ctx.impl(), view_of(mp.ptr, il, big_endian), prep, o, res, {});
       return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     };
     auto run_e2e = [&]() {

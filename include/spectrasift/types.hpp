@@ -3,10 +3,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace spectrasift {
+
+namespace detail {
+class DeviceFeatures;  // a backend's device copy of descriptors (internal; see Features::device)
+}
 
 /// Where the work runs. kAuto picks CUDA, then an OpenCL GPU, then the CPU backend.
 enum class Backend { kAuto, kCpu, kCuda, kOpenCL };
@@ -80,6 +85,12 @@ struct Features {
   int image_height = 0;
   std::vector<Keypoint> keypoints;
   std::vector<float> descriptors;
+  /// Internal and optional: the descriptors' copy on the device of the backend that extracted them (GPU
+  /// SIFT), so that matching on that backend does not upload them again. It is used only while it still
+  /// mirrors `descriptors` (same count and content, checked by a digest at each match), so editing, copying
+  /// or filtering the vectors is always safe: an edited Features is matched from its host values. Null for
+  /// features of the CPU backend or read from a file.
+  std::shared_ptr<const detail::DeviceFeatures> device;
 
   std::size_t size() const noexcept { return keypoints.size(); }
   const float* descriptor(std::size_t i) const noexcept { return descriptors.data() + i * kDescriptorSize; }

@@ -19,12 +19,11 @@ namespace spectrasift {
 
 const char* version() noexcept { return SPECTRASIFT_VERSION; }
 
-// Backends that are not compiled in still need their deleters and factories to link; they are never reached
-// with a live object, and their factories report the backend as missing from this build.
+// Backends that are not compiled in still need their factories to link; they report the backend as missing
+// from this build.
 #ifndef SPECTRASIFT_HAVE_CUDA
 namespace cuda {
-void StateDeleter::operator()(State*) const noexcept {}
-std::unique_ptr<State, StateDeleter> create_state(int, DeviceInfo&) {
+std::unique_ptr<detail::BackendImpl> create_state(int, DeviceInfo&) {
   throw Error(ErrorCode::kBackendUnavailable, "the CUDA backend is not compiled into this build", "cuda");
 }
 std::vector<DeviceInfo> list_devices() { return {}; }
@@ -32,8 +31,7 @@ std::vector<DeviceInfo> list_devices() { return {}; }
 #endif
 #ifndef SPECTRASIFT_HAVE_OPENCL
 namespace opencl {
-void StateDeleter::operator()(State*) const noexcept {}
-std::unique_ptr<State, StateDeleter> create_state(int, DeviceInfo&) {
+std::unique_ptr<detail::BackendImpl> create_state(int, DeviceInfo&) {
   throw Error(ErrorCode::kBackendUnavailable, "the OpenCL backend is not compiled into this build", "opencl");
 }
 std::vector<DeviceInfo> list_devices() { return {}; }
@@ -135,15 +133,6 @@ void ContextImpl::log(const std::string& line) const {
   if (options.verbose) std::cerr << "[spectrasift] " << line << '\n';
 }
 
-void ContextImpl::require_host_fallback(const std::string& operation) const {
-  const char* name = to_string(device.backend);
-  if (options.backend != Backend::kAuto)
-    throw Error(ErrorCode::kUnsupported,
-                operation + " is not implemented on the " + name + " backend yet (use --backend cpu or auto)", name);
-  log(operation + ": not implemented on " + name + " yet, running on the CPU backend (" +
-      std::to_string(cpu_threads()) + " threads)");
-}
-
 ContextUse::ContextUse(ContextImpl& impl, const char* operation) {
   std::thread::id none{};
   const std::thread::id me = std::this_thread::get_id();
@@ -174,17 +163,18 @@ Context::Context(const ContextOptions& options) : impl_(std::make_unique<detail:
     case Backend::kCpu:
       if (options.device > 0) throw Error(ErrorCode::kBackendUnavailable, "the CPU backend has one device (0)", "cpu");
       im.device = cpu_device_info();
+      im.backend_impl = detail::make_cpu_backend();
       break;
     case Backend::kCuda:
-      im.cuda = cuda::create_state(dev, im.device);
+      im.backend_impl = cuda::create_state(dev, im.device);
       break;
     case Backend::kOpenCL:
-      im.opencl = opencl::create_state(dev, im.device);
+      im.backend_impl = opencl::create_state(dev, im.device);
       break;
     case Backend::kAuto: {
       // CUDA first, then an OpenCL GPU, then the CPU backend.
       if (!cuda::list_devices().empty()) {
-        im.cuda = cuda::create_state(dev, im.device);
+        im.backend_impl = cuda::create_state(dev, im.device);
         break;
       }
       const auto ocl = opencl::list_devices();
@@ -193,10 +183,11 @@ Context::Context(const ContextOptions& options) : impl_(std::make_unique<detail:
         if (d.type == "gpu") { gpu = d.index; break; }
       }
       if (gpu >= 0) {
-        im.opencl = opencl::create_state(gpu, im.device);
+        im.backend_impl = opencl::create_state(gpu, im.device);
         break;
       }
       im.device = cpu_device_info();
+      im.backend_impl = detail::make_cpu_backend();
       break;
     }
   }

@@ -1,5 +1,5 @@
-// Backend-private state behind spectrasift::Context. Backends reach their own state through the
-// pointers below; each backend defines its State type and deleter in its own folder.
+// Backend-private state behind spectrasift::Context: the options, the device, and the context's backend
+// (one opaque BackendImpl, see backend/backend.hpp; a backend reaches its own type through its state(ctx)).
 #pragma once
 
 #include <any>
@@ -9,31 +9,17 @@
 #include <string>
 #include <thread>
 
+#include "backend/backend.hpp"
 #include "spectrasift/context.hpp"
-
-namespace spectrasift::cuda {
-struct State;
-struct StateDeleter { void operator()(State*) const noexcept; };
-/// Creates the CUDA state for a device (stream, cuBLAS handle, pools); throws Error when absent.
-std::unique_ptr<State, StateDeleter> create_state(int device, DeviceInfo& info);
-std::vector<DeviceInfo> list_devices();
-}  // namespace spectrasift::cuda
-
-namespace spectrasift::opencl {
-struct State;
-struct StateDeleter { void operator()(State*) const noexcept; };
-/// Creates the OpenCL state for a device index of list_devices(); throws Error when absent.
-std::unique_ptr<State, StateDeleter> create_state(int device, DeviceInfo& info);
-std::vector<DeviceInfo> list_devices();
-}  // namespace spectrasift::opencl
 
 namespace spectrasift::detail {
 
 struct ContextImpl {
   ContextOptions options;
   DeviceInfo device;
-  std::unique_ptr<cuda::State, cuda::StateDeleter> cuda;
-  std::unique_ptr<opencl::State, opencl::StateDeleter> opencl;
+  /// The context's device: the CPU, CUDA or OpenCL backend (never null once the Context is constructed).
+  /// Which backend runs an operation is decided by core/dispatch.hpp.
+  std::unique_ptr<BackendImpl> backend_impl;
   /// Reusable per-operation plans (buffers sized for the last input shape), keyed by operation name.
   std::map<std::string, std::any> plans;
   /// The thread inside a public operation on this context; a default id when none (see ContextUse).
@@ -44,10 +30,6 @@ struct ContextImpl {
   int cpu_threads() const noexcept;
   /// Writes one line to stderr when options.verbose ("[spectrasift] ...").
   void log(const std::string& line) const;
-  /// For an operation that this context's backend does not implement yet: when the backend was picked
-  /// by `auto`, logs that the operation runs on the host CPU backend instead and returns; when the user
-  /// asked for the backend explicitly, throws Error(kUnsupported) (DESIGN.md: never a silent fallback).
-  void require_host_fallback(const std::string& operation) const;
 };
 
 /// Claims a Context for one public operation (held for the whole call): a Context must not be used by two

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "core/context_impl.hpp"
-#include "core/match_ops.hpp"
+#include "core/dispatch.hpp"
 #include "spectrasift/error.hpp"
 
 namespace spectrasift {
@@ -30,11 +30,16 @@ void check_features(const Features& f, const char* which) {
     throw Error(ErrorCode::kInvalidArgument, std::string(which) + " features: too many keypoints");
 }
 
+/// One side of a matching call on `backend`: the host descriptors and, when still valid there, their device copy.
+detail::FeatureView view_of(const Features& f, const detail::BackendImpl& backend) {
+  return detail::FeatureView{f.descriptors.data(), int(f.size()), Features::kDescriptorSize,
+                             detail::device_copy_for(f, backend)};
+}
+
 std::vector<Top2> top2(Context& ctx, const Features& query, const Features& train) {
   std::vector<Top2> out(query.size());
-  if (ctx.backend() != Backend::kCpu) ctx.impl().require_host_fallback("descriptor matching");
-  cpu::match_top2(query.descriptors.data(), int(query.size()), train.descriptors.data(), int(train.size()),
-                  Features::kDescriptorSize, ctx.impl().cpu_threads(), out.data());
+  detail::BackendImpl& backend = detail::backend_for(ctx.impl(), detail::Operation::kMatch);
+  backend.match_top2(ctx.impl(), view_of(query, backend), view_of(train, backend), out.data());
   return out;
 }
 

@@ -9,7 +9,7 @@
 
 #include "core/context_impl.hpp"
 #include "core/estimators/estimators.hpp"
-#include "core/match_ops.hpp"
+#include "core/dispatch.hpp"
 #include "core/thread_pool.hpp"
 #include "numeric/philox.h"
 #include "spectrasift/error.hpp"
@@ -76,7 +76,7 @@ struct Scored {
 Scored score_one(const Problem& pb, const Mat3& h, double thr2, std::vector<std::uint8_t>& mask) {
   Scored s;
   s.h = h;
-  s.inliers = cpu::inlier_mask(h.data(), pb.moving, pb.fixed, pb.n, thr2, mask.data(), &s.sum);
+  s.inliers = detail::host_backend().inlier_mask(h.data(), pb.moving, pb.fixed, pb.n, thr2, mask.data(), &s.sum);
   return s;
 }
 
@@ -144,7 +144,8 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
     // Threads only pay off for large batches (waking the pool costs more than ~100 small solves).
     if (b >= 64 && std::int64_t(b) * n >= (1 << 17)) calling_thread_pool(threads).run(b, 8, solve_batch);
     else solve_batch(0, b, 0);
-    cpu::score_models(models.data(), valid.data(), b, pb.moving, pb.fixed, n, thr2, threads, counts.data(),
+    detail::backend_for(ctx.impl(), detail::Operation::kRansac)
+        .score_models(models.data(), valid.data(), b, pb.moving, pb.fixed, n, thr2, threads, counts.data(),
                       sums.data());
     // Decisions are taken strictly in iteration order, so the batch size and the thread count do not
     // change the result.

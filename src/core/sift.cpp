@@ -16,6 +16,7 @@
 #include "core/context_impl.hpp"
 #include "core/sift_backend.hpp"
 #include "core/sift_plan.hpp"
+#include "core/dispatch.hpp"
 #include "core/limits.hpp"
 #include "spectrasift/error.hpp"
 
@@ -52,11 +53,11 @@ void SiftOptions::check() const {
 
 namespace {
 
-// The stages of the context's backend, kept in the context (buffers and threads are reused).
-// Which backend runs SIFT: the CPU for now (require_host_fallback in run_sift).
-detail::SiftStages& sift_stages(detail::ContextImpl& ctx) {
-  auto& slot = ctx.plans["sift.stages"];
-  if (!slot.has_value()) slot = std::shared_ptr<detail::SiftStages>(cpu::make_sift_stages(ctx));
+// The SIFT stages of the backend that runs SIFT on this context (core/dispatch.hpp decides: the context's
+// backend, or the CPU backend under `auto`), kept in the context so that buffers are reused across images.
+detail::SiftStages& sift_stages(detail::ContextImpl& ctx, detail::BackendImpl& backend) {
+  auto& slot = ctx.plans[std::string("sift.stages.") + to_string(backend.kind())];
+  if (!slot.has_value()) slot = std::shared_ptr<detail::SiftStages>(backend.make_sift_stages(ctx));
   return *std::any_cast<std::shared_ptr<detail::SiftStages>&>(slot);
 }
 
@@ -73,9 +74,9 @@ void check_mask(const Image* mask, int width, int height) {
 // Runs the stages on a checked image and mask.
 Features run_sift(detail::ContextImpl& im, const detail::SiftImageView& view, const SiftOptions& options,
                   const Image* mask) {
-  if (im.backend() != Backend::kCpu) im.require_host_fallback("SIFT");
+  detail::BackendImpl& backend = detail::backend_for(im, detail::Operation::kSift);
   const detail::SiftPlan& plan = detail::sift_plan(im, view.width, view.height, options);
-  detail::SiftStages& st = sift_stages(im);
+  detail::SiftStages& st = sift_stages(im, backend);
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
   st.upload(plan, view);
@@ -93,8 +94,8 @@ Features run_sift(detail::ContextImpl& im, const detail::SiftImageView& view, co
   st.download(f, counts);
   const auto t3 = clock::now();
   auto ms = [](auto a, auto b) { return num(std::chrono::duration<double, std::milli>(b - a).count()); };
-  im.log("sift: cpu, " + std::to_string(view.width) + "x" + std::to_string(view.height) + ", " +
-         std::to_string(im.cpu_threads()) + " threads: grey + scale space + extrema + orientations " + ms(t0, t1) +
+  im.log(std::string("sift: ") + to_string(backend.kind()) + ", " + std::to_string(view.width) + "x" +
+         std::to_string(view.height) + ", " + std::to_string(im.cpu_threads()) + " threads: grey + scale space + extrema + orientations " + ms(t0, t1) +
          " ms, duplicates/max_features/mask/order " + ms(t1, t2) + " ms, descriptors " + ms(t2, t3) + " ms; " +
          std::to_string(counts.candidates) + " candidates, " + std::to_string(counts.oriented) + " found, " +
          std::to_string(counts.kept) + " kept");

@@ -75,8 +75,3 @@ class SiftStages {
 };
 
 }  // namespace spectrasift::detail
-
-namespace spectrasift::cpu {
-/// The CPU backend's SIFT stages (backend/cpu/sift_stages.cpp), bound to ctx for its thread count.
-std::unique_ptr<detail::SiftStages> make_sift_stages(detail::ContextImpl& ctx);
-}  // namespace spectrasift::cpu

@@ -1,6 +1,6 @@
 // Spectral matching, backend-independent part: option checks, the cube view, reference preparation
-// (in double, see numeric/spectral_metrics.h), reference helpers, library resampling and the dispatch
-// to cpu:: / cuda:: / opencl::spectral_match.
+// (in double, see numeric/spectral_metrics.h), reference helpers, library resampling and the call of the
+// backend's spectral_match entry (core/dispatch.hpp).
 #include "spectrasift/spectral.hpp"
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/context_impl.hpp"
+#include "core/dispatch.hpp"
 #include "core/limits.hpp"
 #include "core/spectral_backend.hpp"
 #include "numeric/spectral_metrics.h"
@@ -213,27 +214,7 @@ SpectralResult spectral_match(Context& ctx, const CubeRef& cube, const SpectralL
            std::to_string(view.lines) + " x " + std::to_string(view.bands) + " " + to_string(view.type) + " " +
            to_string(view.interleave) + ", " + std::to_string(refs.used_bands) + " bands used, " +
            std::to_string(refs.count) + " reference(s) on " + result.backend);
-  switch (impl.backend()) {
-    case Backend::kCpu:
-      cpu::spectral_match(impl, view, refs, options, result, progress);
-      break;
-    case Backend::kCuda:
-#ifdef SPECTRASIFT_HAVE_CUDA
-      cuda::spectral_match(impl, view, refs, options, result, progress);
-      break;
-#else
-      throw Error(ErrorCode::kBackendUnavailable, "the CUDA backend is not compiled into this build", "cuda");
-#endif
-    case Backend::kOpenCL:
-#ifdef SPECTRASIFT_HAVE_OPENCL
-      opencl::spectral_match(impl, view, refs, options, result, progress);
-      break;
-#else
-      throw Error(ErrorCode::kBackendUnavailable, "the OpenCL backend is not compiled into this build", "opencl");
-#endif
-    case Backend::kAuto:
-      throw Error(ErrorCode::kInternal, "a Context resolved no backend");
-  }
+  detail::backend_for(impl, detail::Operation::kSpectral).spectral_match(impl, view, refs, options, result, progress);
   result.times.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   impl.log("spectral: upload " + std::to_string(result.times.upload_ms) + " ms, compute " +
            std::to_string(result.times.compute_ms) + " ms, download " + std::to_string(result.times.download_ms) +

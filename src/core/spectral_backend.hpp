@@ -1,4 +1,5 @@
-// The contract between src/core/spectral.cpp (checks, references, output) and the three backends.
+// The contract between src/core/spectral.cpp (checks, references, output) and the three backends' entry
+// BackendImpl::spectral_match (backend/backend.hpp).
 // core prepares everything backend-independent; a backend streams the cube in chunks of whole
 // lines, converts samples from their native type and byte order itself, and writes the reduction.
 #pragma once
@@ -57,16 +58,3 @@ PreparedReferences prepare_references(const CubeRef& cube, const SpectralLibrary
 PreparedReferences prepare_references(const EnviCube& cube, const SpectralLibrary& refs, Metric metric);
 
 }  // namespace spectrasift::detail
-
-/// Output buffers are sized by core before the call: result.scores/index already have their size.
-/// Each backend implements this with the same name in its folder (ArrayFire's rule).
-#define SPECTRASIFT_DECLARE_SPECTRAL_MATCH(ns)                                                            \
-  namespace spectrasift::ns {                                                                           \
-  void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube,                           \
-                      const detail::PreparedReferences& refs, const SpectralOptions& options,           \
-                      SpectralResult& result, const ProgressFn& progress);                              \
-  }
-SPECTRASIFT_DECLARE_SPECTRAL_MATCH(cpu)
-SPECTRASIFT_DECLARE_SPECTRAL_MATCH(cuda)
-SPECTRASIFT_DECLARE_SPECTRAL_MATCH(opencl)
-#undef SPECTRASIFT_DECLARE_SPECTRAL_MATCH

@@ -4,7 +4,7 @@
 
 #include "core/context_impl.hpp"
 #include "core/linalg.hpp"
-#include "core/match_ops.hpp"
+#include "core/dispatch.hpp"
 #include "spectrasift/error.hpp"
 #include "spectrasift/geometry.hpp"
 
@@ -23,14 +23,15 @@ void check_warp(const Image& moving, const std::array<double, 9>& matrix, int fi
 
 Image warp_image(const Image& moving, const std::array<double, 9>& matrix, int fixed_w, int fixed_h) {
   check_warp(moving, matrix, fixed_w, fixed_h);
-  return cpu::warp(moving, invert_model(matrix), fixed_w, fixed_h, 0);
+  return detail::host_backend().warp(moving, invert_model(matrix), fixed_w, fixed_h, 0);
 }
 
 Image warp_image(Context& ctx, const Image& moving, const std::array<double, 9>& matrix, int fixed_w, int fixed_h) {
   const detail::ContextUse use(ctx.impl(), "warp_image");
   check_warp(moving, matrix, fixed_w, fixed_h);
   // Warping is a host operation on every backend for now (one pass over the output).
-  return cpu::warp(moving, invert_model(matrix), fixed_w, fixed_h, ctx.impl().cpu_threads());
+  return detail::backend_for(ctx.impl(), detail::Operation::kWarp)
+      .warp(moving, invert_model(matrix), fixed_w, fixed_h, ctx.impl().cpu_threads());
 }
 
 Image warp_coverage(int moving_w, int moving_h, const std::array<double, 9>& matrix, int fixed_w, int fixed_h) {

@@ -22,8 +22,8 @@
 #include <limits>
 #include <vector>
 
+#include "backend/cpu/operations.hpp"
 #include "core/cpu_features.hpp"
-#include "core/match_ops.hpp"
 #include "core/thread_pool.hpp"
 
 namespace spectrasift::cpu {

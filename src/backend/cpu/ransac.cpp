@@ -4,7 +4,7 @@
 // (numeric/homography.h).
 #include <cstdint>
 
-#include "core/match_ops.hpp"
+#include "backend/cpu/operations.hpp"
 #include "core/thread_pool.hpp"
 #include "numeric/homography.h"
 

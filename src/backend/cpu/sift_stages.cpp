@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backend/cpu/operations.hpp"
 #include "backend/cpu/sift.hpp"
 #include "numeric/sift_gray.h"
 #include "numeric/sift_select.h"

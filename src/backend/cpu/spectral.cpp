@@ -25,6 +25,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backend/cpu/operations.hpp"
 #include "core/cpu_features.hpp"
 #include "core/spectral_backend.hpp"
 #include "core/thread_pool.hpp"

@@ -9,7 +9,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "core/match_ops.hpp"
+#include "backend/cpu/operations.hpp"
 #include "core/thread_pool.hpp"
 
 namespace spectrasift::cpu {

@@ -72,12 +72,19 @@ PinnedBuffer& State::pinned_buffer(const std::string& name, std::size_t bytes) {
 void State::activate() const { SPECTRASIFT_CUDA_CHECK(cudaSetDevice(device)); }
 
 State& state(detail::ContextImpl& ctx) {
-  if (!ctx.cuda) throw Error(ErrorCode::kInternal, "CUDA operation on a context that is not a CUDA context", "cuda");
-  return *ctx.cuda;
+  auto* s = dynamic_cast<State*>(ctx.backend_impl.get());
+  if (!s) throw Error(ErrorCode::kInternal, "CUDA operation on a context that is not a CUDA context", "cuda");
+  return *s;
 }
 
-void StateDeleter::operator()(State* s) const noexcept {
-  if (!s) return;
+void State::spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube,
+                           const detail::PreparedReferences& refs, const SpectralOptions& options,
+                           SpectralResult& result, const ProgressFn& progress) {
+  cuda::spectral_match(ctx, cube, refs, options, result, progress);
+}
+
+State::~State() {
+  State* s = this;
   cudaSetDevice(s->device);
   cudaDeviceSynchronize();
   s->buffers.clear();
@@ -88,7 +95,6 @@ void StateDeleter::operator()(State* s) const noexcept {
   if (s->copy) cudaStreamDestroy(s->copy);
   if (s->aux) cudaStreamDestroy(s->aux);
   if (s->download) cudaStreamDestroy(s->download);
-  delete s;
 }
 
 namespace {
@@ -124,7 +130,7 @@ std::vector<DeviceInfo> list_devices() {
   return out;
 }
 
-std::unique_ptr<State, StateDeleter> create_state(int device, DeviceInfo& info) {
+std::unique_ptr<detail::BackendImpl> create_state(int device, DeviceInfo& info) {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
     cudaGetLastError();
@@ -133,7 +139,7 @@ std::unique_ptr<State, StateDeleter> create_state(int device, DeviceInfo& info) 
   if (device >= n)
     throw Error(ErrorCode::kBackendUnavailable,
                 "CUDA device " + std::to_string(device) + " does not exist (" + std::to_string(n) + " present)", "cuda");
-  std::unique_ptr<State, StateDeleter> s(new State);
+  auto s = std::make_unique<State>();
   s->device = device;
   SPECTRASIFT_CUDA_CHECK(cudaSetDevice(device));
   SPECTRASIFT_CUDA_CHECK(cudaGetDeviceProperties(&s->props, device));

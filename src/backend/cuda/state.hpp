@@ -1,5 +1,6 @@
-// The CUDA backend's part of a Context: one device, one stream for compute and one for copies,
-// a lazily created cuBLAS handle, and a pool of device and pinned buffers reused across calls.
+// The CUDA backend's part of a Context, and its BackendImpl (backend/backend.hpp): one device, one stream for
+// compute and one for copies, a lazily created cuBLAS handle, and a pool of device and pinned buffers reused
+// across calls. It implements spectral matching (spectral.cu).
 #pragma once
 
 #include <cublas_v2.h>
@@ -11,10 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.hpp"
 #include "backend/cuda/host_copy.hpp"
 #include "backend/cuda/stream_pipeline.hpp"
 #include "backend/cuda/tuning.hpp"
 #include "core/context_impl.hpp"
+#include "core/spectral_backend.hpp"
 
 namespace spectrasift::cuda {
 
@@ -46,7 +49,15 @@ struct PinnedBuffer {
   template <class T> T* as() const noexcept { return static_cast<T*>(ptr); }
 };
 
-struct State {
+struct State final : detail::BackendImpl {
+  State() = default;
+  ~State() override;  ///< synchronises the device, then frees buffers, pools, events, cuBLAS and streams
+
+  Backend kind() const noexcept override { return Backend::kCuda; }
+  bool implements(detail::Operation op) const noexcept override { return op == detail::Operation::kSpectral; }
+  void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, const detail::PreparedReferences& refs,
+                      const SpectralOptions& options, SpectralResult& result, const ProgressFn& progress) override;
+
   int device = 0;
   cudaDeviceProp props{};
   cudaStream_t compute = nullptr;
@@ -78,5 +89,9 @@ struct State {
 
 /// The CUDA state of a context, or Error(kInternal) if the context is not a CUDA one.
 State& state(detail::ContextImpl& ctx);
+
+/// spectral.cu: the spectral entry (State::spectral_match forwards to it).
+void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, const detail::PreparedReferences& refs,
+                    const SpectralOptions& options, SpectralResult& result, const ProgressFn& progress);
 
 }  // namespace spectrasift::cuda

@@ -161,8 +161,8 @@ std::vector<DeviceInfo> list_devices() {
   return out;
 }
 
-void StateDeleter::operator()(State* s) const noexcept {
-  if (!s) return;
+State::~State() {
+  State* s = this;
   if (s->queue) clFinish(s->queue);
   if (s->upload_queue) clFinish(s->upload_queue);
   for (auto& [k, p] : s->pinned_buffers) {
@@ -177,10 +177,15 @@ void StateDeleter::operator()(State* s) const noexcept {
   if (s->upload_queue) clReleaseCommandQueue(s->upload_queue);
   if (s->queue) clReleaseCommandQueue(s->queue);
   if (s->context) clReleaseContext(s->context);
-  delete s;
 }
 
-std::unique_ptr<State, StateDeleter> create_state(int device, DeviceInfo& info) {
+void State::spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube,
+                           const detail::PreparedReferences& refs, const SpectralOptions& options,
+                           SpectralResult& result, const ProgressFn& progress) {
+  opencl::spectral_match(ctx, cube, refs, options, result, progress);
+}
+
+std::unique_ptr<detail::BackendImpl> create_state(int device, DeviceInfo& info) {
   const auto flat = flat_devices();
   if (flat.empty())
     throw Error(ErrorCode::kBackendUnavailable,
@@ -192,7 +197,7 @@ std::unique_ptr<State, StateDeleter> create_state(int device, DeviceInfo& info) 
                 "OpenCL device " + std::to_string(device) + " does not exist (" + std::to_string(flat.size()) +
                     " present; see `spectrasift devices`)",
                 "opencl");
-  std::unique_ptr<State, StateDeleter> s(new State);
+  auto s = std::make_unique<State>();
   s->platform = flat[std::size_t(device)].platform;
   s->device = flat[std::size_t(device)].device;
   cl_int err = CL_SUCCESS;
@@ -212,8 +217,9 @@ std::unique_ptr<State, StateDeleter> create_state(int device, DeviceInfo& info) 
 }
 
 State& state(detail::ContextImpl& ctx) {
-  if (!ctx.opencl) throw Error(ErrorCode::kInternal, "OpenCL operation on a context that is not an OpenCL context", "opencl");
-  return *ctx.opencl;
+  auto* s = dynamic_cast<State*>(ctx.backend_impl.get());
+  if (!s) throw Error(ErrorCode::kInternal, "OpenCL operation on a context that is not an OpenCL context", "opencl");
+  return *s;
 }
 
 cl_program State::program(const std::string& source_name, const std::string& options) {

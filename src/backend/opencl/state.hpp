@@ -1,5 +1,6 @@
-// The OpenCL backend's part of a Context: one device, an in-order queue (profiling enabled), the
-// programs built from the embedded sources (cached per source name and build options) and named buffers.
+// The OpenCL backend's part of a Context, and its BackendImpl (backend/backend.hpp): one device, an in-order
+// queue (profiling enabled), the programs built from the embedded sources (cached per source name and build
+// options) and named buffers. It implements spectral matching (spectral.cpp).
 #pragma once
 
 #include <cstddef>
@@ -8,8 +9,10 @@
 #include <string_view>
 #include <vector>
 
+#include "backend/backend.hpp"
 #include "backend/opencl/check.hpp"
 #include "core/context_impl.hpp"
+#include "core/spectral_backend.hpp"
 
 namespace spectrasift::opencl {
 
@@ -57,7 +60,15 @@ struct Event {
   double elapsed_ms() const;
 };
 
-struct State {
+struct State final : detail::BackendImpl {
+  State() = default;
+  ~State() override;  ///< finishes the queues, then releases buffers, kernels, programs, queues, context
+
+  Backend kind() const noexcept override { return Backend::kOpenCL; }
+  bool implements(detail::Operation op) const noexcept override { return op == detail::Operation::kSpectral; }
+  void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, const detail::PreparedReferences& refs,
+                      const SpectralOptions& options, SpectralResult& result, const ProgressFn& progress) override;
+
   cl_platform_id platform = nullptr;
   cl_device_id device = nullptr;
   cl_context context = nullptr;
@@ -102,6 +113,11 @@ struct State {
   std::size_t work_group_1d(cl_kernel k, std::size_t want) const;
 };
 
+/// The OpenCL state of a context, or Error(kInternal) if the context is not an OpenCL one.
 State& state(detail::ContextImpl& ctx);
+
+/// spectral.cpp: the spectral entry (State::spectral_match forwards to it).
+void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, const detail::PreparedReferences& refs,
+                    const SpectralOptions& options, SpectralResult& result, const ProgressFn& progress);
 
 }  // namespace spectrasift::opencl

@@ -1,0 +1,140 @@
+// The one backend interface (DESIGN.md "Backends and devices"): every operation's entry, declared once.
+// core/ checks the arguments and prepares backend-independent data; it then asks core/dispatch.hpp which
+// BackendImpl runs the operation and calls its entry, which may assume valid input. Each backend's
+// context object IS its BackendImpl (cpu::CpuBackend, cuda::State, opencl::State); its entries forward to
+// the file of the operation's name in its folder (ArrayFire's rule: match.cpp, ransac.cpp, ...).
+// A backend folder includes this header, core's contract headers and src/numeric/, never another backend
+// folder and never core/dispatch.hpp (checked by the test tests/include_rules.cmake).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "spectrasift/context.hpp"
+#include "spectrasift/match.hpp"
+#include "spectrasift/spectral.hpp"
+#include "spectrasift/types.hpp"
+
+namespace spectrasift::detail {
+
+struct ContextImpl;
+struct CubeView;            // core/spectral_backend.hpp
+struct PreparedReferences;  // core/spectral_backend.hpp
+class SiftStages;           // core/sift_backend.hpp
+class BackendImpl;
+
+/// The operations a backend may implement.
+enum class Operation { kSift, kMatch, kRansac, kWarp, kSpectral };
+/// The operation's name in logs and errors: "SIFT", "descriptor matching", "RANSAC scoring", "warping",
+/// "spectral matching".
+const char* to_string(Operation op) noexcept;
+
+/// Descriptors that a backend keeps on its device after extraction (GPU SIFT), so that matching on the
+/// same backend does not pass through the host. Each backend derives its own type holding the device
+/// buffer; this base records which backend owns it and which host descriptors it mirrors, so that
+/// dispatch can tell whether the copy is still the Features' content (see device_copy_for in
+/// core/dispatch.hpp): Features are plain values that the user may copy and edit. The derived type must
+/// keep its device memory valid on its own (Features may outlive the Context that made them).
+class DeviceFeatures {
+ public:
+  /// `host` / `values`: the host descriptors this copy mirrors (count * Features::kDescriptorSize floats).
+  DeviceFeatures(const BackendImpl& owner, std::size_t count, const float* host, std::size_t values) noexcept;
+  virtual ~DeviceFeatures();
+  DeviceFeatures(const DeviceFeatures&) = delete;
+  DeviceFeatures& operator=(const DeviceFeatures&) = delete;
+
+  /// Whether `backend` made this copy (compared by BackendImpl::instance(), not by address: a Context
+  /// created later at a freed Context's address is another device).
+  bool owned_by(const BackendImpl& backend) const noexcept;
+  std::size_t count() const noexcept { return count_; }
+  /// Whether this copy still holds exactly `f`'s descriptors: same count and the same content digest
+  /// (a 64-bit hash of the values' bits). A copy of the Features passes; any edit of a value, a resize or
+  /// a moved-out vector fails.
+  bool mirrors(const Features& f) const noexcept;
+
+ private:
+  std::uint64_t owner_;  ///< the owner's instance()
+  std::size_t count_;
+  std::uint64_t digest_;
+};
+
+/// A 64-bit digest of `n` floats' bit patterns (order-sensitive; not cryptographic): the cheap check that
+/// a host descriptor array is unchanged since a device copy was made (one pass, ~1 ms for 10k features).
+std::uint64_t descriptor_digest(const float* values, std::size_t n) noexcept;
+
+/// One side of a matching call: the host descriptors (always valid) and, when dispatch found one that
+/// still mirrors them on the called backend, their device-resident copy. A backend without device copies
+/// ignores `device`.
+struct FeatureView {
+  const float* descriptors = nullptr;  ///< count rows of dim floats, contiguous
+  int count = 0;
+  int dim = Features::kDescriptorSize;
+  const DeviceFeatures* device = nullptr;
+};
+
+/// A backend. Each entry has a default body that throws Error(kInternal): a backend overrides implements()
+/// and the entries of the operations it has (the CPU backend: all of them), and dispatch never calls an
+/// entry whose operation implements() denies. (Defaults rather than pure virtuals, so that a GPU backend
+/// lists only what it has, not one throwing stub per operation it lacks.)
+class BackendImpl {
+ public:
+  BackendImpl() noexcept;
+  virtual ~BackendImpl();
+  BackendImpl(const BackendImpl&) = delete;
+  BackendImpl& operator=(const BackendImpl&) = delete;
+
+  virtual Backend kind() const noexcept = 0;
+  virtual bool implements(Operation op) const noexcept = 0;
+  /// A number unique to this backend object in the process (1, 2, ... in creation order).
+  std::uint64_t instance() const noexcept { return instance_; }
+
+  /// kMatch: the nearest and second nearest train descriptor of every query; out has query.count entries.
+  /// Lower train index wins ties; distances are the exact squared L2 of backend/cpu/match.cpp.
+  virtual void match_top2(ContextImpl& ctx, const FeatureView& query, const FeatureView& train, Top2* out);
+  /// kRansac: scores `count` models (9 doubles each, row-major) against n correspondences: for model h the
+  /// number of pairs with transfer error^2 <= threshold2 and the sum of those errors^2. Models with
+  /// valid[h] == 0 are skipped (count -1). Each sum is accumulated in point order, so the result does not
+  /// depend on the thread count.
+  virtual void score_models(const double* models, const std::uint8_t* valid, int count, const Point2* moving,
+                            const Point2* fixed, int n, double threshold2, int threads, int* inliers, double* sums);
+  /// kRansac: the inlier mask of one model and the sum of squared errors of its inliers; returns the count.
+  virtual int inlier_mask(const double* model, const Point2* moving, const Point2* fixed, int n, double threshold2,
+                          std::uint8_t* mask, double* sum2);
+  /// kWarp: bilinear warp (see warp_image in geometry.hpp); `inverse` maps FIXED -> MOVING pixels.
+  virtual Image warp(const Image& moving, const std::array<double, 9>& inverse, int fixed_w, int fixed_h,
+                     int threads);
+  /// kSift: a new set of SIFT stages bound to ctx (the contract of core/sift_backend.hpp: plan in core, the
+  /// stages and their two read-backs in the backend). Core keeps it in the context and reuses its buffers.
+  virtual std::unique_ptr<SiftStages> make_sift_stages(ContextImpl& ctx);
+  /// kSpectral: the contract of core/spectral_backend.hpp. Output buffers are sized by core before the
+  /// call (result.scores / result.index already have their size).
+  virtual void spectral_match(ContextImpl& ctx, const CubeView& cube, const PreparedReferences& refs,
+                              const SpectralOptions& options, SpectralResult& result, const ProgressFn& progress);
+
+ protected:
+  /// The default entries' body: throws Error(kInternal).
+  [[noreturn]] void unreachable(Operation op) const;
+
+ private:
+  const std::uint64_t instance_;
+};
+
+/// The CPU backend (backend/cpu/backend.cpp). It holds no state (its plans live in ContextImpl::plans).
+std::unique_ptr<BackendImpl> make_cpu_backend();
+
+}  // namespace spectrasift::detail
+
+namespace spectrasift::cuda {
+/// Creates the CUDA backend for a device (stream, cuBLAS handle, pools); throws Error when absent.
+std::unique_ptr<detail::BackendImpl> create_state(int device, DeviceInfo& info);
+std::vector<DeviceInfo> list_devices();
+}  // namespace spectrasift::cuda
+
+namespace spectrasift::opencl {
+/// Creates the OpenCL backend for a device index of list_devices(); throws Error when absent.
+std::unique_ptr<detail::BackendImpl> create_state(int device, DeviceInfo& info);
+std::vector<DeviceInfo> list_devices();
+}  // namespace spectrasift::opencl
