@@ -1,0 +1,171 @@
+// OpenCL SIFT per-keypoint stages (see sift.hpp): orientations (one work-group per refined point), select
+// (device sorts and compactions of an index array: duplicates, cap, mask, canonical order) and descriptors
+// (one work-group per kept keypoint).
+#include <algorithm>
+#include <cmath>
+
+#include "backend/opencl/sift.hpp"
+#include "spectrasift/error.hpp"
+
+namespace spectrasift::opencl {
+
+namespace {
+
+std::size_t pow2_at_least(std::size_t n) {
+  std::size_t p = 1;
+  while (p < n) p <<= 1;
+  return p;
+}
+
+// Slots of the counter buffer (kernels/sift.cl).
+constexpr int kCountOriented = 2, kCountUnique = 3, kCountKept = 4;
+// Orders of sift_sort_step (kernels/sift_select.cl).
+constexpr int kOrderDuplicates = 0, kOrderResponse = 1, kOrderCanonical = 2;
+
+}  // namespace
+
+// Work-group sizes and local-memory chunks of the per-keypoint kernels, from the device: at least 36
+// work-items (one per orientation bin / descriptor cell), windows sized for the plan's largest keypoint
+// sigma (sigma 2^((S + 0.5) / S) octave pixels), chunks of samples as large as local memory allows (up
+// to 1024).
+void SiftStagesOpenCL::group_sizes() {
+  const detail::SiftPlan& p = *plan_;
+  const double sigma_max = double(p.sigma) * std::pow(2.0, (p.layers + 0.5) / p.layers);
+  auto fit = [&](cl_kernel k, const char* name, std::size_t ex_cap, std::size_t sample_bytes, std::size_t& local,
+                 std::size_t& chunk) {
+    local = st_.work_group_1d(k, 64);
+    const KernelLimits lim = st_.limits(k);
+    const std::size_t fixed = lim.local_mem + ex_cap * sizeof(float);
+    const std::size_t avail = st_.local_mem > fixed ? (st_.local_mem - fixed) / sample_bytes : 0;
+    chunk = std::min<std::size_t>(1024, avail) / local * local;
+    if (local < 36 || chunk == 0)
+      throw Error(ErrorCode::kUnsupported,
+                  std::string("sift: the OpenCL device cannot run ") + name + " (" + std::to_string(local) +
+                      " work-items allowed, 36 needed; " + std::to_string(st_.local_mem) + " bytes of local memory, " +
+                      std::to_string(fixed + local * sample_bytes) + " needed)",
+                  "opencl");
+  };
+  ori_ex_ = 2 * std::size_t(std::lround(4.5 * sigma_max) + 2) + 1;
+  fit(kernel("sift_orientation"), "sift_orientation", ori_ex_, sizeof(cl_int) + sizeof(float), ori_local_, ori_chunk_);
+  desc_ex_ = 2 * std::size_t(std::lround(3.0 * sigma_max * 1.4142135623730951 * 2.5) + 2) + 1;
+  fit(kernel("sift_descriptor"), "sift_descriptor", desc_ex_, sizeof(cl_int) + sizeof(cl_float4), desc_local_,
+      desc_chunk_);
+  std::size_t l = st_.work_group_1d(kernel("sift_select_compact"), 256);
+  compact_local_ = 1;
+  while (compact_local_ * 2 <= l) compact_local_ *= 2;
+  cl_uint units = 1;
+  SPECTRASIFT_CL_CHECK(clGetDeviceInfo(st_.device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, nullptr));
+  groups_ = std::size_t(units) * (st_.is_cpu ? 4 : 16);
+}
+
+void SiftStagesOpenCL::orientations() {
+  if (candidates_ == 0) return;
+  const detail::SiftPlan& p = *plan_;
+  const cl_mem gauss = st_.buffer("sift.gauss", p.gauss_floats * sizeof(float));
+  const cl_mem info = st_.buffer("sift.info", octave_info_.size() * sizeof(cl_long));
+  const cl_mem counters = st_.buffer("sift.counters", sizeof counters_);
+  const cl_mem refined = st_.buffer("sift.refined", candidate_capacity_ * sizeof(SiftKeypoint));
+  const cl_mem kps = st_.buffer("sift.kp", keypoint_capacity_ * sizeof(SiftKeypoint));
+  cl_kernel k = kernel("sift_orientation");
+  set_args(k, gauss, info, refined, counters, cl_uint(candidate_capacity_), cl_uint(keypoint_capacity_), kps);
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 7, ori_chunk_ * sizeof(cl_int), nullptr));
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 8, ori_chunk_ * sizeof(float), nullptr));
+  const cl_int chunk = cl_int(ori_chunk_), ex_cap = cl_int(ori_ex_);
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 9, sizeof chunk, &chunk));
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 10, ori_ex_ * sizeof(float), nullptr));
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 11, sizeof ex_cap, &ex_cap));
+  const std::size_t g = std::min(groups_, candidates_) * ori_local_;
+  launch(k, 1, &g, &ori_local_, kOrientations);
+}
+
+// Bitonic sort of the index array `order` over the live count in counters[count_slot] (kernels/sift_select.cl).
+void SiftStagesOpenCL::sort(cl_mem order, int count_slot, int mode) {
+  const std::size_t positions = pow2_at_least(keypoint_capacity_);
+  const cl_mem kps = st_.buffer("sift.kp", keypoint_capacity_ * sizeof(SiftKeypoint));
+  const cl_mem counters = st_.buffer("sift.counters", sizeof counters_);
+  cl_kernel k = kernel("sift_sort_step");
+  const std::size_t l = st_.work_group_1d(k, 256);
+  const std::size_t g = std::max(l, std::min(positions / 2, groups_ * l) / l * l);
+  for (std::size_t kk = 2; kk <= positions; kk <<= 1) {
+    for (std::size_t j = kk / 2; j > 0; j >>= 1) {
+      set_args(k, order, kps, counters, count_slot, cl_uint(keypoint_capacity_), cl_uint(kk), cl_uint(j), mode);
+      launch(k, 1, &g, &l, kSelect);
+    }
+  }
+}
+
+void SiftStagesOpenCL::compact(cl_mem in, int in_slot, int out_slot, cl_mem out) {
+  const std::size_t positions = pow2_at_least(keypoint_capacity_);
+  const cl_mem keep = st_.buffer("sift.keep", positions * sizeof(cl_int));
+  const cl_mem counters = st_.buffer("sift.counters", sizeof counters_);
+  cl_kernel k = kernel("sift_select_compact");
+  set_args(k, in, keep, counters, in_slot, cl_uint(keypoint_capacity_), out_slot, out);
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 7, compact_local_ * sizeof(cl_int), nullptr));
+  launch(k, 1, &compact_local_, &compact_local_, kSelect);
+}
+
+void SiftStagesOpenCL::select(const Image* mask) {
+  if (candidates_ == 0) return;
+  const detail::SiftPlan& p = *plan_;
+  const std::size_t positions = pow2_at_least(keypoint_capacity_);
+  positions_ = positions;
+  const cl_mem kps = st_.buffer("sift.kp", keypoint_capacity_ * sizeof(SiftKeypoint));
+  const cl_mem counters = st_.buffer("sift.counters", sizeof counters_);
+  const cl_mem a = st_.buffer("sift.order_a", positions * sizeof(cl_int));
+  const cl_mem b = st_.buffer("sift.order_b", positions * sizeof(cl_int));
+  const cl_mem keep = st_.buffer("sift.keep", positions * sizeof(cl_int));
+  if (mask) {
+    const std::size_t bytes = mask->data.size();
+    const cl_mem m = st_.buffer("sift.mask", bytes);
+    SPECTRASIFT_CL_CHECK(clEnqueueWriteBuffer(st_.queue, m, CL_FALSE, 0, bytes, mask->data.data(), 0, nullptr, nullptr));
+    mask_type_ = mask->type == PixelType::kU8 ? 0 : mask->type == PixelType::kU16 ? 1 : 2;
+    mask_w_ = mask->width;
+    mask_h_ = mask->height;
+  }
+  const cl_mem m = st_.buffer("sift.mask", 4);
+  const cl_uint cap = cl_uint(keypoint_capacity_);
+  cl_kernel init = kernel("sift_select_init");
+  set_args(init, a, counters, cap, cl_uint(positions));
+  launch_1d(init, positions, 256, kSelect);
+  // 1. duplicates
+  sort(a, kCountOriented, kOrderDuplicates);
+  cl_kernel flags = kernel("sift_select_flags");
+  set_args(flags, a, kps, counters, kCountOriented, cap, 0, p.max_features, m, mask_type_, mask_w_, mask_h_, keep);
+  launch_1d(flags, keypoint_capacity_, 256, kSelect);
+  compact(a, kCountOriented, kCountUnique, b);
+  // 2. the cap (from the response order) and 3. the mask
+  if (p.max_features > 0) sort(b, kCountUnique, kOrderResponse);
+  set_args(flags, b, kps, counters, kCountUnique, cap, 1, p.max_features, m, mask_type_, mask_w_, mask_h_, keep);
+  launch_1d(flags, keypoint_capacity_, 256, kSelect);
+  compact(b, kCountUnique, kCountKept, a);
+  // 4. the canonical order, and the kept records gathered in it
+  sort(a, kCountKept, kOrderCanonical);
+  const cl_mem kept = st_.buffer("sift.kept", keypoint_capacity_ * sizeof(SiftKeypoint));
+  cl_kernel gather = kernel("sift_select_gather");
+  set_args(gather, a, kps, counters, cap, kept);
+  launch_1d(gather, keypoint_capacity_, 256, kSelect);
+}
+
+void SiftStagesOpenCL::descriptors() {
+  if (candidates_ == 0) return;
+  const detail::SiftPlan& p = *plan_;
+  const cl_mem gauss = st_.buffer("sift.gauss", p.gauss_floats * sizeof(float));
+  const cl_mem info = st_.buffer("sift.info", octave_info_.size() * sizeof(cl_long));
+  const cl_mem counters = st_.buffer("sift.counters", sizeof counters_);
+  const cl_mem kept = st_.buffer("sift.kept", keypoint_capacity_ * sizeof(SiftKeypoint));
+  const cl_mem desc = st_.buffer("sift.desc", descriptor_capacity_ * Features::kDescriptorSize * sizeof(float));
+  cl_kernel k = kernel("sift_descriptor");
+  const float deg2rad = float(M_PI / 180.0);
+  const cl_int root = p.root_sift ? 1 : 0;
+  set_args(k, gauss, info, kept, counters, cl_uint(descriptor_capacity_), deg2rad, root, desc);
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 8, desc_chunk_ * sizeof(cl_int), nullptr));
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 9, desc_chunk_ * sizeof(cl_float4), nullptr));
+  const cl_int chunk = cl_int(desc_chunk_), ex_cap = cl_int(desc_ex_);
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 10, sizeof chunk, &chunk));
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 11, desc_ex_ * sizeof(float), nullptr));
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 12, sizeof ex_cap, &ex_cap));
+  const std::size_t g = groups_ * desc_local_;
+  launch(k, 1, &g, &desc_local_, kDescriptors);
+}
+
+}  // namespace spectrasift::opencl
