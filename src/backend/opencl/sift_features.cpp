@@ -36,8 +36,8 @@ void SiftStagesOpenCL::group_sizes() {
     local = st_.work_group_1d(k, 64);
     const KernelLimits lim = st_.limits(k);
     const std::size_t fixed = lim.local_mem + ex_cap * sizeof(float);
-    const std::size_t avail = st_.local_mem > fixed ? (st_.local_mem - fixed) / sample_bytes : 0;
-    chunk = std::min<std::size_t>(1024, avail) / local * local;
+    const std::size_t avail = st_.local_mem > fixed ? st_.local_mem - fixed : 0;
+    chunk = sample_bytes ? std::min<std::size_t>(1024, avail / sample_bytes) / local * local : (avail ? local : 0);
     if (local < 36 || chunk == 0)
       throw Error(ErrorCode::kUnsupported,
                   std::string("sift: the OpenCL device cannot run ") + name + " (" + std::to_string(local) +
@@ -48,8 +48,8 @@ void SiftStagesOpenCL::group_sizes() {
   ori_ex_ = 2 * std::size_t(std::lround(4.5 * sigma_max) + 2) + 1;
   fit(kernel("sift_orientation"), "sift_orientation", ori_ex_, sizeof(cl_int) + sizeof(float), ori_local_, ori_chunk_);
   desc_ex_ = 2 * std::size_t(std::lround(3.0 * sigma_max * 1.4142135623730951 * 2.5) + 2) + 1;
-  fit(kernel("sift_descriptor"), "sift_descriptor", desc_ex_, sizeof(cl_int) + sizeof(cl_float4), desc_local_,
-      desc_chunk_);
+  std::size_t no_chunk = 0;
+  fit(kernel("sift_descriptor"), "sift_descriptor", desc_ex_, 0, desc_local_, no_chunk);
   std::size_t l = st_.work_group_1d(kernel("sift_select_compact"), 256);
   compact_local_ = 1;
   while (compact_local_ * 2 <= l) compact_local_ *= 2;
@@ -158,12 +158,9 @@ void SiftStagesOpenCL::descriptors() {
   const float deg2rad = float(M_PI / 180.0);
   const cl_int root = p.root_sift ? 1 : 0;
   set_args(k, gauss, info, kept, counters, cl_uint(descriptor_capacity_), deg2rad, root, desc);
-  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 8, desc_chunk_ * sizeof(cl_int), nullptr));
-  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 9, desc_chunk_ * sizeof(cl_float4), nullptr));
-  const cl_int chunk = cl_int(desc_chunk_), ex_cap = cl_int(desc_ex_);
-  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 10, sizeof chunk, &chunk));
-  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 11, desc_ex_ * sizeof(float), nullptr));
-  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 12, sizeof ex_cap, &ex_cap));
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 8, desc_ex_ * sizeof(float), nullptr));
+  const cl_int ex_cap = cl_int(desc_ex_);
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 9, sizeof ex_cap, &ex_cap));
   const std::size_t g = groups_ * desc_local_;
   launch(k, 1, &g, &desc_local_, kDescriptors);
 }

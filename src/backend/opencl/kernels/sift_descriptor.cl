@@ -1,22 +1,25 @@
 /* sift_descriptor.cl — the 4 x 4 x 8 descriptor of every kept keypoint (numeric/sift_descriptor.h), then
  * RootSIFT when asked. (Part of the sift.cl program.)
  *
- * The fixed reduction order of DESIGN.md: the window's samples (rows ascending, then columns) are taken in
- * chunks; all work-items compute their samples' accumulator index, bin fractions and weighted magnitude
- * into local memory; then work-item q (q < 36) owns the 10 accumulator entries of spatial cell q of the
- * (d + 2) x (d + 2) grid and adds, in sample order, the shares that each sample gives to its cell. Every
- * entry is thus the CPU's float sum, without float atomics. */
+ * The fixed reduction order of DESIGN.md: work-item q (q < 36) owns the 10 accumulator entries of spatial
+ * cell q of the (d + 2) x (d + 2) grid, in private memory, and walks the window's samples in sample order
+ * (rows ascending, then columns), adding the shares that each sample gives to its cell. Every entry is thus
+ * the CPU's float sum, without float atomics and without a barrier inside the walk. The cheap part of a
+ * sample (its rotated bins) is computed by all 36 walkers; the gradient, atan2, weight and shares only by
+ * the at most 4 cells it feeds. (A first form staged every sample's bins and shares in local memory and let
+ * the owners read them after a barrier: PoCL 3 compiled its accumulation loop to nothing.) */
 
 #define SIFT_DESCR_CELLS ((SIFT_DESCR_WIDTH + 2) * (SIFT_DESCR_WIDTH + 2))
 #define SIFT_DESCR_LEN (SIFT_DESCR_WIDTH * SIFT_DESCR_WIDTH * SIFT_DESCR_HIST_BINS)
 
 /* sift_descriptor: global (G L), work-group (L) with L >= 36; work-group g takes kept keypoints g, g + G, ...
- * (the count is read on the device). Local memory (host-sized): chunk_idx/chunk_frac[chunk], ex[ex_cap] >=
- * 2R + 1 for the plan's largest window radius R. deg2rad = float(pi / 180) from the host. */
+ * (the count is read on the device); work-items 0..35 walk the window, the others help with the weights.
+ * Local memory (host-sized): ex[ex_cap] >= 2R + 1 for the plan's largest window radius R.
+ * deg2rad = float(pi / 180) from the host. */
 __kernel void sift_descriptor(__global const float* gauss, __global const long* info,
                               __global const SiftKeypoint* kps, __global const uint* counters, uint capacity,
-                              float deg2rad, int root_sift, __global float* descriptors, __local int* chunk_idx,
-                              __local float4* chunk_frac, int chunk, __local float* ex, int ex_cap) {
+                              float deg2rad, int root_sift, __global float* descriptors,
+                              __local float* ex, int ex_cap) {
   __local float hist[SIFT_DESCR_HIST_LEN];
   __local float out[SIFT_DESCR_LEN];
   const int lid = get_local_id(0), lsize = get_local_size(0);
@@ -53,64 +56,47 @@ __kernel void sift_descriptor(__global const float* gauss, __global const long* 
     const float inv_hw2 = 1.0f / (hist_width * hist_width);
     for (int k = lid; k <= 2 * radius; k += lsize)
       ex[k] = sift_dev_exp((float)((k - radius) * (k - radius)) * inv_hw2 * exp_scale);
-    for (int k = lid; k < SIFT_DESCR_HIST_LEN; k += lsize) hist[k] = 0.0f;
     barrier(CLK_LOCAL_MEM_FENCE);
-    const int side = 2 * radius + 1;
-    const int total = side * side;
-    for (int s0 = 0; s0 < total; s0 += chunk) {
-      for (int t = lid; t < chunk; t += lsize) {
-        const int s = s0 + t;
-        int idx = -1;
-        float4 frac = (float4)(0.0f);
-        if (s < total) {
-          const int i = s / side - radius, j = s % side - radius;
-          const int y = cy + i, x = cx + j;
-          const float fi = (float)i, fj = (float)j;
+    float acc[SIFT_DESCR_HIST_BINS + 2];  /* work-item q < 36: the entries of cell q, o = 0 .. n + 1 */
+    for (int k = 0; k < SIFT_DESCR_HIST_BINS + 2; ++k) acc[k] = 0.0f;
+    if (lid < SIFT_DESCR_CELLS) {
+      const int qr = lid / (d + 2), qc = lid % (d + 2);
+      for (int i = -radius; i <= radius; ++i) {
+        const int y = cy + i;
+        if (y <= 0 || y >= h - 1) continue;
+        const float fi = (float)i;
+        __global const float* mid = img + (size_t)y * (size_t)w;
+        for (int j = -radius; j <= radius; ++j) {
+          const int x = cx + j;
+          const float fj = (float)j;
           const float c_rot = fj * cos_t - fi * sin_t;
           const float r_rot = fj * sin_t + fi * cos_t;
           const float rbin = r_rot + 2.0f - 0.5f;
           const float cbin = c_rot + 2.0f - 0.5f;
-          if (y > 0 && y < h - 1 && x > 0 && x < w - 1 && rbin > -1 && rbin < d && cbin > -1 && cbin < d) {
-            __global const float* mid = img + (size_t)y * (size_t)w;
-            const float dx = mid[x + 1] - mid[x - 1];
-            const float dy = mid[x - w] - mid[x + w];
-            float f0, f1, f2;
-            const int r0 = sift_descriptor_split(rbin, &f0);
-            const int c0 = sift_descriptor_split(cbin, &f1);
-            int o0 = sift_descriptor_split((sift_atan2_deg(dy, dx) - ori) * bins_per_deg, &f2);
-            o0 = o0 < 0 ? o0 + nb : o0;
-            o0 = o0 >= nb ? o0 - nb : o0;
-            idx = sift_descriptor_index(r0, c0, o0);
-            frac = (float4)(f0, f1, f2, sqrt(dx * dx + dy * dy) * (ex[i + radius] * ex[j + radius]));
-          }
-        }
-        chunk_idx[t] = idx;
-        chunk_frac[t] = frac;
-      }
-      barrier(CLK_LOCAL_MEM_FENCE);
-      if (lid < SIFT_DESCR_CELLS) {
-        const int m = min(chunk, total - s0);
-        for (int t = 0; t < m; ++t) {
-          const int idx = chunk_idx[t];
-          if (idx < 0) continue;
-          const int cell = idx / (nb + 2);
-          const int dq = lid - cell;  /* 0, 1, d + 2, d + 3: this cell takes shares (dr, dc) of the sample */
-          const int dr = dq >= d + 2 ? 1 : 0;
-          const int dc = dq - dr * (d + 2);
-          if (dq < 0 || dc < 0 || dc > 1) continue;
-          const float4 f = chunk_frac[t];
-          const SiftDescriptorShares sh = sift_descriptor_shares(f.w, f.x, f.y, f.z);
+          if (x <= 0 || x >= w - 1 || !(rbin > -1 && rbin < d && cbin > -1 && cbin < d)) continue;
+          float f0, f1, f2;
+          const int r0 = sift_descriptor_split(rbin, &f0);
+          const int c0 = sift_descriptor_split(cbin, &f1);
+          const int dr = qr - (r0 + 1), dc = qc - (c0 + 1);  /* this cell takes shares (dr, dc) */
+          if (dr < 0 || dr > 1 || dc < 0 || dc > 1) continue;
+          const float dx = mid[x + 1] - mid[x - 1];
+          const float dy = mid[x - w] - mid[x + w];
+          int o0 = sift_descriptor_split((sift_atan2_deg(dy, dx) - ori) * bins_per_deg, &f2);
+          o0 = o0 < 0 ? o0 + nb : o0;
+          o0 = o0 >= nb ? o0 - nb : o0;
+          const float mag = sqrt(dx * dx + dy * dy) * (ex[i + radius] * ex[j + radius]);
+          const SiftDescriptorShares sh = sift_descriptor_shares(mag, f0, f1, f2);
           const int k = 4 * dr + 2 * dc;
-          const int e = idx + sift_descriptor_share_offset(k);
-          hist[e] += sh.v[k];
-          hist[e + 1] += sh.v[k + 1];
+          acc[o0] += k == 0 ? sh.v[0] : k == 2 ? sh.v[2] : k == 4 ? sh.v[4] : sh.v[6];
+          acc[o0 + 1] += k == 0 ? sh.v[1] : k == 2 ? sh.v[3] : k == 4 ? sh.v[5] : sh.v[7];
         }
       }
-      barrier(CLK_LOCAL_MEM_FENCE);
+      for (int k = 0; k < SIFT_DESCR_HIST_BINS + 2; ++k) hist[lid * (SIFT_DESCR_HIST_BINS + 2) + k] = acc[k];
     }
+    barrier(CLK_LOCAL_MEM_FENCE);
     if (lid == 0) {
-      sift_descriptor_finalize_local(hist, out);
       __global float* row = descriptors + (size_t)p * SIFT_DESCR_LEN;
+      sift_descriptor_finalize_local(hist, out);
 #if defined(SIFT_HAVE_DOUBLE)
       if (root_sift) {
         float v[SIFT_DESCR_LEN];
@@ -124,3 +110,4 @@ __kernel void sift_descriptor(__global const float* gauss, __global const long* 
     barrier(CLK_LOCAL_MEM_FENCE);
   }
 }
+
