@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -258,6 +259,67 @@ TEST(SiftOpenCL, MaxFeaturesAndMaskKeepTheCpuSet) {
   ss::SiftOptions none;
   const ss::Features cpu_mask = cpu_sift(im, none, &mask), dev_mask = opencl_sift(im, none, &mask);
   expect_agreement(cpu_mask, dev_mask, "graf1 mask only");
+}
+
+TEST(SiftOpenCL, RootSiftAndGreyLevels) {
+  REQUIRE_OPENCL();
+  const ss::Image im = load("camera.png");
+  ss::SiftOptions root;
+  root.root_sift = true;
+  expect_agreement(cpu_sift(im, root), opencl_sift(im, root), "camera RootSIFT");
+  // The ImageF overload: grey levels used as they are (uploaded as the grey image).
+  ss::ImageF g = ss::to_gray_float(load("box.png"));
+  for (float& v : g.data) v = v * 0.75f + 10.3f;
+  ss::ContextOptions co;
+  co.backend = ss::Backend::kCpu;
+  co.threads = 2;
+  ss::Context cpu(co);
+  Device& d = device();
+  const ss::detail::SiftImageView v{g.data.data(), ss::PixelType::kF32, g.width, g.height, 1, true};
+  expect_agreement(ss::detect_and_compute(cpu, g), run_stages(*d.stages, d.ctx->impl(), v, {}, nullptr),
+                   "box grey levels");
+}
+
+// Device time per stage and end to end against the CPU backend (reported, never asserted). Run with
+// --gtest_also_run_disabled_tests --gtest_filter=*StageTimes*.
+TEST(SiftOpenCL, DISABLED_StageTimes) {
+  REQUIRE_OPENCL();
+  Device& d = device();
+  auto* st = dynamic_cast<ss::opencl::SiftStagesOpenCL*>(d.stages.get());
+  ASSERT_NE(st, nullptr);
+  for (const char* name : {"graf1_gray.png", "box.png"}) {
+    for (bool upsample : {true, false}) {
+      const ss::Image im = load(name);
+      ss::SiftOptions o;
+      o.upsample = upsample;
+      auto median = [](std::vector<double> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; };
+      std::vector<double> cpu_ms, ocl_ms;
+      std::vector<std::vector<double>> stage(ss::opencl::SiftStagesOpenCL::kStages);
+      ss::ContextOptions co;
+      co.backend = ss::Backend::kCpu;
+      co.threads = 2;
+      ss::Context cpu(co);
+      for (int rep = 0; rep < 7; ++rep) {
+        auto t0 = std::chrono::steady_clock::now();
+        (void)ss::detect_and_compute(cpu, im, o);
+        auto t1 = std::chrono::steady_clock::now();
+        st->set_profiling(false);
+        (void)opencl_sift(im, o);
+        auto t2 = std::chrono::steady_clock::now();
+        st->set_profiling(true);
+        (void)opencl_sift(im, o);
+        for (int s = 0; s < ss::opencl::SiftStagesOpenCL::kStages; ++s) stage[std::size_t(s)].push_back(st->stage_ms()[std::size_t(s)]);
+        cpu_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+        ocl_ms.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+      }
+      st->set_profiling(false);
+      std::printf("[ sift-ocl ] %s upsample %d: cpu (2 threads) %.1f ms, opencl end to end %.1f ms; stages:", name,
+                  int(upsample), median(cpu_ms), median(ocl_ms));
+      for (int s = 0; s < ss::opencl::SiftStagesOpenCL::kStages; ++s)
+        std::printf(" %s %.2f", ss::opencl::SiftStagesOpenCL::stage_name(s), median(stage[std::size_t(s)]));
+      std::printf("\n");
+    }
+  }
 }
 
 TEST(SiftOpenCL, ClearErrors) {

@@ -49,7 +49,17 @@ void SiftStagesOpenCL::group_sizes() {
   fit(kernel("sift_orientation"), "sift_orientation", ori_ex_, sizeof(cl_int) + sizeof(float), ori_local_, ori_chunk_);
   desc_ex_ = 2 * std::size_t(std::lround(3.0 * sigma_max * 1.4142135623730951 * 2.5) + 2) + 1;
   std::size_t no_chunk = 0;
-  fit(kernel("sift_descriptor"), "sift_descriptor", desc_ex_, 0, desc_local_, no_chunk);
+  if (st_.is_cpu) {  // sift_descriptor_serial: one keypoint per work-item, ex_cap weights each in local memory
+    cl_kernel k = kernel("sift_descriptor_serial");
+    desc_local_ = st_.work_group_1d(k, 16);
+    const std::size_t fixed = st_.limits(k).local_mem;
+    while (desc_local_ > 1 && fixed + desc_local_ * desc_ex_ * sizeof(float) > st_.local_mem) desc_local_ /= 2;
+    if (fixed + desc_local_ * desc_ex_ * sizeof(float) > st_.local_mem)
+      throw Error(ErrorCode::kUnsupported, "sift: the OpenCL device has too little local memory for sift_descriptor_serial",
+                  "opencl");
+  } else {
+    fit(kernel("sift_descriptor"), "sift_descriptor", desc_ex_, 0, desc_local_, no_chunk);
+  }
   std::size_t l = st_.work_group_1d(kernel("sift_select_compact"), 256);
   compact_local_ = 1;
   while (compact_local_ * 2 <= l) compact_local_ *= 2;
@@ -154,11 +164,11 @@ void SiftStagesOpenCL::descriptors() {
   const cl_mem counters = st_.buffer("sift.counters", sizeof counters_);
   const cl_mem kept = st_.buffer("sift.kept", keypoint_capacity_ * sizeof(SiftKeypoint));
   const cl_mem desc = st_.buffer("sift.desc", descriptor_capacity_ * Features::kDescriptorSize * sizeof(float));
-  cl_kernel k = kernel("sift_descriptor");
+  cl_kernel k = kernel(st_.is_cpu ? "sift_descriptor_serial" : "sift_descriptor");
   const float deg2rad = float(M_PI / 180.0);
   const cl_int root = p.root_sift ? 1 : 0;
   set_args(k, gauss, info, kept, counters, cl_uint(descriptor_capacity_), deg2rad, root, desc);
-  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 8, desc_ex_ * sizeof(float), nullptr));
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 8, (st_.is_cpu ? desc_local_ : 1) * desc_ex_ * sizeof(float), nullptr));
   const cl_int ex_cap = cl_int(desc_ex_);
   SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 9, sizeof ex_cap, &ex_cap));
   const std::size_t g = groups_ * desc_local_;
