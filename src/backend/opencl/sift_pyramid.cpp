@@ -47,10 +47,18 @@ void SiftStagesOpenCL::blur(cl_mem src, cl_mem dst, std::size_t src_off, std::si
   const int tap_off = p.tap_offset[std::size_t(kernel_index)];
   const cl_mem taps = st_.buffer("sift.taps", p.taps.size() * sizeof(float));
   const cl_mem tmp = st_.buffer("sift.tmp", max_plane_ * sizeof(float));
+  const cl_long so = cl_long(src_off), dof = cl_long(dst_off), zero = 0;
+  if (st_.is_cpu) {  // the direct kernels (see sift_blur.cl)
+    cl_kernel kv = kernel("sift_blur_vertical_direct"), kh = kernel("sift_blur_horizontal_direct");
+    set_args(kv, src, tmp, so, zero, w, h, taps, tap_off, r);
+    launch_2d(kv, std::size_t(w), std::size_t(h), kPyramid);
+    set_args(kh, tmp, dst, zero, dof, w, h, taps, tap_off, r);
+    launch_2d(kh, std::size_t(w), std::size_t(h), kPyramid);
+    return;
+  }
   const std::size_t l[2] = {blur_tx_, blur_ty_};
   const std::size_t g[2] = {round_up(std::size_t(w), blur_tx_), round_up(std::size_t(h), blur_ty_)};
   cl_kernel kv = kernel("sift_blur_vertical"), kh = kernel("sift_blur_horizontal");
-  const cl_long so = cl_long(src_off), dof = cl_long(dst_off), zero = 0;
   set_args(kv, src, tmp, so, zero, w, h, taps, tap_off, r);
   SPECTRASIFT_CL_CHECK(clSetKernelArg(kv, 9, (blur_ty_ + 2 * std::size_t(r)) * blur_tx_ * sizeof(float), nullptr));
   launch(kv, 2, g, l, kPyramid);

@@ -69,3 +69,38 @@ __kernel void sift_downsample(__global float* levels, long src_off, int sw, long
   if (x >= w || y >= h) return;
   levels[dst_off + (size_t)y * (size_t)w + (size_t)x] = levels[src_off + (size_t)(2 * y) * (size_t)sw + (size_t)(2 * x)];
 }
+
+/* sift_blur_vertical_direct / sift_blur_horizontal_direct (CPU devices): global (w, h), any work-group
+ * shape; one work-item per output pixel, reading the plane directly (a CPU's caches do what the tiles do
+ * on a GPU, without the tile copies and barriers). The same float operations as the tiled kernels. */
+__kernel void sift_blur_vertical_direct(__global const float* src, __global float* dst, long src_off, long dst_off,
+                                        int w, int h, __global const float* taps, int tap_off, int r) {
+  const int x = get_global_id(0), y = get_global_id(1);
+  if (x >= w || y >= h) return;
+  __global const float* k = taps + tap_off;
+  __global const float* col = src + src_off + x;
+  float acc = k[0] * col[(size_t)y * (size_t)w];
+  if (y >= r && y + r < h) {  /* no border on this row: plain strided reads */
+    __global const float* c = col + (size_t)y * (size_t)w;
+    for (int i = 1; i <= r; ++i) acc += k[i] * (c[-(long)i * w] + c[(long)i * w]);
+  } else {
+    for (int i = 1; i <= r; ++i)
+      acc += k[i] * (col[(size_t)sift_reflect101(y - i, h) * (size_t)w] + col[(size_t)sift_reflect101(y + i, h) * (size_t)w]);
+  }
+  dst[dst_off + (size_t)y * (size_t)w + (size_t)x] = acc;
+}
+
+__kernel void sift_blur_horizontal_direct(__global const float* src, __global float* dst, long src_off, long dst_off,
+                                          int w, int h, __global const float* taps, int tap_off, int r) {
+  const int x = get_global_id(0), y = get_global_id(1);
+  if (x >= w || y >= h) return;
+  __global const float* k = taps + tap_off;
+  __global const float* row = src + src_off + (size_t)y * (size_t)w;
+  float acc = k[0] * row[x];
+  if (x >= r && x + r < w) {
+    for (int i = 1; i <= r; ++i) acc += k[i] * (row[x - i] + row[x + i]);
+  } else {
+    for (int i = 1; i <= r; ++i) acc += k[i] * (row[sift_reflect101(x - i, w)] + row[sift_reflect101(x + i, w)]);
+  }
+  dst[dst_off + (size_t)y * (size_t)w + (size_t)x] = acc;
+}
