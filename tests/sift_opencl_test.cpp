@@ -220,6 +220,26 @@ TEST(SiftOpenCL, AgreesWithoutUpsampling) {
   }
 }
 
+// The GPU forms of the kernels (tiled blur, a work-group per keypoint for orientations and descriptors)
+// on this device too: a CPU device normally runs its own forms, so this is what checks on PoCL the code that
+// NVIDIA's OpenCL runs.
+TEST(SiftOpenCL, GpuKernelFormsAgree) {
+  REQUIRE_OPENCL();
+  ss::ContextOptions o;
+  o.backend = ss::Backend::kOpenCL;
+  o.device = device_index;
+  ss::Context ctx(o);
+  ss::opencl::state(ctx.impl()).is_cpu = false;
+  auto stages = ss::opencl::make_sift_stages(ctx.impl());
+  for (const char* name : {"box.png", "graf1_gray.png"}) {
+    const ss::Image im = load(name);
+    const ss::detail::SiftImageView v{im.data.data(), im.type, im.width, im.height, im.channels, false};
+    const ss::Features dev = run_stages(*stages, ctx.impl(), v, {}, nullptr);
+    expect_agreement(cpu_sift(im), dev, std::string(name) + " (GPU kernel forms)");
+    EXPECT_TRUE(same_bits(dev, opencl_sift(im))) << name << ": the two kernel forms differ";
+  }
+}
+
 TEST(SiftOpenCL, IdenticalRunToRun) {
   REQUIRE_OPENCL();
   const ss::Image graf = load("graf1_gray.png"), box = load("box.png");

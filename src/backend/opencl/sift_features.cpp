@@ -46,20 +46,27 @@ void SiftStagesOpenCL::group_sizes() {
                   "opencl");
   };
   ori_ex_ = 2 * std::size_t(std::lround(4.5 * sigma_max) + 2) + 1;
-  fit(kernel("sift_orientation"), "sift_orientation", ori_ex_, sizeof(cl_int) + sizeof(float), ori_local_, ori_chunk_);
+  // CPU devices: sift_orientation_serial and sift_descriptor_serial, one point per work-item, each with its
+  // window weights in local memory.
+  auto fit_serial = [&](const char* name, std::size_t ex_cap, std::size_t& local) {
+    cl_kernel k = kernel(name);
+    local = st_.work_group_1d(k, 16);
+    const std::size_t fixed = st_.limits(k).local_mem;
+    while (local > 1 && fixed + local * ex_cap * sizeof(float) > st_.local_mem) local /= 2;
+    if (fixed + local * ex_cap * sizeof(float) > st_.local_mem)
+      throw Error(ErrorCode::kUnsupported, std::string("sift: the OpenCL device has too little local memory for ") + name,
+                  "opencl");
+  };
+  if (st_.is_cpu)
+    fit_serial("sift_orientation_serial", ori_ex_, ori_local_);
+  else
+    fit(kernel("sift_orientation"), "sift_orientation", ori_ex_, sizeof(cl_int) + sizeof(float), ori_local_, ori_chunk_);
   desc_ex_ = 2 * std::size_t(std::lround(3.0 * sigma_max * 1.4142135623730951 * 2.5) + 2) + 1;
   std::size_t no_chunk = 0;
-  if (st_.is_cpu) {  // sift_descriptor_serial: one keypoint per work-item, ex_cap weights each in local memory
-    cl_kernel k = kernel("sift_descriptor_serial");
-    desc_local_ = st_.work_group_1d(k, 16);
-    const std::size_t fixed = st_.limits(k).local_mem;
-    while (desc_local_ > 1 && fixed + desc_local_ * desc_ex_ * sizeof(float) > st_.local_mem) desc_local_ /= 2;
-    if (fixed + desc_local_ * desc_ex_ * sizeof(float) > st_.local_mem)
-      throw Error(ErrorCode::kUnsupported, "sift: the OpenCL device has too little local memory for sift_descriptor_serial",
-                  "opencl");
-  } else {
+  if (st_.is_cpu)
+    fit_serial("sift_descriptor_serial", desc_ex_, desc_local_);
+  else
     fit(kernel("sift_descriptor"), "sift_descriptor", desc_ex_, 0, desc_local_, no_chunk);
-  }
   std::size_t l = st_.work_group_1d(kernel("sift_select_compact"), 256);
   compact_local_ = 1;
   while (compact_local_ * 2 <= l) compact_local_ *= 2;
@@ -76,6 +83,16 @@ void SiftStagesOpenCL::orientations() {
   const cl_mem counters = st_.buffer("sift.counters", sizeof counters_);
   const cl_mem refined = st_.buffer("sift.refined", candidate_capacity_ * sizeof(SiftKeypoint));
   const cl_mem kps = st_.buffer("sift.kp", keypoint_capacity_ * sizeof(SiftKeypoint));
+  if (st_.is_cpu) {
+    cl_kernel k = kernel("sift_orientation_serial");
+    set_args(k, gauss, info, refined, counters, cl_uint(candidate_capacity_), cl_uint(keypoint_capacity_), kps);
+    SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 7, ori_local_ * ori_ex_ * sizeof(float), nullptr));
+    const cl_int ex_cap = cl_int(ori_ex_);
+    SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 8, sizeof ex_cap, &ex_cap));
+    const std::size_t g = groups_ * ori_local_;
+    launch(k, 1, &g, &ori_local_, kOrientations);
+    return;
+  }
   cl_kernel k = kernel("sift_orientation");
   set_args(k, gauss, info, refined, counters, cl_uint(candidate_capacity_), cl_uint(keypoint_capacity_), kps);
   SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 7, ori_chunk_ * sizeof(cl_int), nullptr));

@@ -15,6 +15,7 @@ __kernel void sift_extrema(__global const float* dog, __global const long* info,
   if (c >= w - border || r >= h - border) return;
   const size_t plane = (size_t)w * (size_t)h;
   __global const float* cur = dog + SIFT_OCT_DOG(info, octave) + (size_t)layer * plane + (size_t)r * (size_t)w + c;
+  if (fabs(cur[0]) <= thr) return;  /* most pixels: the test below fails on its first condition */
   if (!sift_is_extremum_global(cur - plane, cur, cur + plane, w, thr)) return;
   const uint slot = atomic_inc(&counters[SIFT_COUNT_CANDIDATES]);
   if (slot < capacity) candidates[slot] = (int4)(octave, layer, r, c);

@@ -1,5 +1,7 @@
 /* sift_orientation.cl — the 36-bin orientation histogram of every refined point and one keypoint record per
- * peak (numeric/sift_orientation.h). (Part of the sift.cl program.)
+ * peak (numeric/sift_orientation.h). (Part of the sift.cl program.) Two forms with the same bits:
+ * sift_orientation (GPUs, a work-group per point) and sift_orientation_serial (CPU devices, a work-item per
+ * point).
  *
  * The fixed reduction order of DESIGN.md: the samples of the window (rows ascending, then columns) are
  * taken in chunks; all work-items compute their samples' (bin, contribution) into local memory, then
@@ -74,5 +76,47 @@ __kernel void sift_orientation(__global const float* gauss, __global const long*
       }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+
+/* sift_orientation_serial (CPU devices): global (G), work-group (L); work-item t takes refined points t,
+ * t + G, ... and adds each sample's contribution to its bin in turn (the CPU backend's loop, the same sums).
+ * Local memory (host-sized): ex_all[L ex_cap], the window weights of each work-item. */
+__kernel void sift_orientation_serial(__global const float* gauss, __global const long* info,
+                                      __global const SiftKeypoint* refined, __global volatile uint* counters,
+                                      uint refined_capacity, uint capacity, __global SiftKeypoint* keypoints,
+                                      __local float* ex_all, int ex_cap) {
+  __local float* ex = ex_all + (size_t)get_local_id(0) * (size_t)ex_cap;
+  const uint count = min(counters[SIFT_COUNT_REFINED], refined_capacity);
+  for (uint p = get_global_id(0); p < count; p += get_global_size(0)) {
+    const SiftKeypoint kp = refined[p];
+    const int o = kp.octave_index;
+    const int w = SIFT_OCT_W(info, o), h = SIFT_OCT_H(info, o);
+    __global const float* img = gauss + SIFT_OCT_GAUSS(info, o) + (size_t)kp.layer * (size_t)w * (size_t)h;
+    const int radius = min(sift_round(SIFT_ORI_RADIUS * kp.sigma_octave), (ex_cap - 1) / 2);
+    const float scale = sift_orientation_window_scale(SIFT_ORI_SIG_FCTR * kp.sigma_octave);
+    for (int k = 0; k <= 2 * radius; ++k) ex[k] = sift_dev_exp((float)((k - radius) * (k - radius)) * scale);
+    float raw[SIFT_ORI_HIST_BINS], hist[SIFT_ORI_HIST_BINS];
+    for (int b = 0; b < SIFT_ORI_HIST_BINS; ++b) raw[b] = 0.0f;
+    const int x_lo = max(kp.c - radius, 1), x_hi = min(kp.c + radius, w - 2);
+    for (int i = -radius; i <= radius; ++i) {
+      const int y = kp.r + i;
+      if (y <= 0 || y >= h - 1) continue;
+      __global const float* mid = img + (size_t)y * (size_t)w;
+      for (int x = x_lo; x <= x_hi; ++x) {
+        const float dx = mid[x + 1] - mid[x - 1];
+        const float dy = mid[x - w] - mid[x + w];
+        raw[sift_orientation_bin(sift_atan2_deg(dy, dx))] +=
+            (ex[i + radius] * ex[x - kp.c + radius]) * sqrt(dx * dx + dy * dy);
+      }
+    }
+    const float mag_thr = sift_orientation_smooth(raw, hist) * SIFT_ORI_PEAK_RATIO;
+    for (int j = 0; j < SIFT_ORI_HIST_BINS; ++j) {
+      if (!sift_orientation_is_peak(hist, j, mag_thr)) continue;
+      SiftKeypoint out = kp;
+      out.angle = sift_orientation_peak_angle(hist, j);
+      const uint slot = atomic_inc(&counters[SIFT_COUNT_ORIENTED]);
+      if (slot < capacity) keypoints[slot] = out;
+    }
   }
 }
