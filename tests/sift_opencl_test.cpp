@@ -240,6 +240,38 @@ TEST(SiftOpenCL, GpuKernelFormsAgree) {
   }
 }
 
+// Buffers too small for a run grow and the stages run again, with the same result.
+TEST(SiftOpenCL, BuffersGrowAndRunAgain) {
+  REQUIRE_OPENCL();
+  ss::ContextOptions o;
+  o.backend = ss::Backend::kOpenCL;
+  o.device = device_index;
+  ss::Context ctx(o);
+  auto stages = ss::opencl::make_sift_stages(ctx.impl());
+  auto* st = dynamic_cast<ss::opencl::SiftStagesOpenCL*>(stages.get());
+  ASSERT_NE(st, nullptr);
+  st->set_keypoints_per_candidate(0.01);
+  const ss::Image im = load("box.png");
+  const ss::detail::SiftImageView v{im.data.data(), im.type, im.width, im.height, im.channels, false};
+  ss::detail::SiftPlan plan = ss::detail::make_sift_plan(im.width, im.height, {});
+  plan.candidate_capacity = 16;  // far fewer than the image has
+  stages->upload(plan, v);
+  stages->pyramid();
+  stages->dog();
+  EXPECT_GT(stages->extrema(), 16u);
+  stages->refine();
+  stages->orientations();
+  stages->select(nullptr);
+  stages->descriptors();
+  ss::Features a;
+  ss::detail::SiftCounts counts;
+  stages->download(a, counts);
+  EXPECT_EQ(st->regrowths(), 2);  // the candidates, then the keypoints
+  EXPECT_TRUE(same_bits(a, opencl_sift(im)));
+  const ss::Features b = run_stages(*stages, ctx.impl(), v, {}, nullptr);  // grown buffers kept
+  EXPECT_TRUE(same_bits(b, opencl_sift(im)));
+}
+
 TEST(SiftOpenCL, IdenticalRunToRun) {
   REQUIRE_OPENCL();
   const ss::Image graf = load("graf1_gray.png"), box = load("box.png");

@@ -77,7 +77,7 @@ void SiftStagesOpenCL::launch_2d(cl_kernel k, std::size_t x, std::size_t y, Stag
 void SiftStagesOpenCL::check_memory(const detail::SiftPlan& p, std::size_t input_bytes) const {
   const std::size_t in_plane = std::size_t(p.input_width) * std::size_t(p.input_height);
   const std::size_t cand = std::max<std::size_t>(p.candidate_capacity, 1);
-  const std::size_t kp_cap = std::max<std::size_t>(4096, 4 * cand);
+  const std::size_t kp_cap = std::max<std::size_t>(1024, 2 * cand);  // an estimate: set from the count later
   struct Need { const char* what; std::size_t bytes; };
   const Need needs[] = {
       {"the image upload", input_bytes},
@@ -141,8 +141,6 @@ void SiftStagesOpenCL::prepare(const detail::SiftPlan& p, const detail::SiftImag
   SPECTRASIFT_CL_CHECK(
       clEnqueueWriteBuffer(st_.queue, taps, CL_TRUE, 0, p.taps.size() * sizeof(float), p.taps.data(), 0, nullptr, nullptr));
   candidate_capacity_ = std::max<std::size_t>(p.candidate_capacity, 1);
-  keypoint_capacity_ = std::max<std::size_t>(4096, 4 * candidate_capacity_);
-  descriptor_capacity_ = std::max<std::size_t>(1024, 2 * candidate_capacity_);
   size_blur_tiles();
   group_sizes();
   prepared_w_ = p.input_width;
@@ -216,7 +214,8 @@ void SiftStagesOpenCL::download(Features& out, detail::SiftCounts& counts) {
   if (counters_[2] > keypoint_capacity_ || counters_[4] > descriptor_capacity_) {
     // More orientation peaks or kept keypoints than the buffers hold: grow them, run those stages again.
     keypoint_capacity_ = std::max<std::size_t>(keypoint_capacity_, counters_[2]);
-    descriptor_capacity_ = std::max<std::size_t>(descriptor_capacity_, counters_[4]);
+    descriptor_capacity_ = std::max<std::size_t>(descriptor_capacity_, counters_[2]);
+    ++regrowths_;
     const cl_uint zero = 0;
     SPECTRASIFT_CL_CHECK(clEnqueueFillBuffer(st_.queue, st_.buffer("sift.counters", sizeof counters_), &zero,
                                              sizeof zero, 2 * sizeof zero, 3 * sizeof zero, 0, nullptr, nullptr));

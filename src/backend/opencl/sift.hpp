@@ -54,6 +54,10 @@ class SiftStagesOpenCL final : public detail::SiftStages {
   /// set_profiling(true); kernel launches only, plus the transfers of upload and download.
   void set_profiling(bool on) noexcept { profiling_ = on; }
   const std::array<double, kStages>& stage_ms() const noexcept { return stage_ms_; }
+  /// Keypoint records allocated per candidate (default 2; a test sets a tiny value to force the regrowth).
+  void set_keypoints_per_candidate(double v) noexcept { keypoints_per_candidate_ = v; }
+  /// How often a buffer was found too small and stages ran again (candidates, keypoints), since construction.
+  int regrowths() const noexcept { return regrowths_; }
 
  private:
   // sift.cpp
@@ -99,7 +103,10 @@ class SiftStagesOpenCL final : public detail::SiftStages {
   std::size_t ori_local_ = 0, ori_chunk_ = 0, ori_ex_ = 0;
   std::size_t desc_local_ = 0, desc_ex_ = 0;
   std::size_t compact_local_ = 0;
+  std::size_t sort_local_ = 1;                // work-items of sift_sort_local (blocks of twice as many positions)
   std::size_t groups_ = 0;                    // work-groups of the per-keypoint kernels
+  double keypoints_per_candidate_ = 2.0;
+  int regrowths_ = 0;
   std::vector<std::pair<int, Event>> events_;
   std::array<double, kStages> stage_ms_{};
 };

@@ -67,9 +67,15 @@ void SiftStagesOpenCL::group_sizes() {
     fit_serial("sift_descriptor_serial", desc_ex_, desc_local_);
   else
     fit(kernel("sift_descriptor"), "sift_descriptor", desc_ex_, 0, desc_local_, no_chunk);
-  std::size_t l = st_.work_group_1d(kernel("sift_select_compact"), 256);
-  compact_local_ = 1;
-  while (compact_local_ * 2 <= l) compact_local_ *= 2;
+  auto pow2_below = [](std::size_t v) {
+    std::size_t q = 1;
+    while (q * 2 <= v) q *= 2;
+    return q;
+  };
+  compact_local_ = pow2_below(st_.work_group_1d(kernel("sift_select_compact"), 256));
+  cl_kernel sl = kernel("sift_sort_local");
+  sort_local_ = pow2_below(st_.work_group_1d(sl, 256));
+  while (sort_local_ > 1 && st_.limits(sl).local_mem + 2 * sort_local_ * sizeof(cl_int) > st_.local_mem) sort_local_ /= 2;
   cl_uint units = 1;
   SPECTRASIFT_CL_CHECK(clGetDeviceInfo(st_.device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, nullptr));
   groups_ = std::size_t(units) * (st_.is_cpu ? 4 : 16);
@@ -105,25 +111,34 @@ void SiftStagesOpenCL::orientations() {
   launch(k, 1, &g, &ori_local_, kOrientations);
 }
 
-// Bitonic sort of the index array `order` over the live count in counters[count_slot] (kernels/sift_select.cl).
+// Bitonic sort of the index array `order` over the live count in counters[count_slot] (kernels/sift_select.cl):
+// blocks of 2 L positions in local memory, the larger steps through global memory.
 void SiftStagesOpenCL::sort(cl_mem order, int count_slot, int mode) {
-  const std::size_t positions = pow2_at_least(keypoint_capacity_);
   const cl_mem kps = st_.buffer("sift.kp", keypoint_capacity_ * sizeof(SiftKeypoint));
   const cl_mem counters = st_.buffer("sift.counters", sizeof counters_);
-  cl_kernel k = kernel("sift_sort_step");
-  const std::size_t l = st_.work_group_1d(k, 256);
-  const std::size_t g = std::max(l, std::min(positions / 2, groups_ * l) / l * l);
-  for (std::size_t kk = 2; kk <= positions; kk <<= 1) {
-    for (std::size_t j = kk / 2; j > 0; j >>= 1) {
-      set_args(k, order, kps, counters, count_slot, cl_uint(keypoint_capacity_), cl_uint(kk), cl_uint(j), mode);
-      launch(k, 1, &g, &l, kSelect);
+  const cl_uint cap = cl_uint(keypoint_capacity_);
+  cl_kernel local_k = kernel("sift_sort_local"), step = kernel("sift_sort_step");
+  const std::size_t l = sort_local_, block = 2 * l;
+  const std::size_t g_local = positions_ / 2;
+  auto local_pass = [&](std::size_t k_fixed) {
+    set_args(local_k, order, kps, counters, count_slot, cap, cl_uint(k_fixed), mode);
+    SPECTRASIFT_CL_CHECK(clSetKernelArg(local_k, 7, block * sizeof(cl_int), nullptr));
+    launch(local_k, 1, &g_local, &l, kSelect);
+  };
+  local_pass(0);
+  const std::size_t ls = st_.work_group_1d(step, 256);
+  const std::size_t gs = std::max(ls, std::min(positions_ / 2, groups_ * ls) / ls * ls);
+  for (std::size_t kk = 2 * block; kk <= positions_; kk <<= 1) {
+    for (std::size_t j = kk / 2; j >= block; j >>= 1) {
+      set_args(step, order, kps, counters, count_slot, cap, cl_uint(kk), cl_uint(j), mode);
+      launch(step, 1, &gs, &ls, kSelect);
     }
+    local_pass(kk);
   }
 }
 
 void SiftStagesOpenCL::compact(cl_mem in, int in_slot, int out_slot, cl_mem out) {
-  const std::size_t positions = pow2_at_least(keypoint_capacity_);
-  const cl_mem keep = st_.buffer("sift.keep", positions * sizeof(cl_int));
+  const cl_mem keep = st_.buffer("sift.keep", positions_ * sizeof(cl_int));
   const cl_mem counters = st_.buffer("sift.counters", sizeof counters_);
   cl_kernel k = kernel("sift_select_compact");
   set_args(k, in, keep, counters, in_slot, cl_uint(keypoint_capacity_), out_slot, out);
@@ -134,8 +149,9 @@ void SiftStagesOpenCL::compact(cl_mem in, int in_slot, int out_slot, cl_mem out)
 void SiftStagesOpenCL::select(const Image* mask) {
   if (candidates_ == 0) return;
   const detail::SiftPlan& p = *plan_;
-  const std::size_t positions = pow2_at_least(keypoint_capacity_);
-  positions_ = positions;
+  // Sort positions: a power of two >= the keypoint capacity, and at least one local block.
+  positions_ = std::max(pow2_at_least(keypoint_capacity_), 2 * sort_local_);
+  const std::size_t positions = positions_;
   const cl_mem kps = st_.buffer("sift.kp", keypoint_capacity_ * sizeof(SiftKeypoint));
   const cl_mem counters = st_.buffer("sift.counters", sizeof counters_);
   const cl_mem a = st_.buffer("sift.order_a", positions * sizeof(cl_int));

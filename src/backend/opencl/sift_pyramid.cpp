@@ -2,6 +2,7 @@
 // blurs in local-memory tiles, downsample), the DoG of each octave in one launch, the extrema with their
 // count read back, and the refinement.
 #include <algorithm>
+#include <cmath>
 
 #include "backend/opencl/sift.hpp"
 #include "spectrasift/error.hpp"
@@ -137,13 +138,16 @@ std::size_t SiftStagesOpenCL::extrema() {
     SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(st_.queue, counters, CL_TRUE, 0, sizeof count, &count, 0, nullptr, nullptr));
     candidates_ = count;
     if (count <= candidate_capacity_) break;
-    // More candidates than the buffer holds: grow it (and what is sized from it) and search again.
+    // More candidates than the buffer holds: grow it and search again.
     candidate_capacity_ = count;
-    keypoint_capacity_ = std::max(keypoint_capacity_, 4 * candidate_capacity_);
-    descriptor_capacity_ = std::max(descriptor_capacity_, 2 * candidate_capacity_);
+    ++regrowths_;
     const cl_uint zero = 0;
     SPECTRASIFT_CL_CHECK(clEnqueueFillBuffer(st_.queue, counters, &zero, sizeof zero, 0, sizeof zero, 0, nullptr, nullptr));
   }
+  // The later stages are sized from the count (keypoints_per_candidate_ orientation peaks per candidate; a run
+  // with more grows them and runs those stages again in download()).
+  keypoint_capacity_ = std::max<std::size_t>(1, std::size_t(std::ceil(double(candidates_) * keypoints_per_candidate_)));
+  descriptor_capacity_ = keypoint_capacity_;
   return candidates_;
 }
 

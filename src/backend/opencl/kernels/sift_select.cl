@@ -28,6 +28,17 @@ inline int sift_index_before(__global const SiftKeypoint* kp, int a, int b, int 
   return sift_canonical_before(ka, kb);
 }
 
+/* The compare-exchange of positions i < l = i + j of bitonic step (k, j) (ascending where i & k is 0). */
+inline void sift_compare_exchange(__global const SiftKeypoint* kp, int* a, int* b, uint i, uint k, int mode) {
+  const int ascending = (i & k) == 0;
+  const int swap = ascending ? sift_index_before(kp, *b, *a, mode) : sift_index_before(kp, *a, *b, mode);
+  if (swap) {
+    const int t = *a;
+    *a = *b;
+    *b = t;
+  }
+}
+
 /* sift_select_init: global >= P_max, any work-group size; one work-item per position: the identity order
  * over the oriented records, -1 past their count. */
 __kernel void sift_select_init(__global int* order, __global const uint* counters, uint capacity, uint positions) {
@@ -45,15 +56,42 @@ __kernel void sift_sort_step(__global int* order, __global const SiftKeypoint* k
   if (k > p) return;
   for (uint t = get_global_id(0); t < p / 2; t += get_global_size(0)) {
     const uint i = 2 * j * (t / j) + t % j;  /* the lower position of the pair; partner i + j */
-    const uint l = i + j;
-    const int a = order[i], b = order[l];
-    const int ascending = (i & k) == 0;
-    const int swap = ascending ? sift_index_before(kp, b, a, mode) : sift_index_before(kp, a, b, mode);
-    if (swap) {
-      order[i] = b;
-      order[l] = a;
+    int a = order[i], b = order[i + j];
+    sift_compare_exchange(kp, &a, &b, i, k, mode);
+    order[i] = a;
+    order[i + j] = b;
+  }
+}
+
+/* sift_sort_local: global (P_max / 2), work-group (L), L a power of two; work-group g holds positions
+ * [2 L g, 2 L g + 2 L) of the order in local memory (block[2 L]) and runs, there, the steps j = L .. 1 of
+ * stage k (k_fixed > 0: the merges of a stage larger than the block), or every stage k = 2 .. 2 L with all
+ * its steps (k_fixed = 0: the first pass). As sift_sort_step, only pairs below P (from the live count) and
+ * stages k <= P are run. */
+__kernel void sift_sort_local(__global int* order, __global const SiftKeypoint* kp, __global const uint* counters,
+                              int count_slot, uint capacity, uint k_fixed, int mode, __local int* block) {
+  const uint p = sift_pow2_at_least(min(counters[count_slot], capacity));
+  const uint lid = get_local_id(0), l = get_local_size(0);
+  const uint base = 2 * l * get_group_id(0);
+  if (base >= p || k_fixed > p) return;  /* uniform in the work-group */
+  block[lid] = order[base + lid];
+  block[lid + l] = order[base + lid + l];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const uint k_first = k_fixed ? k_fixed : 2, k_last = k_fixed ? k_fixed : 2 * l;
+  for (uint k = k_first; k <= k_last && k <= p; k <<= 1) {
+    for (uint j = min(k / 2, l); j > 0; j >>= 1) {
+      const uint i = 2 * j * (lid / j) + lid % j;
+      if (base + i < p) {
+        int a = block[i], b = block[i + j];
+        sift_compare_exchange(kp, &a, &b, base + i, k, mode);
+        block[i] = a;
+        block[i + j] = b;
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
     }
   }
+  order[base + lid] = block[lid];
+  order[base + lid + l] = block[lid + l];
 }
 
 /* sift_select_flags: global >= P_max, any work-group size; one work-item per position of the sorted order.
