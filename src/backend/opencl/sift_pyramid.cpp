@@ -49,12 +49,14 @@ void SiftStagesOpenCL::blur(cl_mem src, cl_mem dst, std::size_t src_off, std::si
   const cl_mem taps = st_.buffer("sift.taps", p.taps.size() * sizeof(float));
   const cl_mem tmp = st_.buffer("sift.tmp", max_plane_ * sizeof(float));
   const cl_long so = cl_long(src_off), dof = cl_long(dst_off), zero = 0;
-  if (st_.is_cpu) {  // the direct kernels (see sift_blur.cl)
-    cl_kernel kv = kernel("sift_blur_vertical_direct"), kh = kernel("sift_blur_horizontal_direct");
+  if (st_.is_cpu) {  // the row-run kernels (see sift_blur.cl)
+    constexpr std::size_t kRun = 64;  // SIFT_BLUR_RUN
+    const std::size_t runs = (std::size_t(w) + kRun - 1) / kRun;
+    cl_kernel kv = kernel("sift_blur_vertical_rows"), kh = kernel("sift_blur_horizontal_rows");
     set_args(kv, src, tmp, so, zero, w, h, taps, tap_off, r);
-    launch_2d(kv, std::size_t(w), std::size_t(h), kPyramid);
+    launch_2d(kv, runs, std::size_t(h), kPyramid);
     set_args(kh, tmp, dst, zero, dof, w, h, taps, tap_off, r);
-    launch_2d(kh, std::size_t(w), std::size_t(h), kPyramid);
+    launch_2d(kh, runs, std::size_t(h), kPyramid);
     return;
   }
   const std::size_t l[2] = {blur_tx_, blur_ty_};
@@ -120,7 +122,9 @@ std::size_t SiftStagesOpenCL::extrema() {
   const cl_mem dog = st_.buffer("sift.dog", p.dog_floats * sizeof(float));
   const cl_mem info = st_.buffer("sift.info", octave_info_.size() * sizeof(cl_long));
   const cl_mem counters = st_.buffer("sift.counters", sizeof counters_);
-  cl_kernel k = kernel("sift_extrema");
+  // CPU devices take the row-run form (kernels/sift_extrema.cl), GPUs a work-item per pixel.
+  constexpr std::size_t kRun = 64;  // SIFT_EXTREMA_RUN
+  cl_kernel k = kernel(st_.is_cpu ? "sift_extrema_rows" : "sift_extrema");
   for (int attempt = 0; attempt < 2; ++attempt) {
     const cl_mem cand = st_.buffer("sift.cand", candidate_capacity_ * sizeof(cl_int4));
     const cl_uint cap = cl_uint(candidate_capacity_);
@@ -130,8 +134,9 @@ std::size_t SiftStagesOpenCL::extrema() {
       set_args(k, dog, info, o, p.border, p.prefilter_threshold, counters, cand, cap);
       const std::size_t lx = st_.work_group_1d(k, 64);
       const std::size_t l[3] = {lx, 1, 1};
-      const std::size_t g[3] = {round_up(std::size_t(w - 2 * p.border), lx), std::size_t(h - 2 * p.border),
-                                std::size_t(p.layers)};
+      const std::size_t cols = std::size_t(w - 2 * p.border);
+      const std::size_t g[3] = {round_up(st_.is_cpu ? (cols + kRun - 1) / kRun : cols, lx),
+                                std::size_t(h - 2 * p.border), std::size_t(p.layers)};
       launch(k, 3, g, l, kExtrema);
     }
     cl_uint count = 0;  // read-back 1: the candidate count

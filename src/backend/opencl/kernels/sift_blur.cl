@@ -70,37 +70,54 @@ __kernel void sift_downsample(__global float* levels, long src_off, int sw, long
   levels[dst_off + (size_t)y * (size_t)w + (size_t)x] = levels[src_off + (size_t)(2 * y) * (size_t)sw + (size_t)(2 * x)];
 }
 
-/* sift_blur_vertical_direct / sift_blur_horizontal_direct (CPU devices): global (w, h), any work-group
- * shape; one work-item per output pixel, reading the plane directly (a CPU's caches do what the tiles do
- * on a GPU, without the tile copies and barriers). The same float operations as the tiled kernels. */
-__kernel void sift_blur_vertical_direct(__global const float* src, __global float* dst, long src_off, long dst_off,
-                                        int w, int h, __global const float* taps, int tap_off, int r) {
-  const int x = get_global_id(0), y = get_global_id(1);
-  if (x >= w || y >= h) return;
+/* sift_blur_vertical_rows / sift_blur_horizontal_rows (CPU devices): global (ceil(w / SIFT_BLUR_RUN), h),
+ * any work-group shape; one work-item per run of SIFT_BLUR_RUN pixels of a row, taps outside and pixels
+ * inside (the loop over the run vectorises, as the CPU backend's), reading the plane directly (a CPU's
+ * caches do what the tiles do on a GPU). Each output gets the same float operations as in the tiled
+ * kernels. */
+#define SIFT_BLUR_RUN 64
+
+__kernel void sift_blur_vertical_rows(__global const float* src, __global float* dst, long src_off, long dst_off,
+                                      int w, int h, __global const float* taps, int tap_off, int r) {
+  const int x0 = get_global_id(0) * SIFT_BLUR_RUN, y = get_global_id(1);
+  if (x0 >= w || y >= h) return;
+  const int n = min(SIFT_BLUR_RUN, w - x0);
   __global const float* k = taps + tap_off;
-  __global const float* col = src + src_off + x;
-  float acc = k[0] * col[(size_t)y * (size_t)w];
-  if (y >= r && y + r < h) {  /* no border on this row: plain strided reads */
-    __global const float* c = col + (size_t)y * (size_t)w;
-    for (int i = 1; i <= r; ++i) acc += k[i] * (c[-(long)i * w] + c[(long)i * w]);
-  } else {
-    for (int i = 1; i <= r; ++i)
-      acc += k[i] * (col[(size_t)sift_reflect101(y - i, h) * (size_t)w] + col[(size_t)sift_reflect101(y + i, h) * (size_t)w]);
+  __global const float* base = src + src_off + x0;
+  float acc[SIFT_BLUR_RUN];
+  __global const float* c = base + (size_t)y * (size_t)w;
+  for (int x = 0; x < n; ++x) acc[x] = k[0] * c[x];
+  for (int i = 1; i <= r; ++i) {
+    __global const float* a = base + (size_t)sift_reflect101(y - i, h) * (size_t)w;
+    __global const float* b = base + (size_t)sift_reflect101(y + i, h) * (size_t)w;
+    const float ki = k[i];
+    for (int x = 0; x < n; ++x) acc[x] += ki * (a[x] + b[x]);
   }
-  dst[dst_off + (size_t)y * (size_t)w + (size_t)x] = acc;
+  __global float* out = dst + dst_off + (size_t)y * (size_t)w + x0;
+  for (int x = 0; x < n; ++x) out[x] = acc[x];
 }
 
-__kernel void sift_blur_horizontal_direct(__global const float* src, __global float* dst, long src_off, long dst_off,
-                                          int w, int h, __global const float* taps, int tap_off, int r) {
-  const int x = get_global_id(0), y = get_global_id(1);
-  if (x >= w || y >= h) return;
+__kernel void sift_blur_horizontal_rows(__global const float* src, __global float* dst, long src_off, long dst_off,
+                                        int w, int h, __global const float* taps, int tap_off, int r) {
+  const int x0 = get_global_id(0) * SIFT_BLUR_RUN, y = get_global_id(1);
+  if (x0 >= w || y >= h) return;
+  const int n = min(SIFT_BLUR_RUN, w - x0);
   __global const float* k = taps + tap_off;
   __global const float* row = src + src_off + (size_t)y * (size_t)w;
-  float acc = k[0] * row[x];
-  if (x >= r && x + r < w) {
-    for (int i = 1; i <= r; ++i) acc += k[i] * (row[x - i] + row[x + i]);
+  float acc[SIFT_BLUR_RUN];
+  for (int x = 0; x < n; ++x) acc[x] = k[0] * row[x0 + x];
+  if (x0 >= r && x0 + n - 1 + r < w) {  /* no border in this run */
+    __global const float* t = row + x0;
+    for (int i = 1; i <= r; ++i) {
+      const float ki = k[i];
+      for (int x = 0; x < n; ++x) acc[x] += ki * (t[x - i] + t[x + i]);
+    }
   } else {
-    for (int i = 1; i <= r; ++i) acc += k[i] * (row[sift_reflect101(x - i, w)] + row[sift_reflect101(x + i, w)]);
+    for (int i = 1; i <= r; ++i) {
+      const float ki = k[i];
+      for (int x = 0; x < n; ++x) acc[x] += ki * (row[sift_reflect101(x0 + x - i, w)] + row[sift_reflect101(x0 + x + i, w)]);
+    }
   }
-  dst[dst_off + (size_t)y * (size_t)w + (size_t)x] = acc;
+  __global float* out = dst + dst_off + (size_t)y * (size_t)w + x0;
+  for (int x = 0; x < n; ++x) out[x] = acc[x];
 }

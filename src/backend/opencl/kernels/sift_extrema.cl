@@ -20,3 +20,31 @@ __kernel void sift_extrema(__global const float* dog, __global const long* info,
   const uint slot = atomic_inc(&counters[SIFT_COUNT_CANDIDATES]);
   if (slot < capacity) candidates[slot] = (int4)(octave, layer, r, c);
 }
+
+/* sift_extrema_rows (CPU devices): global (ceil((w - 2B) / SIFT_EXTREMA_RUN), h - 2B, S), any work-group
+ * shape; one work-item per run of SIFT_EXTREMA_RUN pixels of a row: the in-layer test over the run first (a
+ * loop that vectorises, as the CPU backend's), then the across-layer test and the append where it passed.
+ * The same candidates as sift_extrema (their order is never used: select sorts). */
+#define SIFT_EXTREMA_RUN 64
+
+__kernel void sift_extrema_rows(__global const float* dog, __global const long* info, int octave, int border,
+                                float thr, __global volatile uint* counters, __global int4* candidates,
+                                uint capacity) {
+  const int w = SIFT_OCT_W(info, octave), h = SIFT_OCT_H(info, octave);
+  const int c0 = border + (int)get_global_id(0) * SIFT_EXTREMA_RUN;
+  const int r = border + (int)get_global_id(1);
+  const int layer = 1 + (int)get_global_id(2);
+  if (c0 >= w - border || r >= h - border) return;
+  const int n = min(SIFT_EXTREMA_RUN, w - border - c0);
+  const size_t plane = (size_t)w * (size_t)h;
+  __global const float* row = dog + SIFT_OCT_DOG(info, octave) + (size_t)layer * plane + (size_t)r * (size_t)w;
+  int flags[SIFT_EXTREMA_RUN];
+  for (int t = 0; t < n; ++t) flags[t] = sift_extremum_in_layer_global(row - w, row, row + w, c0 + t, thr);
+  for (int t = 0; t < n; ++t) {
+    if (!flags[t]) continue;
+    __global const float* cur = row + c0 + t;
+    if (!sift_extremum_across_layers_global(cur - plane, cur + plane, w, cur[0])) continue;
+    const uint slot = atomic_inc(&counters[SIFT_COUNT_CANDIDATES]);
+    if (slot < capacity) candidates[slot] = (int4)(octave, layer, r, c0 + t);
+  }
+}
