@@ -147,8 +147,11 @@ __kernel void sift_descriptor(__global const float* gauss, __global const long* 
 }
 
 /* sift_descriptor_serial: global (G), work-group (L); work-item t takes kept keypoints t, t + G, ... and
- * runs the CPU backend's loop: each sample's 8 shares added in turn (sample order). Local memory
- * (host-sized): ex_all[L ex_cap], the weights of each work-item. */
+ * runs the CPU backend's loop: per row of the window, the samples of a run of SIFT_DESCR_RUN columns are
+ * computed first (a loop without branches, which vectorises), then their 8 shares added in turn (sample
+ * order). Local memory (host-sized): ex_all[L ex_cap], the weights of each work-item. */
+#define SIFT_DESCR_RUN 32
+
 __kernel void sift_descriptor_serial(__global const float* gauss, __global const long* info,
                                      __global const SiftKeypoint* kps, __global const uint* counters, uint capacity,
                                      float deg2rad, int root_sift, __global float* descriptors,
@@ -163,14 +166,28 @@ __kernel void sift_descriptor_serial(__global const float* gauss, __global const
     for (int k = 0; k <= 2 * f.radius; ++k) ex[k] = sift_descriptor_weight(f, k - f.radius);
     float hist[SIFT_DESCR_HIST_LEN];
     for (int k = 0; k < SIFT_DESCR_HIST_LEN; ++k) hist[k] = 0.0f;
+    const int j_lo = max(-f.radius, 1 - f.cx), j_hi = min(f.radius, f.w - 2 - f.cx);
     for (int i = -f.radius; i <= f.radius; ++i) {
-      for (int j = -f.radius; j <= f.radius; ++j) {
-        float rbin, cbin, rf, cf, of, mag;
-        if (!sift_descriptor_bins(f, i, j, &rbin, &cbin)) continue;
-        const int r0 = sift_descriptor_split(rbin, &rf);
-        const int c0 = sift_descriptor_split(cbin, &cf);
-        const int o0 = sift_descriptor_gradient(f, img, ex[i + f.radius], ex[j + f.radius], i, j, &of, &mag);
-        sift_descriptor_accumulate_at(hist, r0, c0, o0, rf, cf, of, mag);
+      const int y = f.cy + i;
+      if (y <= 0 || y >= f.h - 1) continue;
+      for (int j0 = j_lo; j0 <= j_hi; j0 += SIFT_DESCR_RUN) {
+        const int n = min(SIFT_DESCR_RUN, j_hi - j0 + 1);
+        int idx[SIFT_DESCR_RUN];
+        float rf[SIFT_DESCR_RUN], cf[SIFT_DESCR_RUN], of[SIFT_DESCR_RUN], mag[SIFT_DESCR_RUN];
+        for (int t = 0; t < n; ++t) {
+          float rbin, cbin;
+          const int inside = sift_descriptor_bins(f, i, j0 + t, &rbin, &cbin);
+          const int r0 = sift_descriptor_split(rbin, &rf[t]);
+          const int c0 = sift_descriptor_split(cbin, &cf[t]);
+          const int o0 = sift_descriptor_gradient(f, img, ex[i + f.radius], ex[j0 + t + f.radius], i, j0 + t, &of[t],
+                                                  &mag[t]);
+          idx[t] = inside ? sift_descriptor_index(r0, c0, o0) : -1;
+        }
+        for (int t = 0; t < n; ++t) {
+          if (idx[t] < 0) continue;
+          const SiftDescriptorShares sh = sift_descriptor_shares(mag[t], rf[t], cf[t], of[t]);
+          for (int k = 0; k < 8; ++k) hist[idx[t] + sift_descriptor_share_offset(k)] += sh.v[k];
+        }
       }
     }
     float out[SIFT_DESCR_LEN];
