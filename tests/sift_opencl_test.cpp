@@ -42,6 +42,13 @@ int opencl_device() {
   return -1;
 }
 
+ss::ContextOptions opencl_options() {
+  ss::ContextOptions o;
+  o.backend = ss::Backend::kOpenCL;
+  o.device = opencl_device();
+  return o;
+}
+
 #define REQUIRE_OPENCL()                                                      \
   const int device_index = opencl_device();                                   \
   if (device_index < 0) GTEST_SKIP() << "no OpenCL device on this machine";  \
@@ -56,10 +63,7 @@ struct Device {
 Device& device() {
   static Device d = [] {
     Device r;
-    ss::ContextOptions o;
-    o.backend = ss::Backend::kOpenCL;
-    o.device = opencl_device();
-    r.ctx = std::make_unique<ss::Context>(o);
+    r.ctx = std::make_unique<ss::Context>(opencl_options());
     r.stages = ss::opencl::make_sift_stages(r.ctx->impl());
     return r;
   }();
@@ -225,10 +229,7 @@ TEST(SiftOpenCL, AgreesWithoutUpsampling) {
 // NVIDIA's OpenCL runs.
 TEST(SiftOpenCL, GpuKernelFormsAgree) {
   REQUIRE_OPENCL();
-  ss::ContextOptions o;
-  o.backend = ss::Backend::kOpenCL;
-  o.device = device_index;
-  ss::Context ctx(o);
+  ss::Context ctx(opencl_options());
   ss::opencl::state(ctx.impl()).is_cpu = false;
   auto stages = ss::opencl::make_sift_stages(ctx.impl());
   for (const char* name : {"box.png", "graf1_gray.png"}) {
@@ -243,10 +244,7 @@ TEST(SiftOpenCL, GpuKernelFormsAgree) {
 // Buffers too small for a run grow and the stages run again, with the same result.
 TEST(SiftOpenCL, BuffersGrowAndRunAgain) {
   REQUIRE_OPENCL();
-  ss::ContextOptions o;
-  o.backend = ss::Backend::kOpenCL;
-  o.device = device_index;
-  ss::Context ctx(o);
+  ss::Context ctx(opencl_options());
   auto stages = ss::opencl::make_sift_stages(ctx.impl());
   auto* st = dynamic_cast<ss::opencl::SiftStagesOpenCL*>(stages.get());
   ASSERT_NE(st, nullptr);

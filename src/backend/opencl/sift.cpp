@@ -129,7 +129,7 @@ void SiftStagesOpenCL::prepare(const detail::SiftPlan& p, const detail::SiftImag
     max_plane_ = std::max(max_plane_, plane);
   }
   if (octave_info_.empty()) octave_info_.assign(4, 0);
-  const cl_mem info = st_.buffer("sift.info", octave_info_.size() * sizeof(cl_long));
+  const cl_mem info = octave_table();
   SPECTRASIFT_CL_CHECK(clEnqueueWriteBuffer(st_.queue, info, CL_TRUE, 0, octave_info_.size() * sizeof(cl_long),
                                             octave_info_.data(), 0, nullptr, nullptr));
   std::vector<float> scales = p.octave_scale;
@@ -160,7 +160,7 @@ void SiftStagesOpenCL::upload(const detail::SiftPlan& plan, const detail::SiftIm
   const std::size_t bytes = pixels * std::size_t(image.channels) * bytes_per_sample(image.type);
   check_memory(plan, bytes);
   prepare(plan, image);
-  const cl_mem counters = st_.buffer("sift.counters", sizeof counters_);
+  const cl_mem counters = counter_buffer();
   const cl_uint zero = 0;
   SPECTRASIFT_CL_CHECK(clEnqueueFillBuffer(st_.queue, counters, &zero, sizeof zero, 0, sizeof counters_, 0, nullptr, nullptr));
   const cl_mem grey = st_.buffer("sift.grey", pixels * sizeof(float));
@@ -186,8 +186,12 @@ void SiftStagesOpenCL::upload(const detail::SiftPlan& plan, const detail::SiftIm
   launch_2d(k, std::size_t(image.width), std::size_t(image.height), kUpload);
 }
 
+cl_mem SiftStagesOpenCL::levels() { return st_.buffer("sift.gauss", plan_->gauss_floats * sizeof(float)); }
+cl_mem SiftStagesOpenCL::octave_table() { return st_.buffer("sift.info", octave_info_.size() * sizeof(cl_long)); }
+cl_mem SiftStagesOpenCL::counter_buffer() { return st_.buffer("sift.counters", sizeof counters_); }
+
 void SiftStagesOpenCL::read_counters() {
-  SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(st_.queue, st_.buffer("sift.counters", sizeof counters_), CL_TRUE, 0,
+  SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(st_.queue, counter_buffer(), CL_TRUE, 0,
                                            sizeof counters_, counters_.data(), 0, nullptr, nullptr));
 }
 
@@ -217,7 +221,7 @@ void SiftStagesOpenCL::download(Features& out, detail::SiftCounts& counts) {
     descriptor_capacity_ = std::max<std::size_t>(descriptor_capacity_, counters_[2]);
     ++regrowths_;
     const cl_uint zero = 0;
-    SPECTRASIFT_CL_CHECK(clEnqueueFillBuffer(st_.queue, st_.buffer("sift.counters", sizeof counters_), &zero,
+    SPECTRASIFT_CL_CHECK(clEnqueueFillBuffer(st_.queue, counter_buffer(), &zero,
                                              sizeof zero, 2 * sizeof zero, 3 * sizeof zero, 0, nullptr, nullptr));
     orientations();
     select(nullptr);  // the mask uploaded by the first select() stays in force until the next upload()

@@ -68,6 +68,10 @@ class SiftStagesOpenCL final : public detail::SiftStages {
   void launch_1d(cl_kernel k, std::size_t items, std::size_t want_local, Stage stage);
   void launch_2d(cl_kernel k, std::size_t x, std::size_t y, Stage stage);
   void finish_profile();
+  // The named buffers every stage reads (sized from the plan).
+  cl_mem levels();          // "sift.gauss": every Gaussian level of every octave
+  cl_mem octave_table();    // "sift.info": octave_info_
+  cl_mem counter_buffer();  // "sift.counters": counters_ on the device
   void read_counters();
   // sift_pyramid.cpp
   void blur(cl_mem src, cl_mem dst, std::size_t src_off, std::size_t dst_off, int w, int h, int kernel_index);

@@ -83,10 +83,9 @@ void SiftStagesOpenCL::group_sizes() {
 
 void SiftStagesOpenCL::orientations() {
   if (candidates_ == 0) return;
-  const detail::SiftPlan& p = *plan_;
-  const cl_mem gauss = st_.buffer("sift.gauss", p.gauss_floats * sizeof(float));
-  const cl_mem info = st_.buffer("sift.info", octave_info_.size() * sizeof(cl_long));
-  const cl_mem counters = st_.buffer("sift.counters", sizeof counters_);
+  const cl_mem gauss = levels();
+  const cl_mem info = octave_table();
+  const cl_mem counters = counter_buffer();
   const cl_mem refined = st_.buffer("sift.refined", candidate_capacity_ * sizeof(SiftKeypoint));
   const cl_mem kps = st_.buffer("sift.kp", keypoint_capacity_ * sizeof(SiftKeypoint));
   if (st_.is_cpu) {
@@ -115,7 +114,7 @@ void SiftStagesOpenCL::orientations() {
 // blocks of 2 L positions in local memory, the larger steps through global memory.
 void SiftStagesOpenCL::sort(cl_mem order, int count_slot, int mode) {
   const cl_mem kps = st_.buffer("sift.kp", keypoint_capacity_ * sizeof(SiftKeypoint));
-  const cl_mem counters = st_.buffer("sift.counters", sizeof counters_);
+  const cl_mem counters = counter_buffer();
   const cl_uint cap = cl_uint(keypoint_capacity_);
   cl_kernel local_k = kernel("sift_sort_local"), step = kernel("sift_sort_step");
   const std::size_t l = sort_local_, block = 2 * l;
@@ -139,7 +138,7 @@ void SiftStagesOpenCL::sort(cl_mem order, int count_slot, int mode) {
 
 void SiftStagesOpenCL::compact(cl_mem in, int in_slot, int out_slot, cl_mem out) {
   const cl_mem keep = st_.buffer("sift.keep", positions_ * sizeof(cl_int));
-  const cl_mem counters = st_.buffer("sift.counters", sizeof counters_);
+  const cl_mem counters = counter_buffer();
   cl_kernel k = kernel("sift_select_compact");
   set_args(k, in, keep, counters, in_slot, cl_uint(keypoint_capacity_), out_slot, out);
   SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 7, compact_local_ * sizeof(cl_int), nullptr));
@@ -153,7 +152,7 @@ void SiftStagesOpenCL::select(const Image* mask) {
   positions_ = std::max(pow2_at_least(keypoint_capacity_), 2 * sort_local_);
   const std::size_t positions = positions_;
   const cl_mem kps = st_.buffer("sift.kp", keypoint_capacity_ * sizeof(SiftKeypoint));
-  const cl_mem counters = st_.buffer("sift.counters", sizeof counters_);
+  const cl_mem counters = counter_buffer();
   const cl_mem a = st_.buffer("sift.order_a", positions * sizeof(cl_int));
   const cl_mem b = st_.buffer("sift.order_b", positions * sizeof(cl_int));
   const cl_mem keep = st_.buffer("sift.keep", positions * sizeof(cl_int));
@@ -192,9 +191,9 @@ void SiftStagesOpenCL::select(const Image* mask) {
 void SiftStagesOpenCL::descriptors() {
   if (candidates_ == 0) return;
   const detail::SiftPlan& p = *plan_;
-  const cl_mem gauss = st_.buffer("sift.gauss", p.gauss_floats * sizeof(float));
-  const cl_mem info = st_.buffer("sift.info", octave_info_.size() * sizeof(cl_long));
-  const cl_mem counters = st_.buffer("sift.counters", sizeof counters_);
+  const cl_mem gauss = levels();
+  const cl_mem info = octave_table();
+  const cl_mem counters = counter_buffer();
   const cl_mem kept = st_.buffer("sift.kept", keypoint_capacity_ * sizeof(SiftKeypoint));
   const cl_mem desc = st_.buffer("sift.desc", descriptor_capacity_ * Features::kDescriptorSize * sizeof(float));
   cl_kernel k = kernel(st_.is_cpu ? "sift_descriptor_serial" : "sift_descriptor");

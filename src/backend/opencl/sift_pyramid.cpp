@@ -74,7 +74,7 @@ void SiftStagesOpenCL::pyramid() {
   const detail::SiftPlan& p = *plan_;
   if (p.octaves == 0) return;
   const cl_mem grey = st_.buffer("sift.grey", std::size_t(p.input_width) * std::size_t(p.input_height) * sizeof(float));
-  const cl_mem gauss = st_.buffer("sift.gauss", p.gauss_floats * sizeof(float));
+  const cl_mem gauss = levels();
   const cl_mem dog = st_.buffer("sift.dog", p.dog_floats * sizeof(float));
   for (int o = 0; o < p.octaves; ++o) {
     const int w = int(octave_info_[4 * std::size_t(o)]), h = int(octave_info_[4 * std::size_t(o) + 1]);
@@ -104,7 +104,7 @@ void SiftStagesOpenCL::pyramid() {
 
 void SiftStagesOpenCL::dog() {
   const detail::SiftPlan& p = *plan_;
-  const cl_mem gauss = st_.buffer("sift.gauss", p.gauss_floats * sizeof(float));
+  const cl_mem gauss = levels();
   const cl_mem dog = st_.buffer("sift.dog", p.dog_floats * sizeof(float));
   cl_kernel k = kernel("sift_dog");
   for (int o = 0; o < p.octaves; ++o) {
@@ -120,8 +120,8 @@ std::size_t SiftStagesOpenCL::extrema() {
   const detail::SiftPlan& p = *plan_;
   if (p.octaves == 0) return 0;
   const cl_mem dog = st_.buffer("sift.dog", p.dog_floats * sizeof(float));
-  const cl_mem info = st_.buffer("sift.info", octave_info_.size() * sizeof(cl_long));
-  const cl_mem counters = st_.buffer("sift.counters", sizeof counters_);
+  const cl_mem info = octave_table();
+  const cl_mem counters = counter_buffer();
   // CPU devices take the row-run form (kernels/sift_extrema.cl), GPUs a work-item per pixel.
   constexpr std::size_t kRun = 64;  // SIFT_EXTREMA_RUN
   cl_kernel k = kernel(st_.is_cpu ? "sift_extrema_rows" : "sift_extrema");
@@ -160,9 +160,9 @@ void SiftStagesOpenCL::refine() {
   const detail::SiftPlan& p = *plan_;
   if (candidates_ == 0) return;
   const cl_mem dog = st_.buffer("sift.dog", p.dog_floats * sizeof(float));
-  const cl_mem info = st_.buffer("sift.info", octave_info_.size() * sizeof(cl_long));
+  const cl_mem info = octave_table();
   const cl_mem os = st_.buffer("sift.oscale", std::max<std::size_t>(p.octave_scale.size(), 1) * sizeof(float));
-  const cl_mem counters = st_.buffer("sift.counters", sizeof counters_);
+  const cl_mem counters = counter_buffer();
   const cl_mem cand = st_.buffer("sift.cand", candidate_capacity_ * sizeof(cl_int4));
   const cl_mem refined = st_.buffer("sift.refined", candidate_capacity_ * sizeof(SiftKeypoint));
   cl_kernel k = kernel("sift_refine");

@@ -38,6 +38,12 @@ inline float sift_dev_sin(float x) { return sin(x); }
 #define SIFT_OCT_GAUSS(info, o) ((info)[4 * (o) + 2])
 #define SIFT_OCT_DOG(info, o) ((info)[4 * (o) + 3])
 
+/* The Gaussian level of a keypoint record (its octave and layer). */
+inline __global const float* sift_level_of(__global const float* gauss, __global const long* info, SiftKeypoint kp) {
+  const int o = kp.octave_index;
+  return gauss + SIFT_OCT_GAUSS(info, o) + (size_t)kp.layer * (size_t)SIFT_OCT_W(info, o) * (size_t)SIFT_OCT_H(info, o);
+}
+
 /* Slots of the counter buffer (uint). */
 #define SIFT_COUNT_CANDIDATES 0
 #define SIFT_COUNT_REFINED 1

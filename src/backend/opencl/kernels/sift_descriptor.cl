@@ -103,8 +103,7 @@ __kernel void sift_descriptor(__global const float* gauss, __global const long* 
   for (uint p = get_group_id(0); p < count; p += get_num_groups(0)) {
     const SiftKeypoint kp = kps[p];
     const SiftDescriptorFrame f = sift_descriptor_frame(kp, info, deg2rad, ex_cap);
-    __global const float* img =
-        gauss + SIFT_OCT_GAUSS(info, kp.octave_index) + (size_t)kp.layer * (size_t)f.w * (size_t)f.h;
+    __global const float* img = sift_level_of(gauss, info, kp);
     for (int k = lid; k <= 2 * f.radius; k += lsize) ex[k] = sift_descriptor_weight(f, k - f.radius);
     barrier(CLK_LOCAL_MEM_FENCE);
     if (lid < SIFT_DESCR_CELLS) {
@@ -161,8 +160,7 @@ __kernel void sift_descriptor_serial(__global const float* gauss, __global const
   for (uint p = get_global_id(0); p < count; p += get_global_size(0)) {
     const SiftKeypoint kp = kps[p];
     const SiftDescriptorFrame f = sift_descriptor_frame(kp, info, deg2rad, ex_cap);
-    __global const float* img =
-        gauss + SIFT_OCT_GAUSS(info, kp.octave_index) + (size_t)kp.layer * (size_t)f.w * (size_t)f.h;
+    __global const float* img = sift_level_of(gauss, info, kp);
     for (int k = 0; k <= 2 * f.radius; ++k) ex[k] = sift_descriptor_weight(f, k - f.radius);
     float hist[SIFT_DESCR_HIST_LEN];
     for (int k = 0; k < SIFT_DESCR_HIST_LEN; ++k) hist[k] = 0.0f;

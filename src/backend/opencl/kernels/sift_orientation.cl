@@ -8,6 +8,16 @@
  * work-item b (b < 36) adds the contributions of bin b of the chunk in sample order. Every raw bin is thus
  * the CPU's float sum, and no float atomic is used. */
 
+/* The window radius of a point (at most what the host sized ex_cap for: the plan's largest). */
+inline int sift_orientation_radius(SiftKeypoint kp, int ex_cap) {
+  return min(sift_round(SIFT_ORI_RADIUS * kp.sigma_octave), (ex_cap - 1) / 2);
+}
+
+/* The window weight of offset k (sift_window_weight with the host's exp). */
+inline float sift_orientation_weight(SiftKeypoint kp, int k) {
+  return sift_dev_exp((float)(k * k) * sift_orientation_window_scale(SIFT_ORI_SIG_FCTR * kp.sigma_octave));
+}
+
 /* sift_orientation: global (G L), work-group (L) with L >= 36; work-group g takes refined points g, g + G,
  * ... (the count is read on the device). Local memory (host-sized): chunk_bin/chunk_val[chunk] and
  * ex[ex_cap] >= 2R + 1 for the largest window radius R of the plan. */
@@ -22,13 +32,10 @@ __kernel void sift_orientation(__global const float* gauss, __global const long*
   const uint count = min(counters[SIFT_COUNT_REFINED], refined_capacity);
   for (uint p = get_group_id(0); p < count; p += get_num_groups(0)) {
     const SiftKeypoint kp = refined[p];
-    const int o = kp.octave_index;
-    const int w = SIFT_OCT_W(info, o), h = SIFT_OCT_H(info, o);
-    __global const float* img = gauss + SIFT_OCT_GAUSS(info, o) + (size_t)kp.layer * (size_t)w * (size_t)h;
-    int radius = sift_round(SIFT_ORI_RADIUS * kp.sigma_octave);
-    radius = min(radius, (ex_cap - 1) / 2);  /* the host sizes ex_cap for the plan's largest radius */
-    const float scale = sift_orientation_window_scale(SIFT_ORI_SIG_FCTR * kp.sigma_octave);
-    for (int k = lid; k <= 2 * radius; k += lsize) ex[k] = sift_dev_exp((float)((k - radius) * (k - radius)) * scale);
+    const int w = SIFT_OCT_W(info, kp.octave_index), h = SIFT_OCT_H(info, kp.octave_index);
+    __global const float* img = sift_level_of(gauss, info, kp);
+    const int radius = sift_orientation_radius(kp, ex_cap);
+    for (int k = lid; k <= 2 * radius; k += lsize) ex[k] = sift_orientation_weight(kp, k - radius);
     const int x_lo = max(kp.c - radius, 1), x_hi = min(kp.c + radius, w - 2);
     const int n = x_hi - x_lo + 1;
     const int total = n > 0 ? (2 * radius + 1) * n : 0;
@@ -90,12 +97,10 @@ __kernel void sift_orientation_serial(__global const float* gauss, __global cons
   const uint count = min(counters[SIFT_COUNT_REFINED], refined_capacity);
   for (uint p = get_global_id(0); p < count; p += get_global_size(0)) {
     const SiftKeypoint kp = refined[p];
-    const int o = kp.octave_index;
-    const int w = SIFT_OCT_W(info, o), h = SIFT_OCT_H(info, o);
-    __global const float* img = gauss + SIFT_OCT_GAUSS(info, o) + (size_t)kp.layer * (size_t)w * (size_t)h;
-    const int radius = min(sift_round(SIFT_ORI_RADIUS * kp.sigma_octave), (ex_cap - 1) / 2);
-    const float scale = sift_orientation_window_scale(SIFT_ORI_SIG_FCTR * kp.sigma_octave);
-    for (int k = 0; k <= 2 * radius; ++k) ex[k] = sift_dev_exp((float)((k - radius) * (k - radius)) * scale);
+    const int w = SIFT_OCT_W(info, kp.octave_index), h = SIFT_OCT_H(info, kp.octave_index);
+    __global const float* img = sift_level_of(gauss, info, kp);
+    const int radius = sift_orientation_radius(kp, ex_cap);
+    for (int k = 0; k <= 2 * radius; ++k) ex[k] = sift_orientation_weight(kp, k - radius);
     float raw[SIFT_ORI_HIST_BINS], hist[SIFT_ORI_HIST_BINS];
     for (int b = 0; b < SIFT_ORI_HIST_BINS; ++b) raw[b] = 0.0f;
     const int x_lo = max(kp.c - radius, 1), x_hi = min(kp.c + radius, w - 2);
