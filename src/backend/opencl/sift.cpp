@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "numeric/sift_keypoint.h"
@@ -55,8 +56,8 @@ void SiftStagesOpenCL::launch(cl_kernel k, cl_uint dims, const std::size_t* glob
     if (global[d] == 0) return;
   Event ev;
   SPECTRASIFT_CL_CHECK(
-      clEnqueueNDRangeKernel(st_.queue, k, dims, nullptr, global, local, 0, nullptr, profiling_ ? &ev.ev : nullptr));
-  if (profiling_) events_.emplace_back(int(stage), std::move(ev));
+      clEnqueueNDRangeKernel(st_.queue, k, dims, nullptr, global, local, 0, nullptr, profile_run_ ? &ev.ev : nullptr));
+  if (profile_run_) events_.emplace_back(int(stage), std::move(ev));
 }
 
 void SiftStagesOpenCL::launch_1d(cl_kernel k, std::size_t items, std::size_t want_local, Stage stage) {
@@ -151,6 +152,7 @@ void SiftStagesOpenCL::prepare(const detail::SiftPlan& p, const detail::SiftImag
 
 void SiftStagesOpenCL::upload(const detail::SiftPlan& plan, const detail::SiftImageView& image) {
   plan_ = &plan;
+  profile_run_ = profiling_ || ctx_.options.verbose;  // the verbose log reports device time per stage
   events_.clear();
   stage_ms_ = {};
   counters_ = {};
@@ -165,16 +167,17 @@ void SiftStagesOpenCL::upload(const detail::SiftPlan& plan, const detail::SiftIm
   SPECTRASIFT_CL_CHECK(clEnqueueFillBuffer(st_.queue, counters, &zero, sizeof zero, 0, sizeof counters_, 0, nullptr, nullptr));
   const cl_mem grey = st_.buffer("sift.grey", pixels * sizeof(float));
   Event ev;
+  // Blocking uploads: the caller's memory is not read after upload() returns, even when a later stage throws.
   if (image.grey_levels) {  // already grey levels: the upload is the grey image
-    SPECTRASIFT_CL_CHECK(clEnqueueWriteBuffer(st_.queue, grey, CL_FALSE, 0, bytes, image.data, 0, nullptr,
-                                              profiling_ ? &ev.ev : nullptr));
-    if (profiling_) events_.emplace_back(kUpload, std::move(ev));
+    SPECTRASIFT_CL_CHECK(clEnqueueWriteBuffer(st_.queue, grey, CL_TRUE, 0, bytes, image.data, 0, nullptr,
+                                              profile_run_ ? &ev.ev : nullptr));
+    if (profile_run_) events_.emplace_back(kUpload, std::move(ev));
     return;
   }
   const cl_mem raw = st_.buffer("sift.input", bytes);
   SPECTRASIFT_CL_CHECK(
-      clEnqueueWriteBuffer(st_.queue, raw, CL_FALSE, 0, bytes, image.data, 0, nullptr, profiling_ ? &ev.ev : nullptr));
-  if (profiling_) events_.emplace_back(kUpload, std::move(ev));
+      clEnqueueWriteBuffer(st_.queue, raw, CL_TRUE, 0, bytes, image.data, 0, nullptr, profile_run_ ? &ev.ev : nullptr));
+  if (profile_run_) events_.emplace_back(kUpload, std::move(ev));
   cl_kernel k = kernel("sift_grey");
   const int type = raw_type(image.type);
   SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 0, sizeof raw, &raw));
@@ -196,10 +199,19 @@ void SiftStagesOpenCL::read_counters() {
 }
 
 void SiftStagesOpenCL::finish_profile() {
-  if (!profiling_) return;
+  if (!profile_run_) return;
   SPECTRASIFT_CL_CHECK(clFinish(st_.queue));
   for (const auto& [stage, ev] : events_) stage_ms_[std::size_t(stage)] += ev.elapsed_ms();
   events_.clear();
+  if (!ctx_.options.verbose) return;
+  std::string line = "sift: opencl device time per stage (ms):";
+  char b[64];
+  for (int s = 0; s < kStages; ++s) {
+    std::snprintf(b, sizeof b, " %s %.3f", stage_name(s), stage_ms_[std::size_t(s)]);
+    line += b;
+  }
+  ctx_.log(line + "; " + std::to_string(candidates_) + " candidates, " + std::to_string(counters_[1]) + " refined, " +
+           std::to_string(counters_[2]) + " oriented, " + std::to_string(counters_[4]) + " kept");
 }
 
 void SiftStagesOpenCL::download(Features& out, detail::SiftCounts& counts) {
@@ -235,11 +247,11 @@ void SiftStagesOpenCL::download(Features& out, detail::SiftCounts& counts) {
     Event e1, e2;
     SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(st_.queue, st_.buffer("sift.kept", kept * sizeof(SiftKeypoint)), CL_FALSE, 0,
                                              kept * sizeof(SiftKeypoint), records.data(), 0, nullptr,
-                                             profiling_ ? &e1.ev : nullptr));
+                                             profile_run_ ? &e1.ev : nullptr));
     SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(st_.queue, st_.buffer("sift.desc", kept * Features::kDescriptorSize * sizeof(float)),
                                              CL_TRUE, 0, kept * Features::kDescriptorSize * sizeof(float),
-                                             out.descriptors.data(), 0, nullptr, profiling_ ? &e2.ev : nullptr));
-    if (profiling_) {
+                                             out.descriptors.data(), 0, nullptr, profile_run_ ? &e2.ev : nullptr));
+    if (profile_run_) {
       events_.emplace_back(kDownload, std::move(e1));
       events_.emplace_back(kDownload, std::move(e2));
     }

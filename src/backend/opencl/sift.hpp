@@ -51,7 +51,8 @@ class SiftStagesOpenCL final : public detail::SiftStages {
   void download(Features& out, detail::SiftCounts& counts) override;
 
   /// Device time per stage of the last run in ms (profiling events), filled by download() when
-  /// set_profiling(true); kernel launches only, plus the transfers of upload and download.
+  /// set_profiling(true) or the context is verbose (which logs them); kernel launches and the transfers of
+  /// upload and download.
   void set_profiling(bool on) noexcept { profiling_ = on; }
   const std::array<double, kStages>& stage_ms() const noexcept { return stage_ms_; }
   /// Keypoint records allocated per candidate (default 2; a test sets a tiny value to force the regrowth).
@@ -87,6 +88,7 @@ class SiftStagesOpenCL final : public detail::SiftStages {
   std::string options_;        // build options of the sift.cl program
   bool fp64_ = false;          // the device has cl_khr_fp64
   bool profiling_ = false;
+  bool profile_run_ = false;   // this run records events: profiling_ or the context is verbose
   // What the geometry buffers were uploaded for (a new plan re-uploads them).
   int prepared_w_ = 0, prepared_h_ = 0;
   SiftOptions prepared_options_;

@@ -159,7 +159,7 @@ void SiftStagesOpenCL::select(const Image* mask) {
   if (mask) {
     const std::size_t bytes = mask->data.size();
     const cl_mem m = st_.buffer("sift.mask", bytes);
-    SPECTRASIFT_CL_CHECK(clEnqueueWriteBuffer(st_.queue, m, CL_FALSE, 0, bytes, mask->data.data(), 0, nullptr, nullptr));
+    SPECTRASIFT_CL_CHECK(clEnqueueWriteBuffer(st_.queue, m, CL_TRUE, 0, bytes, mask->data.data(), 0, nullptr, nullptr));
     mask_type_ = mask->type == PixelType::kU8 ? 0 : mask->type == PixelType::kU16 ? 1 : 2;
     mask_w_ = mask->width;
     mask_h_ = mask->height;
