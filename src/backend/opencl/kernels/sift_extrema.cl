@@ -22,8 +22,8 @@ __kernel void sift_extrema(__global const float* dog, __global const long* info,
 }
 
 /* sift_extrema_rows (CPU devices): global (ceil((w - 2B) / SIFT_EXTREMA_RUN), h - 2B, S), any work-group
- * shape; one work-item per run of SIFT_EXTREMA_RUN pixels of a row: the in-layer test over the run first (a
- * loop that vectorises, as the CPU backend's), then the across-layer test and the append where it passed.
+ * shape; one work-item per run of SIFT_EXTREMA_RUN pixels of a row: the threshold over the run first (a loop
+ * that vectorises), then the whole test and the append where it passed.
  * The same candidates as sift_extrema (their order is never used: select sorts). */
 #define SIFT_EXTREMA_RUN 64
 
@@ -39,9 +39,9 @@ __kernel void sift_extrema_rows(__global const float* dog, __global const long* 
   const size_t plane = (size_t)w * (size_t)h;
   __global const float* row = dog + SIFT_OCT_DOG(info, octave) + (size_t)layer * plane + (size_t)r * (size_t)w;
   int flags[SIFT_EXTREMA_RUN];
-  for (int t = 0; t < n; ++t) flags[t] = sift_extremum_in_layer_global(row - w, row, row + w, c0 + t, thr);
+  for (int t = 0; t < n; ++t) flags[t] = fabs(row[c0 + t]) > thr;  /* most pixels stop here */
   for (int t = 0; t < n; ++t) {
-    if (!flags[t]) continue;
+    if (!flags[t] || !sift_extremum_in_layer_global(row - w, row, row + w, c0 + t, thr)) continue;
     __global const float* cur = row + c0 + t;
     if (!sift_extremum_across_layers_global(cur - plane, cur + plane, w, cur[0])) continue;
     const uint slot = atomic_inc(&counters[SIFT_COUNT_CANDIDATES]);
