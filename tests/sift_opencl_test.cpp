@@ -388,6 +388,46 @@ TEST(SiftOpenCL, ClearErrors) {
   }
   st.max_alloc = saved;
   EXPECT_FALSE(opencl_sift(im).keypoints.empty());  // and the context still works
+  // A device with too little local memory for the kernels' tiles and windows: a clear error, no crash (both
+  // kernel forms).
+  for (bool cpu_forms : {true, false}) {
+    ss::Context small(opencl_options());
+    auto& sst = ss::opencl::state(small.impl());
+    sst.is_cpu = cpu_forms;
+    sst.local_mem = 256;
+    auto stages = ss::opencl::make_sift_stages(small.impl());
+    const ss::detail::SiftImageView v{im.data.data(), im.type, im.width, im.height, im.channels, false};
+    try {
+      run_stages(*stages, small.impl(), v, {}, nullptr);
+      ADD_FAILURE() << "256 bytes of local memory did not stop the run";
+    } catch (const ss::Error& e) {
+      EXPECT_EQ(e.code(), ss::ErrorCode::kUnsupported);
+      EXPECT_NE(std::string(e.what()).find("local memory"), std::string::npos) << e.what();
+    }
+  }
+  // Without doubles on the device: 16-bit and float colour and RootSIFT are refused by name; grey and 8-bit
+  // colour run.
+  {
+    ss::Context ctx(opencl_options());
+    auto stages = ss::opencl::make_sift_stages(ctx.impl());
+    dynamic_cast<ss::opencl::SiftStagesOpenCL&>(*stages).assume_no_fp64();
+    const ss::Image u16 = convert(im, ss::PixelType::kU16, 3), u8 = convert(im, ss::PixelType::kU8, 3);
+    ss::SiftOptions root;
+    root.root_sift = true;
+    auto view = [](const ss::Image& i) {
+      return ss::detail::SiftImageView{i.data.data(), i.type, i.width, i.height, i.channels, false};
+    };
+    for (int what = 0; what < 2; ++what) {
+      try {
+        run_stages(*stages, ctx.impl(), view(what == 0 ? u16 : im), what == 0 ? ss::SiftOptions{} : root, nullptr);
+        ADD_FAILURE() << "no error without doubles, case " << what;
+      } catch (const ss::Error& e) {
+        EXPECT_EQ(e.code(), ss::ErrorCode::kUnsupported);
+        EXPECT_NE(std::string(e.what()).find("cl_khr_fp64"), std::string::npos) << e.what();
+      }
+    }
+    EXPECT_TRUE(same_bits(run_stages(*stages, ctx.impl(), view(u8), {}, nullptr), opencl_sift(u8)));
+  }
   // An image too small for one octave finds nothing (and does not fail).
   ss::Image tiny = ss::Image::allocate(4, 4, 1, ss::PixelType::kU8);
   EXPECT_TRUE(opencl_sift(tiny).keypoints.empty());

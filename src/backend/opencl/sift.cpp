@@ -142,7 +142,7 @@ void SiftStagesOpenCL::prepare(const detail::SiftPlan& p, const detail::SiftImag
   SPECTRASIFT_CL_CHECK(
       clEnqueueWriteBuffer(st_.queue, taps, CL_TRUE, 0, p.taps.size() * sizeof(float), p.taps.data(), 0, nullptr, nullptr));
   candidate_capacity_ = std::max<std::size_t>(p.candidate_capacity, 1);
-  size_blur_tiles();
+  if (!st_.is_cpu) size_blur_tiles();  // CPU devices blur without tiles
   group_sizes();
   prepared_w_ = p.input_width;
   prepared_h_ = p.input_height;

@@ -57,6 +57,8 @@ class SiftStagesOpenCL final : public detail::SiftStages {
   const std::array<double, kStages>& stage_ms() const noexcept { return stage_ms_; }
   /// Keypoint records allocated per candidate (default 2; a test sets a tiny value to force the regrowth).
   void set_keypoints_per_candidate(double v) noexcept { keypoints_per_candidate_ = v; }
+  /// Behave as on a device without cl_khr_fp64 (tests: the errors of the inputs that need doubles).
+  void assume_no_fp64() noexcept { fp64_ = false; }
   /// How often a buffer was found too small and stages ran again (candidates, keypoints), since construction.
   int regrowths() const noexcept { return regrowths_; }
 
