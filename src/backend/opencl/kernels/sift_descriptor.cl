@@ -5,9 +5,9 @@
  * order (rows ascending, then columns), as the CPU backend adds them, without float atomics. Two forms:
  *   sift_descriptor (GPUs): one work-group per keypoint; work-item q (q < 36) owns the 10 entries of
  *     spatial cell q of the (d + 2) x (d + 2) grid, in private memory, and walks the window in sample order,
- *     adding the shares each sample gives to its cell. The cheap part of a sample (its rotated bins) is
- *     computed by all 36 walkers; the gradient, atan2, weight and shares only by the at most 4 cells it
- *     feeds. (A first form staged every sample's bins and shares in local memory for the owners to read
+ *     adding the shares each sample gives to its cell. A walker visits only a box around its cells; the
+ *     cheap part of a sample (its rotated bins) is computed by the walkers whose box holds it, the
+ *     gradient, atan2, weight and shares only by the at most 4 cells it feeds. (A first form staged every sample's bins and shares in local memory for the owners to read
  *     after a barrier: PoCL 3 compiled its accumulation loop to nothing.)
  *   sift_descriptor_serial (CPU devices): one work-item per keypoint, the CPU backend's loop (a work-group
  *     of keypoints vectorises across work-items; a work-group per keypoint would serialise 36 walkers).
@@ -110,8 +110,17 @@ __kernel void sift_descriptor(__global const float* gauss, __global const long* 
       float acc[SIFT_DESCR_HIST_BINS + 2];  /* the entries of cell lid, o = 0 .. n + 1 */
       for (int k = 0; k < SIFT_DESCR_HIST_BINS + 2; ++k) acc[k] = 0.0f;
       const int qr = lid / (d + 2), qc = lid % (d + 2);
-      for (int i = -f.radius; i <= f.radius; ++i) {
-        for (int j = -f.radius; j <= f.radius; ++j) {
+      /* Only samples whose bins fall in cells qr - 1 .. qr, qc - 1 .. qc give this cell shares: a box
+       * around that 2 x 2-cell square rotated back to pixels (with a 2-pixel margin; the exact test below
+       * decides), so that each walker visits about a sixth of the window. */
+      const float cs = f.cos_t, sn = f.sin_t, dd = cs * cs + sn * sn;
+      const float ru = (float)qr - 2.5f, cu = (float)qc - 2.5f;
+      const float ic = (cs * ru - sn * cu) / dd, jc = (sn * ru + cs * cu) / dd;
+      const float ext = (fabs(cs) + fabs(sn)) / dd + 2.0f;
+      const int i_lo = max(-f.radius, (int)floor(ic - ext)), i_hi = min(f.radius, (int)ceil(ic + ext));
+      const int jb_lo = max(-f.radius, (int)floor(jc - ext)), jb_hi = min(f.radius, (int)ceil(jc + ext));
+      for (int i = i_lo; i <= i_hi; ++i) {
+        for (int j = jb_lo; j <= jb_hi; ++j) {
           float rbin, cbin, rf, cf, of, mag;
           if (!sift_descriptor_bins(f, i, j, &rbin, &cbin)) continue;
           const int r0 = sift_descriptor_split(rbin, &rf);
