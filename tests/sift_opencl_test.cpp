@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -337,9 +338,21 @@ TEST(SiftOpenCL, DISABLED_StageTimes) {
   Device& d = device();
   auto* st = dynamic_cast<ss::opencl::SiftStagesOpenCL*>(d.stages.get());
   ASSERT_NE(st, nullptr);
-  for (const char* name : {"graf1_gray.png", "box.png"}) {
+  // Extra images by path in SPECTRASIFT_SIFT_TIMING_IMAGES (colon-separated), e.g. the 1080p photos.
+  std::vector<std::string> names = {std::string(SPECTRASIFT_TEST_DATA) + "/graf1_gray.png",
+                                    std::string(SPECTRASIFT_TEST_DATA) + "/box.png"};
+  if (const char* extra = std::getenv("SPECTRASIFT_SIFT_TIMING_IMAGES")) {
+    std::string list = extra;
+    for (std::size_t at = 0; at <= list.size();) {
+      const std::size_t end = std::min(list.find(':', at), list.size());
+      if (end > at) names.push_back(list.substr(at, end - at));
+      at = end + 1;
+    }
+  }
+  for (const std::string& path : names) {
+    const char* name = path.c_str();
     for (bool upsample : {true, false}) {
-      const ss::Image im = load(name);
+      const ss::Image im = ss::read_image(path);
       ss::SiftOptions o;
       o.upsample = upsample;
       auto median = [](std::vector<double> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; };
