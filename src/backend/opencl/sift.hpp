@@ -79,6 +79,9 @@ class SiftStagesOpenCL final : public detail::SiftStages {
   // sift_pyramid.cpp
   void blur(cl_mem src, cl_mem dst, std::size_t src_off, std::size_t dst_off, int w, int h, int kernel_index);
   void size_blur_tiles();
+  static std::size_t blur_tile_bytes(std::size_t tx, std::size_t ty, int r) {
+    return (2 * ty + 2 * std::size_t(r)) * (tx + 2 * std::size_t(r)) * sizeof(float);
+  }
   // sift_features.cpp
   void sort(cl_mem order, int count_slot, int mode);
   void compact(cl_mem in, int in_slot, int out_slot, cl_mem out);

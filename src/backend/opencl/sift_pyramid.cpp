@@ -9,30 +9,25 @@
 
 namespace spectrasift::opencl {
 
-// The blur tile (TX, TY): up to 32 x 8 work-items, within both blur kernels' work-group limits and the
-// device's local memory for the plan's largest radius R ((TY + 2R) TX floats vertically, TY (TX + 2R)
-// horizontally); TY shrinks first, then TX. A device whose local memory cannot hold even a one-pixel-wide
-// tile gets a clear error.
+// The blur tile (TX, TY) of sift_blur: up to 32 x 8 work-items, within the kernel's work-group limit and the
+// device's local memory for the plan's largest radius R ((TY + 2R) + TY rows of TX + 2R floats); TY shrinks
+// first, then TX. A device whose local memory cannot hold even a one-pixel tile gets a clear error.
 void SiftStagesOpenCL::size_blur_tiles() {
   const detail::SiftPlan& p = *plan_;
   const int r = *std::max_element(p.tap_radius.begin(), p.tap_radius.end());
   if (r == blur_r_) return;
-  cl_kernel kv = kernel("sift_blur_vertical"), kh = kernel("sift_blur_horizontal");
-  const KernelLimits lv = st_.limits(kv), lh = st_.limits(kh);
-  const std::size_t wg = std::min({lv.work_group_size, lh.work_group_size, st_.max_work_group});
-  const std::size_t fixed = std::max(lv.local_mem, lh.local_mem);
-  const std::size_t avail = st_.local_mem > fixed ? st_.local_mem - fixed : 0;
+  cl_kernel kb = kernel("sift_blur");
+  const KernelLimits lim = st_.limits(kb);
+  const std::size_t wg = std::min(lim.work_group_size, st_.max_work_group);
+  const std::size_t avail = st_.local_mem > lim.local_mem ? st_.local_mem - lim.local_mem : 0;
   std::size_t tx = 32, ty = 8;
-  auto bytes = [&](std::size_t x, std::size_t y) {
-    return std::max((y + 2 * std::size_t(r)) * x, y * (x + 2 * std::size_t(r))) * sizeof(float);
-  };
-  while (tx * ty > wg || bytes(tx, ty) > avail) {
+  while (tx * ty > wg || blur_tile_bytes(tx, ty, r) > avail) {
     if (ty > 1) ty /= 2;
     else if (tx > 1) tx /= 2;
     else
       throw Error(ErrorCode::kUnsupported,
                   "sift: the OpenCL device has " + std::to_string(avail) + " bytes of local memory for the blur, a " +
-                      "Gaussian of radius " + std::to_string(r) + " needs " + std::to_string(bytes(1, 1)) +
+                      "Gaussian of radius " + std::to_string(r) + " needs " + std::to_string(blur_tile_bytes(1, 1, r)) +
                       " (sigma or octave_layers too large for this device; use the cpu backend)",
                   "opencl");
   }
@@ -47,9 +42,9 @@ void SiftStagesOpenCL::blur(cl_mem src, cl_mem dst, std::size_t src_off, std::si
   const int r = p.tap_radius[std::size_t(kernel_index)];
   const int tap_off = p.tap_offset[std::size_t(kernel_index)];
   const cl_mem taps = st_.buffer("sift.taps", p.taps.size() * sizeof(float));
-  const cl_mem tmp = st_.buffer("sift.tmp", max_plane_ * sizeof(float));
   const cl_long so = cl_long(src_off), dof = cl_long(dst_off), zero = 0;
-  if (st_.is_cpu) {  // the row-run kernels (see sift_blur.cl)
+  if (st_.is_cpu) {  // the row-run kernels (see sift_blur.cl), through a temporary plane
+    const cl_mem tmp = st_.buffer("sift.tmp", max_plane_ * sizeof(float));
     constexpr std::size_t kRun = 64;  // SIFT_BLUR_RUN
     const std::size_t runs = (std::size_t(w) + kRun - 1) / kRun;
     cl_kernel kv = kernel("sift_blur_vertical_rows"), kh = kernel("sift_blur_horizontal_rows");
@@ -61,13 +56,12 @@ void SiftStagesOpenCL::blur(cl_mem src, cl_mem dst, std::size_t src_off, std::si
   }
   const std::size_t l[2] = {blur_tx_, blur_ty_};
   const std::size_t g[2] = {round_up(std::size_t(w), blur_tx_), round_up(std::size_t(h), blur_ty_)};
-  cl_kernel kv = kernel("sift_blur_vertical"), kh = kernel("sift_blur_horizontal");
-  set_args(kv, src, tmp, so, zero, w, h, taps, tap_off, r);
-  SPECTRASIFT_CL_CHECK(clSetKernelArg(kv, 9, (blur_ty_ + 2 * std::size_t(r)) * blur_tx_ * sizeof(float), nullptr));
-  launch(kv, 2, g, l, kPyramid);
-  set_args(kh, tmp, dst, zero, dof, w, h, taps, tap_off, r);
-  SPECTRASIFT_CL_CHECK(clSetKernelArg(kh, 9, blur_ty_ * (blur_tx_ + 2 * std::size_t(r)) * sizeof(float), nullptr));
-  launch(kh, 2, g, l, kPyramid);
+  cl_kernel kb = kernel("sift_blur");
+  set_args(kb, src, dst, so, dof, w, h, taps, tap_off, r);
+  const std::size_t cols = blur_tx_ + 2 * std::size_t(r);
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(kb, 9, (blur_ty_ + 2 * std::size_t(r)) * cols * sizeof(float), nullptr));
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(kb, 10, blur_ty_ * cols * sizeof(float), nullptr));
+  launch(kb, 2, g, l, kPyramid);
 }
 
 void SiftStagesOpenCL::pyramid() {

@@ -1,11 +1,12 @@
-/* sift_blur.cl — the separable Gaussian of the scale space, tiled in local memory, and the octave
- * downsample. (Part of the sift.cl program.)
+/* sift_blur.cl — the separable Gaussian of the scale space and the octave downsample. (Part of the sift.cl
+ * program.)
  *
  * Level i = blur(level i - 1) with the half kernel k[0..R] of the plan (OpenCV's float taps): a vertical
- * pass into a temporary plane, then a horizontal pass, each output value computed with the CPU backend's
- * float operations in its order (k0 * centre, then + k_i * (before_i + after_i) for i = 1..R), borders by
- * BORDER_REFLECT_101, so that the levels are the CPU's bits. The tile shape (TX, TY) is chosen by the host
- * from the kernel's work-group limit and the device's local memory; the local tile is a kernel argument. */
+ * pass, then a horizontal pass over its results, each value computed with the CPU backend's float
+ * operations in its order (k0 * centre, then + k_i * (before_i + after_i) for i = 1..R), borders by
+ * BORDER_REFLECT_101, so that the levels are the CPU's bits. GPUs: sift_blur, both passes in one launch
+ * through local memory, the tile shape (TX, TY) chosen by the host from the work-group limit and the
+ * device's local memory. CPU devices: the _rows kernels, one launch per pass through a temporary plane. */
 
 /* Index of p in a line of len samples under BORDER_REFLECT_101, reflecting as often as needed. */
 inline int sift_reflect101(int p, int len) {
@@ -14,50 +15,36 @@ inline int sift_reflect101(int p, int len) {
   return p;
 }
 
-/* sift_blur_vertical: global (ceil(w / TX) TX, ceil(h / TY) TY), work-group (TX, TY); one work-item per
- * output pixel. The work-group stages rows y0 - R .. y0 + TY - 1 + R of its TX columns in tile
- * ((TY + 2R) x TX floats). src_off, dst_off: offsets of the planes in their buffers (floats). */
-__kernel void sift_blur_vertical(__global const float* src, __global float* dst, long src_off, long dst_off, int w, int h,
-                                 __global const float* taps, int tap_off, int r, __local float* tile) {
+/* sift_blur: global (ceil(w / TX) TX, ceil(h / TY) TY), work-group (TX, TY); one work-item per output pixel,
+ * both passes in one launch. The work-group stages the input rows y0 - R .. y0 + TY - 1 + R and columns
+ * x0 - R .. x0 + TX - 1 + R (reflected) in `in` ((TY + 2R) x (TX + 2R) floats), computes the vertical pass
+ * of its TY rows over all those columns into `mid` (TY x (TX + 2R)), then the horizontal pass: the CPU's
+ * order (the horizontal pass reads vertical results, at reflected columns near the borders). src_off,
+ * dst_off: offsets of the planes in their buffers (floats). */
+__kernel void sift_blur(__global const float* src, __global float* dst, long src_off, long dst_off, int w, int h,
+                        __global const float* taps, int tap_off, int r, __local float* in, __local float* mid) {
   const int lx = get_local_id(0), ly = get_local_id(1);
   const int tx = get_local_size(0), ty = get_local_size(1);
-  const int x = get_global_id(0), y = get_global_id(1);
-  const int y0 = get_group_id(1) * ty;
-  const int rows = ty + 2 * r;
-  const int xs = x < w ? x : w - 1;
+  const int x0 = get_group_id(0) * tx, y0 = get_group_id(1) * ty;
+  const int cols = tx + 2 * r, rows = ty + 2 * r;
   for (int t = ly; t < rows; t += ty) {
-    const int sy = sift_reflect101(y0 - r + t, h);
-    tile[t * tx + lx] = src[src_off + (size_t)sy * (size_t)w + (size_t)xs];
+    __global const float* row = src + src_off + (size_t)sift_reflect101(y0 - r + t, h) * (size_t)w;
+    for (int c = lx; c < cols; c += tx) in[t * cols + c] = row[sift_reflect101(x0 - r + c, w)];
   }
   barrier(CLK_LOCAL_MEM_FENCE);
-  if (x >= w || y >= h) return;
   __global const float* k = taps + tap_off;
-  const int c = (ly + r) * tx + lx;
-  float acc = k[0] * tile[c];
-  for (int i = 1; i <= r; ++i) acc += k[i] * (tile[c - i * tx] + tile[c + i * tx]);
-  dst[dst_off + (size_t)y * (size_t)w + (size_t)x] = acc;
-}
-
-/* sift_blur_horizontal: global (ceil(w / TX) TX, ceil(h / TY) TY), work-group (TX, TY); one work-item per
- * output pixel. The work-group stages columns x0 - R .. x0 + TX - 1 + R of its TY rows in tile
- * (TY x (TX + 2R) floats). */
-__kernel void sift_blur_horizontal(__global const float* src, __global float* dst, long src_off, long dst_off, int w,
-                                   int h,
-                                   __global const float* taps, int tap_off, int r, __local float* tile) {
-  const int lx = get_local_id(0), ly = get_local_id(1);
-  const int tx = get_local_size(0);
-  const int x = get_global_id(0), y = get_global_id(1);
-  const int x0 = get_group_id(0) * tx;
-  const int cols = tx + 2 * r;
-  const int ys = y < h ? y : h - 1;
-  __global const float* row = src + src_off + (size_t)ys * (size_t)w;
-  for (int t = lx; t < cols; t += tx) tile[ly * cols + t] = row[sift_reflect101(x0 - r + t, w)];
+  for (int c = lx; c < cols; c += tx) {
+    const int at = (ly + r) * cols + c;
+    float acc = k[0] * in[at];
+    for (int i = 1; i <= r; ++i) acc += k[i] * (in[at - i * cols] + in[at + i * cols]);
+    mid[ly * cols + c] = acc;
+  }
   barrier(CLK_LOCAL_MEM_FENCE);
+  const int x = x0 + lx, y = y0 + ly;
   if (x >= w || y >= h) return;
-  __global const float* k = taps + tap_off;
-  const int c = ly * cols + lx + r;
-  float acc = k[0] * tile[c];
-  for (int i = 1; i <= r; ++i) acc += k[i] * (tile[c - i] + tile[c + i]);
+  const int at = ly * cols + lx + r;
+  float acc = k[0] * mid[at];
+  for (int i = 1; i <= r; ++i) acc += k[i] * (mid[at - i] + mid[at + i]);
   dst[dst_off + (size_t)y * (size_t)w + (size_t)x] = acc;
 }
 
