@@ -1,0 +1,110 @@
+/* sift_blur.cl — the separable Gaussian of the scale space and the octave downsample. (Part of the sift.cl
+ * program.)
+ *
+ * Level i = blur(level i - 1) with the half kernel k[0..R] of the plan (OpenCV's float taps): a vertical
+ * pass, then a horizontal pass over its results, each value computed with the CPU backend's float
+ * operations in its order (k0 * centre, then + k_i * (before_i + after_i) for i = 1..R), borders by
+ * BORDER_REFLECT_101, so that the levels are the CPU's bits. GPUs: sift_blur, both passes in one launch
+ * through local memory, the tile shape (TX, TY) chosen by the host from the work-group limit and the
+ * device's local memory. CPU devices: the _rows kernels, one launch per pass through a temporary plane. */
+
+/* Index of p in a line of len samples under BORDER_REFLECT_101, reflecting as often as needed. */
+inline int sift_reflect101(int p, int len) {
+  if (len == 1) return 0;
+  while (p < 0 || p >= len) p = p < 0 ? -p : 2 * len - 2 - p;
+  return p;
+}
+
+/* sift_blur: global (ceil(w / TX) TX, ceil(h / TY) TY), work-group (TX, TY); one work-item per output pixel,
+ * both passes in one launch. The work-group stages the input rows y0 - R .. y0 + TY - 1 + R and columns
+ * x0 - R .. x0 + TX - 1 + R (reflected) in `in` ((TY + 2R) x (TX + 2R) floats), computes the vertical pass
+ * of its TY rows over all those columns into `mid` (TY x (TX + 2R)), then the horizontal pass: the CPU's
+ * order (the horizontal pass reads vertical results, at reflected columns near the borders). src_off,
+ * dst_off: offsets of the planes in their buffers (floats). */
+__kernel void sift_blur(__global const float* src, __global float* dst, long src_off, long dst_off, int w, int h,
+                        __global const float* taps, int tap_off, int r, __local float* in, __local float* mid) {
+  const int lx = get_local_id(0), ly = get_local_id(1);
+  const int tx = get_local_size(0), ty = get_local_size(1);
+  const int x0 = get_group_id(0) * tx, y0 = get_group_id(1) * ty;
+  const int cols = tx + 2 * r, rows = ty + 2 * r;
+  for (int t = ly; t < rows; t += ty) {
+    __global const float* row = src + src_off + (size_t)sift_reflect101(y0 - r + t, h) * (size_t)w;
+    for (int c = lx; c < cols; c += tx) in[t * cols + c] = row[sift_reflect101(x0 - r + c, w)];
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  __global const float* k = taps + tap_off;
+  for (int c = lx; c < cols; c += tx) {
+    const int at = (ly + r) * cols + c;
+    float acc = k[0] * in[at];
+    for (int i = 1; i <= r; ++i) acc += k[i] * (in[at - i * cols] + in[at + i * cols]);
+    mid[ly * cols + c] = acc;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const int x = x0 + lx, y = y0 + ly;
+  if (x >= w || y >= h) return;
+  const int at = ly * cols + lx + r;
+  float acc = k[0] * mid[at];
+  for (int i = 1; i <= r; ++i) acc += k[i] * (mid[at - i] + mid[at + i]);
+  dst[dst_off + (size_t)y * (size_t)w + (size_t)x] = acc;
+}
+
+/* sift_downsample: global (w, h) of the new octave, any work-group shape; one work-item per pixel. Level 0
+ * of octave o + 1 (at dst_off of the level buffer) is the even pixels of level S of octave o (at src_off,
+ * sw floats per row). */
+__kernel void sift_downsample(__global float* levels, long src_off, int sw, long dst_off, int w, int h) {
+  const int x = get_global_id(0), y = get_global_id(1);
+  if (x >= w || y >= h) return;
+  levels[dst_off + (size_t)y * (size_t)w + (size_t)x] = levels[src_off + (size_t)(2 * y) * (size_t)sw + (size_t)(2 * x)];
+}
+
+/* sift_blur_vertical_rows / sift_blur_horizontal_rows (CPU devices): global (ceil(w / SIFT_BLUR_RUN), h),
+ * any work-group shape; one work-item per run of SIFT_BLUR_RUN pixels of a row, taps outside and pixels
+ * inside (the loop over the run vectorises, as the CPU backend's), reading the plane directly (a CPU's
+ * caches do what the tiles do on a GPU). Each output gets the same float operations as in the tiled
+ * kernels. */
+#define SIFT_BLUR_RUN 64
+
+__kernel void sift_blur_vertical_rows(__global const float* src, __global float* dst, long src_off, long dst_off,
+                                      int w, int h, __global const float* taps, int tap_off, int r) {
+  const int x0 = get_global_id(0) * SIFT_BLUR_RUN, y = get_global_id(1);
+  if (x0 >= w || y >= h) return;
+  const int n = min(SIFT_BLUR_RUN, w - x0);
+  __global const float* k = taps + tap_off;
+  __global const float* base = src + src_off + x0;
+  float acc[SIFT_BLUR_RUN];
+  __global const float* c = base + (size_t)y * (size_t)w;
+  for (int x = 0; x < n; ++x) acc[x] = k[0] * c[x];
+  for (int i = 1; i <= r; ++i) {
+    __global const float* a = base + (size_t)sift_reflect101(y - i, h) * (size_t)w;
+    __global const float* b = base + (size_t)sift_reflect101(y + i, h) * (size_t)w;
+    const float ki = k[i];
+    for (int x = 0; x < n; ++x) acc[x] += ki * (a[x] + b[x]);
+  }
+  __global float* out = dst + dst_off + (size_t)y * (size_t)w + x0;
+  for (int x = 0; x < n; ++x) out[x] = acc[x];
+}
+
+__kernel void sift_blur_horizontal_rows(__global const float* src, __global float* dst, long src_off, long dst_off,
+                                        int w, int h, __global const float* taps, int tap_off, int r) {
+  const int x0 = get_global_id(0) * SIFT_BLUR_RUN, y = get_global_id(1);
+  if (x0 >= w || y >= h) return;
+  const int n = min(SIFT_BLUR_RUN, w - x0);
+  __global const float* k = taps + tap_off;
+  __global const float* row = src + src_off + (size_t)y * (size_t)w;
+  float acc[SIFT_BLUR_RUN];
+  for (int x = 0; x < n; ++x) acc[x] = k[0] * row[x0 + x];
+  if (x0 >= r && x0 + n - 1 + r < w) {  /* no border in this run */
+    __global const float* t = row + x0;
+    for (int i = 1; i <= r; ++i) {
+      const float ki = k[i];
+      for (int x = 0; x < n; ++x) acc[x] += ki * (t[x - i] + t[x + i]);
+    }
+  } else {
+    for (int i = 1; i <= r; ++i) {
+      const float ki = k[i];
+      for (int x = 0; x < n; ++x) acc[x] += ki * (row[sift_reflect101(x0 + x - i, w)] + row[sift_reflect101(x0 + x + i, w)]);
+    }
+  }
+  __global float* out = dst + dst_off + (size_t)y * (size_t)w + x0;
+  for (int x = 0; x < n; ++x) out[x] = acc[x];
+}

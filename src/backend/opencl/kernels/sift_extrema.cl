@@ -1,0 +1,50 @@
+/* sift_extrema.cl — the candidate search of one octave, written as compact records with an atomic counter.
+ * (Part of the sift.cl program.) */
+
+/* sift_extrema: global (w - 2B, h - 2B, S) (B = the plan's border), any work-group shape; one work-item per
+ * interior pixel of DoG layers 1..S. A pixel that passes numeric/sift_extrema.h's test takes a slot from
+ * the counter and writes (octave index, layer, row, column) there when the slot is below capacity; the
+ * counter ends at the true count, which the host reads back (a count above capacity: grow, run again).
+ * The slots are in arrival order, which no result depends on: the select stage sorts to canonical order. */
+__kernel void sift_extrema(__global const float* dog, __global const long* info, int octave, int border, float thr,
+                           __global volatile uint* counters, __global int4* candidates, uint capacity) {
+  const int w = SIFT_OCT_W(info, octave), h = SIFT_OCT_H(info, octave);
+  const int c = border + (int)get_global_id(0);
+  const int r = border + (int)get_global_id(1);
+  const int layer = 1 + (int)get_global_id(2);
+  if (c >= w - border || r >= h - border) return;
+  const size_t plane = (size_t)w * (size_t)h;
+  __global const float* cur = dog + SIFT_OCT_DOG(info, octave) + (size_t)layer * plane + (size_t)r * (size_t)w + c;
+  if (fabs(cur[0]) <= thr) return;  /* most pixels: the test below fails on its first condition */
+  if (!sift_is_extremum_global(cur - plane, cur, cur + plane, w, thr)) return;
+  const uint slot = atomic_inc(&counters[SIFT_COUNT_CANDIDATES]);
+  if (slot < capacity) candidates[slot] = (int4)(octave, layer, r, c);
+}
+
+/* sift_extrema_rows (CPU devices): global (ceil((w - 2B) / SIFT_EXTREMA_RUN), h - 2B, S), any work-group
+ * shape; one work-item per run of SIFT_EXTREMA_RUN pixels of a row: the threshold over the run first (a loop
+ * that vectorises), then the whole test and the append where it passed.
+ * The same candidates as sift_extrema (their order is never used: select sorts). */
+#define SIFT_EXTREMA_RUN 64
+
+__kernel void sift_extrema_rows(__global const float* dog, __global const long* info, int octave, int border,
+                                float thr, __global volatile uint* counters, __global int4* candidates,
+                                uint capacity) {
+  const int w = SIFT_OCT_W(info, octave), h = SIFT_OCT_H(info, octave);
+  const int c0 = border + (int)get_global_id(0) * SIFT_EXTREMA_RUN;
+  const int r = border + (int)get_global_id(1);
+  const int layer = 1 + (int)get_global_id(2);
+  if (c0 >= w - border || r >= h - border) return;
+  const int n = min(SIFT_EXTREMA_RUN, w - border - c0);
+  const size_t plane = (size_t)w * (size_t)h;
+  __global const float* row = dog + SIFT_OCT_DOG(info, octave) + (size_t)layer * plane + (size_t)r * (size_t)w;
+  int flags[SIFT_EXTREMA_RUN];
+  for (int t = 0; t < n; ++t) flags[t] = fabs(row[c0 + t]) > thr;  /* most pixels stop here */
+  for (int t = 0; t < n; ++t) {
+    if (!flags[t] || !sift_extremum_in_layer_global(row - w, row, row + w, c0 + t, thr)) continue;
+    __global const float* cur = row + c0 + t;
+    if (!sift_extremum_across_layers_global(cur - plane, cur + plane, w, cur[0])) continue;
+    const uint slot = atomic_inc(&counters[SIFT_COUNT_CANDIDATES]);
+    if (slot < capacity) candidates[slot] = (int4)(octave, layer, r, c0 + t);
+  }
+}

@@ -1,0 +1,275 @@
+// OpenCL SIFT (see sift.hpp): construction, the upload / grey stage, memory checks, launches and the
+// download. The pyramid, DoG, extrema and refinement launches are in sift_pyramid.cpp; orientations,
+// select and descriptors in sift_features.cpp.
+#include "backend/opencl/sift.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "numeric/sift_keypoint.h"
+#include "spectrasift/error.hpp"
+
+namespace spectrasift::opencl {
+
+namespace {
+
+constexpr const char* kProgram = "sift.cl";
+
+std::string mib(std::size_t bytes) { return std::to_string((bytes + (1u << 20) - 1) >> 20) + " MiB"; }
+
+std::string device_name(cl_device_id d) {
+  std::size_t n = 0;
+  clGetDeviceInfo(d, CL_DEVICE_NAME, 0, nullptr, &n);
+  std::string s(n, '\0');
+  clGetDeviceInfo(d, CL_DEVICE_NAME, n, s.data(), nullptr);
+  while (!s.empty() && s.back() == '\0') s.pop_back();
+  return s;
+}
+
+int raw_type(PixelType t) { return t == PixelType::kU8 ? 0 : t == PixelType::kU16 ? 1 : 2; }
+
+}  // namespace
+
+const char* SiftStagesOpenCL::stage_name(int stage) noexcept {
+  static const char* const names[kStages] = {"upload+grey", "pyramid", "dog",    "extrema",    "refine",
+                                             "orientations", "select", "descriptors", "download"};
+  return stage >= 0 && stage < kStages ? names[stage] : "?";
+}
+
+SiftStagesOpenCL::SiftStagesOpenCL(detail::ContextImpl& ctx) : ctx_(ctx), st_(state(ctx)) {
+  cl_device_fp_config single = 0, dbl = 0;
+  SPECTRASIFT_CL_CHECK(clGetDeviceInfo(st_.device, CL_DEVICE_SINGLE_FP_CONFIG, sizeof single, &single, nullptr));
+  clGetDeviceInfo(st_.device, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof dbl, &dbl, nullptr);  // 0 without doubles
+  fp64_ = dbl != 0;
+  // Divisions and square roots rounded as on the host where the device can (the refinement, the atan2
+  // polynomial and the descriptor's normalisation then give the CPU backend's bits).
+  if (single & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) options_ = "-cl-fp32-correctly-rounded-divide-sqrt";
+}
+
+cl_kernel SiftStagesOpenCL::kernel(const char* name) { return st_.kernel(kProgram, name, options_); }
+
+void SiftStagesOpenCL::launch(cl_kernel k, cl_uint dims, const std::size_t* global, const std::size_t* local,
+                              Stage stage) {
+  for (cl_uint d = 0; d < dims; ++d)
+    if (global[d] == 0) return;
+  Event ev;
+  SPECTRASIFT_CL_CHECK(
+      clEnqueueNDRangeKernel(st_.queue, k, dims, nullptr, global, local, 0, nullptr, profile_run_ ? &ev.ev : nullptr));
+  if (profile_run_) events_.emplace_back(int(stage), std::move(ev));
+}
+
+void SiftStagesOpenCL::launch_1d(cl_kernel k, std::size_t items, std::size_t want_local, Stage stage) {
+  const std::size_t l = st_.work_group_1d(k, want_local);
+  const std::size_t g = round_up(items, l);
+  launch(k, 1, &g, &l, stage);
+}
+
+void SiftStagesOpenCL::launch_2d(cl_kernel k, std::size_t x, std::size_t y, Stage stage) {
+  // Rows of up to 64 work-items (fewer when the kernel allows fewer); the driver may not pick for us
+  // because the global size is rounded up to the work-group shape.
+  const std::size_t lx = st_.work_group_1d(k, 64);
+  const std::size_t l[2] = {lx, 1};
+  const std::size_t g[2] = {round_up(x, lx), y};
+  launch(k, 2, g, l, stage);
+}
+
+void SiftStagesOpenCL::check_memory(const detail::SiftPlan& p, std::size_t input_bytes) const {
+  const std::size_t in_plane = std::size_t(p.input_width) * std::size_t(p.input_height);
+  const std::size_t cand = std::max<std::size_t>(p.candidate_capacity, 1);
+  const std::size_t kp_cap = std::max<std::size_t>(1024, 2 * cand);  // an estimate: set from the count later
+  struct Need { const char* what; std::size_t bytes; };
+  const Need needs[] = {
+      {"the image upload", input_bytes},
+      {"the grey image", in_plane * sizeof(float)},
+      {"the Gaussian levels", p.gauss_floats * sizeof(float)},
+      {"the DoG planes", p.dog_floats * sizeof(float)},
+      {"the blur temporary", (p.octave_shape.empty() ? 0 : std::size_t(p.octave_shape[0].width) * std::size_t(p.octave_shape[0].height)) * sizeof(float)},
+      {"the keypoint records", kp_cap * sizeof(SiftKeypoint)},
+  };
+  std::size_t total = 0;
+  for (const Need& n : needs) {
+    total += n.bytes;
+    if (n.bytes > st_.max_alloc)
+      throw Error(ErrorCode::kOutOfMemory,
+                  "sift: a " + std::to_string(p.input_width) + " x " + std::to_string(p.input_height) + " image needs " +
+                      mib(n.bytes) + " for " + n.what + " on the OpenCL device '" + device_name(st_.device) +
+                      "', which allows at most " + mib(st_.max_alloc) + " per buffer (CL_DEVICE_MAX_MEM_ALLOC_SIZE)" +
+                      (p.upsample ? "; upsample = false needs a quarter of it" : ""),
+                  "opencl");
+  }
+  if (total > st_.global_mem)
+    throw Error(ErrorCode::kOutOfMemory,
+                "sift: a " + std::to_string(p.input_width) + " x " + std::to_string(p.input_height) + " image needs " +
+                    mib(total) + " on the OpenCL device '" + device_name(st_.device) + "', which has " +
+                    mib(st_.global_mem) + " of global memory",
+                "opencl");
+}
+
+// Per-plan state: the octave table, the taps and the buffer sizes (again only when the plan changes).
+void SiftStagesOpenCL::prepare(const detail::SiftPlan& p, const detail::SiftImageView& image) {
+  const bool colour_needs_double = !image.grey_levels && image.channels >= 3 && image.type != PixelType::kU8;
+  if ((colour_needs_double || p.root_sift) && !fp64_)
+    throw Error(ErrorCode::kUnsupported,
+                std::string("sift: ") + (p.root_sift ? "RootSIFT" : "16-bit and float colour images") +
+                    " need double precision, which the OpenCL device '" + device_name(st_.device) +
+                    "' does not have (no cl_khr_fp64); convert the image to grey or 8 bits first, or use the cpu "
+                    "backend",
+                "opencl");
+  if (prepared_ && p.matches(prepared_w_, prepared_h_, prepared_options_)) return;
+  octave_info_.clear();
+  std::size_t goff = 0, doff = 0;
+  max_plane_ = 1;
+  for (int o = 0; o < p.octaves; ++o) {
+    const auto& s = p.octave_shape[std::size_t(o)];
+    const std::size_t plane = std::size_t(s.width) * std::size_t(s.height);
+    octave_info_.insert(octave_info_.end(), {s.width, s.height, (long long)goff, (long long)doff});
+    goff += plane * std::size_t(p.levels);
+    doff += plane * std::size_t(p.dog_levels);
+    max_plane_ = std::max(max_plane_, plane);
+  }
+  if (octave_info_.empty()) octave_info_.assign(4, 0);
+  const cl_mem info = octave_table();
+  SPECTRASIFT_CL_CHECK(clEnqueueWriteBuffer(st_.queue, info, CL_TRUE, 0, octave_info_.size() * sizeof(cl_long),
+                                            octave_info_.data(), 0, nullptr, nullptr));
+  std::vector<float> scales = p.octave_scale;
+  if (scales.empty()) scales.push_back(1.0f);
+  const cl_mem os = st_.buffer("sift.oscale", scales.size() * sizeof(float));
+  SPECTRASIFT_CL_CHECK(
+      clEnqueueWriteBuffer(st_.queue, os, CL_TRUE, 0, scales.size() * sizeof(float), scales.data(), 0, nullptr, nullptr));
+  const cl_mem taps = st_.buffer("sift.taps", p.taps.size() * sizeof(float));
+  SPECTRASIFT_CL_CHECK(
+      clEnqueueWriteBuffer(st_.queue, taps, CL_TRUE, 0, p.taps.size() * sizeof(float), p.taps.data(), 0, nullptr, nullptr));
+  candidate_capacity_ = std::max<std::size_t>(p.candidate_capacity, 1);
+  if (!st_.is_cpu) size_blur_tiles();  // CPU devices blur without tiles
+  group_sizes();
+  prepared_w_ = p.input_width;
+  prepared_h_ = p.input_height;
+  prepared_options_ = p.options;
+  prepared_ = true;
+}
+
+void SiftStagesOpenCL::upload(const detail::SiftPlan& plan, const detail::SiftImageView& image) {
+  plan_ = &plan;
+  profile_run_ = profiling_ || ctx_.options.verbose;  // the verbose log reports device time per stage
+  events_.clear();
+  stage_ms_ = {};
+  counters_ = {};
+  candidates_ = 0;
+  mask_type_ = -1;
+  const std::size_t pixels = std::size_t(image.width) * std::size_t(image.height);
+  const std::size_t bytes = pixels * std::size_t(image.channels) * bytes_per_sample(image.type);
+  check_memory(plan, bytes);
+  prepare(plan, image);
+  const cl_mem counters = counter_buffer();
+  const cl_uint zero = 0;
+  SPECTRASIFT_CL_CHECK(clEnqueueFillBuffer(st_.queue, counters, &zero, sizeof zero, 0, sizeof counters_, 0, nullptr, nullptr));
+  const cl_mem grey = st_.buffer("sift.grey", pixels * sizeof(float));
+  Event ev;
+  // Blocking uploads: the caller's memory is not read after upload() returns, even when a later stage throws.
+  if (image.grey_levels) {  // already grey levels: the upload is the grey image
+    SPECTRASIFT_CL_CHECK(clEnqueueWriteBuffer(st_.queue, grey, CL_TRUE, 0, bytes, image.data, 0, nullptr,
+                                              profile_run_ ? &ev.ev : nullptr));
+    if (profile_run_) events_.emplace_back(kUpload, std::move(ev));
+    return;
+  }
+  const cl_mem raw = st_.buffer("sift.input", bytes);
+  SPECTRASIFT_CL_CHECK(
+      clEnqueueWriteBuffer(st_.queue, raw, CL_TRUE, 0, bytes, image.data, 0, nullptr, profile_run_ ? &ev.ev : nullptr));
+  if (profile_run_) events_.emplace_back(kUpload, std::move(ev));
+  cl_kernel k = kernel("sift_grey");
+  const int type = raw_type(image.type);
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 0, sizeof raw, &raw));
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 1, sizeof type, &type));
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 2, sizeof image.channels, &image.channels));
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 3, sizeof image.width, &image.width));
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 4, sizeof image.height, &image.height));
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 5, sizeof grey, &grey));
+  launch_2d(k, std::size_t(image.width), std::size_t(image.height), kUpload);
+}
+
+cl_mem SiftStagesOpenCL::levels() { return st_.buffer("sift.gauss", plan_->gauss_floats * sizeof(float)); }
+cl_mem SiftStagesOpenCL::octave_table() { return st_.buffer("sift.info", octave_info_.size() * sizeof(cl_long)); }
+cl_mem SiftStagesOpenCL::counter_buffer() { return st_.buffer("sift.counters", sizeof counters_); }
+
+void SiftStagesOpenCL::read_counters() {
+  SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(st_.queue, counter_buffer(), CL_TRUE, 0,
+                                           sizeof counters_, counters_.data(), 0, nullptr, nullptr));
+}
+
+void SiftStagesOpenCL::finish_profile() {
+  if (!profile_run_) return;
+  SPECTRASIFT_CL_CHECK(clFinish(st_.queue));
+  for (const auto& [stage, ev] : events_) stage_ms_[std::size_t(stage)] += ev.elapsed_ms();
+  events_.clear();
+  if (!ctx_.options.verbose) return;
+  std::string line = "sift: opencl device time per stage (ms):";
+  char b[64];
+  for (int s = 0; s < kStages; ++s) {
+    std::snprintf(b, sizeof b, " %s %.3f", stage_name(s), stage_ms_[std::size_t(s)]);
+    line += b;
+  }
+  ctx_.log(line + "; " + std::to_string(candidates_) + " candidates, " + std::to_string(counters_[1]) + " refined, " +
+           std::to_string(counters_[2]) + " oriented, " + std::to_string(counters_[4]) + " kept");
+}
+
+void SiftStagesOpenCL::download(Features& out, detail::SiftCounts& counts) {
+  const detail::SiftPlan& p = *plan_;
+  out.image_width = p.input_width;
+  out.image_height = p.input_height;
+  out.keypoints.clear();
+  out.descriptors.clear();
+  counts = {};
+  if (p.octaves == 0 || candidates_ == 0) {
+    counts.candidates = candidates_;
+    finish_profile();
+    return;
+  }
+  read_counters();  // read-back 2 starts: the counts, then the records and descriptors they size
+  if (counters_[2] > keypoint_capacity_ || counters_[4] > descriptor_capacity_) {
+    // More orientation peaks or kept keypoints than the buffers hold: grow them, run those stages again.
+    keypoint_capacity_ = std::max<std::size_t>(keypoint_capacity_, counters_[2]);
+    descriptor_capacity_ = std::max<std::size_t>(descriptor_capacity_, counters_[2]);
+    ++regrowths_;
+    const cl_uint zero = 0;
+    SPECTRASIFT_CL_CHECK(clEnqueueFillBuffer(st_.queue, counter_buffer(), &zero,
+                                             sizeof zero, 2 * sizeof zero, 3 * sizeof zero, 0, nullptr, nullptr));
+    orientations();
+    select(nullptr);  // the mask uploaded by the first select() stays in force until the next upload()
+    descriptors();
+    read_counters();
+  }
+  const std::size_t kept = counters_[4];
+  std::vector<SiftKeypoint> records(kept);
+  out.descriptors.resize(kept * Features::kDescriptorSize);
+  if (kept > 0) {
+    Event e1, e2;
+    SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(st_.queue, st_.buffer("sift.kept", kept * sizeof(SiftKeypoint)), CL_FALSE, 0,
+                                             kept * sizeof(SiftKeypoint), records.data(), 0, nullptr,
+                                             profile_run_ ? &e1.ev : nullptr));
+    SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(st_.queue, st_.buffer("sift.desc", kept * Features::kDescriptorSize * sizeof(float)),
+                                             CL_TRUE, 0, kept * Features::kDescriptorSize * sizeof(float),
+                                             out.descriptors.data(), 0, nullptr, profile_run_ ? &e2.ev : nullptr));
+    if (profile_run_) {
+      events_.emplace_back(kDownload, std::move(e1));
+      events_.emplace_back(kDownload, std::move(e2));
+    }
+  }
+  out.keypoints.resize(kept);
+  for (std::size_t i = 0; i < kept; ++i) {
+    const SiftKeypoint& s = records[i];
+    out.keypoints[i] = Keypoint{s.x, s.y, s.size, s.angle, s.response, s.octave, s.layer, s.layer_offset};
+  }
+  counts.candidates = candidates_;
+  counts.refined = counters_[1];
+  counts.oriented = counters_[2];
+  counts.kept = kept;
+  finish_profile();
+}
+
+std::unique_ptr<detail::SiftStages> make_sift_stages(detail::ContextImpl& ctx) {
+  return std::make_unique<SiftStagesOpenCL>(ctx);
+}
+
+}  // namespace spectrasift::opencl

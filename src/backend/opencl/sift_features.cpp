@@ -1,0 +1,210 @@
+// OpenCL SIFT per-keypoint stages (see sift.hpp): orientations (one work-group per refined point), select
+// (device sorts and compactions of an index array: duplicates, cap, mask, canonical order) and descriptors
+// (one work-group per kept keypoint).
+#include <algorithm>
+#include <cmath>
+
+#include "backend/opencl/sift.hpp"
+#include "spectrasift/error.hpp"
+
+namespace spectrasift::opencl {
+
+namespace {
+
+std::size_t pow2_at_least(std::size_t n) {
+  std::size_t p = 1;
+  while (p < n) p <<= 1;
+  return p;
+}
+
+// Slots of the counter buffer (kernels/sift.cl).
+constexpr int kCountOriented = 2, kCountUnique = 3, kCountKept = 4;
+// Orders of sift_sort_step (kernels/sift_select.cl).
+constexpr int kOrderDuplicates = 0, kOrderResponse = 1, kOrderCanonical = 2;
+
+}  // namespace
+
+// Work-group sizes and local-memory chunks of the per-keypoint kernels, from the device: at least 36
+// work-items (one per orientation bin / descriptor cell), windows sized for the plan's largest keypoint
+// sigma (sigma 2^((S + 0.5) / S) octave pixels), chunks of samples as large as local memory allows (up
+// to 1024).
+void SiftStagesOpenCL::group_sizes() {
+  const detail::SiftPlan& p = *plan_;
+  const double sigma_max = double(p.sigma) * std::pow(2.0, (p.layers + 0.5) / p.layers);
+  auto fit = [&](cl_kernel k, const char* name, std::size_t ex_cap, std::size_t sample_bytes, std::size_t& local,
+                 std::size_t& chunk) {
+    local = st_.work_group_1d(k, 64);
+    const KernelLimits lim = st_.limits(k);
+    const std::size_t fixed = lim.local_mem + ex_cap * sizeof(float);
+    const std::size_t avail = st_.local_mem > fixed ? st_.local_mem - fixed : 0;
+    chunk = sample_bytes ? std::min<std::size_t>(1024, avail / sample_bytes) / local * local : (avail ? local : 0);
+    if (local < 36 || chunk == 0)
+      throw Error(ErrorCode::kUnsupported,
+                  std::string("sift: the OpenCL device cannot run ") + name + " (" + std::to_string(local) +
+                      " work-items allowed, 36 needed; " + std::to_string(st_.local_mem) + " bytes of local memory, " +
+                      std::to_string(fixed + local * sample_bytes) + " needed)",
+                  "opencl");
+  };
+  ori_ex_ = 2 * std::size_t(std::lround(4.5 * sigma_max) + 2) + 1;
+  // CPU devices: sift_orientation_serial and sift_descriptor_serial, one point per work-item, each with its
+  // window weights in local memory.
+  auto fit_serial = [&](const char* name, std::size_t ex_cap, std::size_t& local) {
+    cl_kernel k = kernel(name);
+    local = st_.work_group_1d(k, 16);
+    const std::size_t fixed = st_.limits(k).local_mem;
+    while (local > 1 && fixed + local * ex_cap * sizeof(float) > st_.local_mem) local /= 2;
+    if (fixed + local * ex_cap * sizeof(float) > st_.local_mem)
+      throw Error(ErrorCode::kUnsupported, std::string("sift: the OpenCL device has too little local memory for ") + name,
+                  "opencl");
+  };
+  if (st_.is_cpu)
+    fit_serial("sift_orientation_serial", ori_ex_, ori_local_);
+  else
+    fit(kernel("sift_orientation"), "sift_orientation", ori_ex_, sizeof(cl_int) + sizeof(float), ori_local_, ori_chunk_);
+  desc_ex_ = 2 * std::size_t(std::lround(3.0 * sigma_max * 1.4142135623730951 * 2.5) + 2) + 1;
+  std::size_t no_chunk = 0;
+  if (st_.is_cpu)
+    fit_serial("sift_descriptor_serial", desc_ex_, desc_local_);
+  else
+    fit(kernel("sift_descriptor"), "sift_descriptor", desc_ex_, 0, desc_local_, no_chunk);
+  auto pow2_below = [](std::size_t v) {
+    std::size_t q = 1;
+    while (q * 2 <= v) q *= 2;
+    return q;
+  };
+  compact_local_ = pow2_below(st_.work_group_1d(kernel("sift_select_compact"), 256));
+  cl_kernel sl = kernel("sift_sort_local");
+  sort_local_ = pow2_below(st_.work_group_1d(sl, 256));
+  while (sort_local_ > 1 && st_.limits(sl).local_mem + 2 * sort_local_ * sizeof(cl_int) > st_.local_mem) sort_local_ /= 2;
+  cl_uint units = 1;
+  SPECTRASIFT_CL_CHECK(clGetDeviceInfo(st_.device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, nullptr));
+  groups_ = std::size_t(units) * (st_.is_cpu ? 4 : 16);
+}
+
+void SiftStagesOpenCL::orientations() {
+  if (candidates_ == 0) return;
+  const cl_mem gauss = levels();
+  const cl_mem info = octave_table();
+  const cl_mem counters = counter_buffer();
+  const cl_mem refined = st_.buffer("sift.refined", candidate_capacity_ * sizeof(SiftKeypoint));
+  const cl_mem kps = st_.buffer("sift.kp", keypoint_capacity_ * sizeof(SiftKeypoint));
+  if (st_.is_cpu) {
+    cl_kernel k = kernel("sift_orientation_serial");
+    set_args(k, gauss, info, refined, counters, cl_uint(candidate_capacity_), cl_uint(keypoint_capacity_), kps);
+    SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 7, ori_local_ * ori_ex_ * sizeof(float), nullptr));
+    const cl_int ex_cap = cl_int(ori_ex_);
+    SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 8, sizeof ex_cap, &ex_cap));
+    const std::size_t g = groups_ * ori_local_;
+    launch(k, 1, &g, &ori_local_, kOrientations);
+    return;
+  }
+  cl_kernel k = kernel("sift_orientation");
+  set_args(k, gauss, info, refined, counters, cl_uint(candidate_capacity_), cl_uint(keypoint_capacity_), kps);
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 7, ori_chunk_ * sizeof(cl_int), nullptr));
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 8, ori_chunk_ * sizeof(float), nullptr));
+  const cl_int chunk = cl_int(ori_chunk_), ex_cap = cl_int(ori_ex_);
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 9, sizeof chunk, &chunk));
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 10, ori_ex_ * sizeof(float), nullptr));
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 11, sizeof ex_cap, &ex_cap));
+  const std::size_t g = std::min(groups_, candidates_) * ori_local_;
+  launch(k, 1, &g, &ori_local_, kOrientations);
+}
+
+// Bitonic sort of the index array `order` over the live count in counters[count_slot] (kernels/sift_select.cl):
+// blocks of 2 L positions in local memory, the larger steps through global memory.
+void SiftStagesOpenCL::sort(cl_mem order, int count_slot, int mode) {
+  const cl_mem kps = st_.buffer("sift.kp", keypoint_capacity_ * sizeof(SiftKeypoint));
+  const cl_mem counters = counter_buffer();
+  const cl_uint cap = cl_uint(keypoint_capacity_);
+  cl_kernel local_k = kernel("sift_sort_local"), step = kernel("sift_sort_step");
+  const std::size_t l = sort_local_, block = 2 * l;
+  const std::size_t g_local = positions_ / 2;
+  auto local_pass = [&](std::size_t k_fixed) {
+    set_args(local_k, order, kps, counters, count_slot, cap, cl_uint(k_fixed), mode);
+    SPECTRASIFT_CL_CHECK(clSetKernelArg(local_k, 7, block * sizeof(cl_int), nullptr));
+    launch(local_k, 1, &g_local, &l, kSelect);
+  };
+  local_pass(0);
+  const std::size_t ls = st_.work_group_1d(step, 256);
+  const std::size_t gs = std::max(ls, std::min(positions_ / 2, groups_ * ls) / ls * ls);
+  for (std::size_t kk = 2 * block; kk <= positions_; kk <<= 1) {
+    for (std::size_t j = kk / 2; j >= block; j >>= 1) {
+      set_args(step, order, kps, counters, count_slot, cap, cl_uint(kk), cl_uint(j), mode);
+      launch(step, 1, &gs, &ls, kSelect);
+    }
+    local_pass(kk);
+  }
+}
+
+void SiftStagesOpenCL::compact(cl_mem in, int in_slot, int out_slot, cl_mem out) {
+  const cl_mem keep = st_.buffer("sift.keep", positions_ * sizeof(cl_int));
+  const cl_mem counters = counter_buffer();
+  cl_kernel k = kernel("sift_select_compact");
+  set_args(k, in, keep, counters, in_slot, cl_uint(keypoint_capacity_), out_slot, out);
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 7, compact_local_ * sizeof(cl_int), nullptr));
+  launch(k, 1, &compact_local_, &compact_local_, kSelect);
+}
+
+void SiftStagesOpenCL::select(const Image* mask) {
+  if (candidates_ == 0) return;
+  const detail::SiftPlan& p = *plan_;
+  // Sort positions: a power of two >= the keypoint capacity, and at least one local block.
+  positions_ = std::max(pow2_at_least(keypoint_capacity_), 2 * sort_local_);
+  const std::size_t positions = positions_;
+  const cl_mem kps = st_.buffer("sift.kp", keypoint_capacity_ * sizeof(SiftKeypoint));
+  const cl_mem counters = counter_buffer();
+  const cl_mem a = st_.buffer("sift.order_a", positions * sizeof(cl_int));
+  const cl_mem b = st_.buffer("sift.order_b", positions * sizeof(cl_int));
+  const cl_mem keep = st_.buffer("sift.keep", positions * sizeof(cl_int));
+  if (mask) {
+    const std::size_t bytes = mask->data.size();
+    const cl_mem m = st_.buffer("sift.mask", bytes);
+    SPECTRASIFT_CL_CHECK(clEnqueueWriteBuffer(st_.queue, m, CL_TRUE, 0, bytes, mask->data.data(), 0, nullptr, nullptr));
+    mask_type_ = mask->type == PixelType::kU8 ? 0 : mask->type == PixelType::kU16 ? 1 : 2;
+    mask_w_ = mask->width;
+    mask_h_ = mask->height;
+  }
+  const cl_mem m = st_.buffer("sift.mask", 4);
+  const cl_uint cap = cl_uint(keypoint_capacity_);
+  cl_kernel init = kernel("sift_select_init");
+  set_args(init, a, counters, cap, cl_uint(positions));
+  launch_1d(init, positions, 256, kSelect);
+  // 1. duplicates
+  sort(a, kCountOriented, kOrderDuplicates);
+  cl_kernel flags = kernel("sift_select_flags");
+  set_args(flags, a, kps, counters, kCountOriented, cap, 0, p.max_features, m, mask_type_, mask_w_, mask_h_, keep);
+  launch_1d(flags, keypoint_capacity_, 256, kSelect);
+  compact(a, kCountOriented, kCountUnique, b);
+  // 2. the cap (from the response order) and 3. the mask
+  if (p.max_features > 0) sort(b, kCountUnique, kOrderResponse);
+  set_args(flags, b, kps, counters, kCountUnique, cap, 1, p.max_features, m, mask_type_, mask_w_, mask_h_, keep);
+  launch_1d(flags, keypoint_capacity_, 256, kSelect);
+  compact(b, kCountUnique, kCountKept, a);
+  // 4. the canonical order, and the kept records gathered in it
+  sort(a, kCountKept, kOrderCanonical);
+  const cl_mem kept = st_.buffer("sift.kept", keypoint_capacity_ * sizeof(SiftKeypoint));
+  cl_kernel gather = kernel("sift_select_gather");
+  set_args(gather, a, kps, counters, cap, kept);
+  launch_1d(gather, keypoint_capacity_, 256, kSelect);
+}
+
+void SiftStagesOpenCL::descriptors() {
+  if (candidates_ == 0) return;
+  const detail::SiftPlan& p = *plan_;
+  const cl_mem gauss = levels();
+  const cl_mem info = octave_table();
+  const cl_mem counters = counter_buffer();
+  const cl_mem kept = st_.buffer("sift.kept", keypoint_capacity_ * sizeof(SiftKeypoint));
+  const cl_mem desc = st_.buffer("sift.desc", descriptor_capacity_ * Features::kDescriptorSize * sizeof(float));
+  cl_kernel k = kernel(st_.is_cpu ? "sift_descriptor_serial" : "sift_descriptor");
+  const float deg2rad = float(M_PI / 180.0);
+  const cl_int root = p.root_sift ? 1 : 0;
+  set_args(k, gauss, info, kept, counters, cl_uint(descriptor_capacity_), deg2rad, root, desc);
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 8, (st_.is_cpu ? desc_local_ : 1) * desc_ex_ * sizeof(float), nullptr));
+  const cl_int ex_cap = cl_int(desc_ex_);
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 9, sizeof ex_cap, &ex_cap));
+  const std::size_t g = groups_ * desc_local_;
+  launch(k, 1, &g, &desc_local_, kDescriptors);
+}
+
+}  // namespace spectrasift::opencl

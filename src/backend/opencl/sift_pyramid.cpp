@@ -1,0 +1,168 @@
+// OpenCL SIFT scale space and candidates (see sift.hpp): the pyramid (upsample or base blur, separable
+// blurs in local-memory tiles, downsample), the DoG of each octave in one launch, the extrema with their
+// count read back, and the refinement.
+#include <algorithm>
+#include <cmath>
+
+#include "backend/opencl/sift.hpp"
+#include "spectrasift/error.hpp"
+
+namespace spectrasift::opencl {
+
+// The blur tile (TX, TY) of sift_blur: up to 32 x 8 work-items, within the kernel's work-group limit and the
+// device's local memory for the plan's largest radius R ((TY + 2R) + TY rows of TX + 2R floats); TY shrinks
+// first, then TX. A device whose local memory cannot hold even a one-pixel tile gets a clear error.
+void SiftStagesOpenCL::size_blur_tiles() {
+  const detail::SiftPlan& p = *plan_;
+  const int r = *std::max_element(p.tap_radius.begin(), p.tap_radius.end());
+  if (r == blur_r_) return;
+  cl_kernel kb = kernel("sift_blur");
+  const KernelLimits lim = st_.limits(kb);
+  const std::size_t wg = std::min(lim.work_group_size, st_.max_work_group);
+  const std::size_t avail = st_.local_mem > lim.local_mem ? st_.local_mem - lim.local_mem : 0;
+  std::size_t tx = 32, ty = 8;
+  while (tx * ty > wg || blur_tile_bytes(tx, ty, r) > avail) {
+    if (ty > 1) ty /= 2;
+    else if (tx > 1) tx /= 2;
+    else
+      throw Error(ErrorCode::kUnsupported,
+                  "sift: the OpenCL device has " + std::to_string(avail) + " bytes of local memory for the blur, a " +
+                      "Gaussian of radius " + std::to_string(r) + " needs " + std::to_string(blur_tile_bytes(1, 1, r)) +
+                      " (sigma or octave_layers too large for this device; use the cpu backend)",
+                  "opencl");
+  }
+  blur_tx_ = tx;
+  blur_ty_ = ty;
+  blur_r_ = r;
+}
+
+void SiftStagesOpenCL::blur(cl_mem src, cl_mem dst, std::size_t src_off, std::size_t dst_off, int w, int h,
+                            int kernel_index) {
+  const detail::SiftPlan& p = *plan_;
+  const int r = p.tap_radius[std::size_t(kernel_index)];
+  const int tap_off = p.tap_offset[std::size_t(kernel_index)];
+  const cl_mem taps = st_.buffer("sift.taps", p.taps.size() * sizeof(float));
+  const cl_long so = cl_long(src_off), dof = cl_long(dst_off), zero = 0;
+  if (st_.is_cpu) {  // the row-run kernels (see sift_blur.cl), through a temporary plane
+    const cl_mem tmp = st_.buffer("sift.tmp", max_plane_ * sizeof(float));
+    constexpr std::size_t kRun = 64;  // SIFT_BLUR_RUN
+    const std::size_t runs = (std::size_t(w) + kRun - 1) / kRun;
+    cl_kernel kv = kernel("sift_blur_vertical_rows"), kh = kernel("sift_blur_horizontal_rows");
+    set_args(kv, src, tmp, so, zero, w, h, taps, tap_off, r);
+    launch_2d(kv, runs, std::size_t(h), kPyramid);
+    set_args(kh, tmp, dst, zero, dof, w, h, taps, tap_off, r);
+    launch_2d(kh, runs, std::size_t(h), kPyramid);
+    return;
+  }
+  const std::size_t l[2] = {blur_tx_, blur_ty_};
+  const std::size_t g[2] = {round_up(std::size_t(w), blur_tx_), round_up(std::size_t(h), blur_ty_)};
+  cl_kernel kb = kernel("sift_blur");
+  set_args(kb, src, dst, so, dof, w, h, taps, tap_off, r);
+  const std::size_t cols = blur_tx_ + 2 * std::size_t(r);
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(kb, 9, (blur_ty_ + 2 * std::size_t(r)) * cols * sizeof(float), nullptr));
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(kb, 10, blur_ty_ * cols * sizeof(float), nullptr));
+  launch(kb, 2, g, l, kPyramid);
+}
+
+void SiftStagesOpenCL::pyramid() {
+  const detail::SiftPlan& p = *plan_;
+  if (p.octaves == 0) return;
+  const cl_mem grey = st_.buffer("sift.grey", std::size_t(p.input_width) * std::size_t(p.input_height) * sizeof(float));
+  const cl_mem gauss = levels();
+  const cl_mem dog = st_.buffer("sift.dog", p.dog_floats * sizeof(float));
+  for (int o = 0; o < p.octaves; ++o) {
+    const int w = int(octave_info_[4 * std::size_t(o)]), h = int(octave_info_[4 * std::size_t(o) + 1]);
+    const std::size_t plane = std::size_t(w) * std::size_t(h);
+    const std::size_t g0 = std::size_t(octave_info_[4 * std::size_t(o) + 2]);
+    if (o == 0) {
+      if (p.upsample) {  // the doubled input goes through the first DoG plane, free until dog()
+        cl_kernel k = kernel("sift_upsample");
+        set_args(k, grey, p.input_width, p.input_height, dog);
+        launch_2d(k, std::size_t(w), std::size_t(h), kPyramid);
+        blur(dog, gauss, 0, g0, w, h, 0);
+      } else {
+        blur(grey, gauss, 0, g0, w, h, 0);
+      }
+    } else {
+      const std::size_t prev = std::size_t(octave_info_[4 * std::size_t(o - 1) + 2]);
+      const int pw = int(octave_info_[4 * std::size_t(o - 1)]), ph = int(octave_info_[4 * std::size_t(o - 1) + 1]);
+      const cl_long src_off = cl_long(prev + std::size_t(p.layers) * std::size_t(pw) * std::size_t(ph));
+      const cl_long dst_off = cl_long(g0);
+      cl_kernel k = kernel("sift_downsample");
+      set_args(k, gauss, src_off, pw, dst_off, w, h);
+      launch_2d(k, std::size_t(w), std::size_t(h), kPyramid);
+    }
+    for (int i = 1; i < p.levels; ++i) blur(gauss, gauss, g0 + std::size_t(i - 1) * plane, g0 + std::size_t(i) * plane, w, h, i);
+  }
+}
+
+void SiftStagesOpenCL::dog() {
+  const detail::SiftPlan& p = *plan_;
+  const cl_mem gauss = levels();
+  const cl_mem dog = st_.buffer("sift.dog", p.dog_floats * sizeof(float));
+  cl_kernel k = kernel("sift_dog");
+  for (int o = 0; o < p.octaves; ++o) {
+    const cl_long plane = octave_info_[4 * std::size_t(o)] * octave_info_[4 * std::size_t(o) + 1];
+    const cl_long n = plane * p.dog_levels;
+    set_args(k, gauss, dog, cl_long(octave_info_[4 * std::size_t(o) + 2]), cl_long(octave_info_[4 * std::size_t(o) + 3]),
+             plane, n);
+    launch_1d(k, std::size_t((n + 3) / 4), 256, kDog);
+  }
+}
+
+std::size_t SiftStagesOpenCL::extrema() {
+  const detail::SiftPlan& p = *plan_;
+  if (p.octaves == 0) return 0;
+  const cl_mem dog = st_.buffer("sift.dog", p.dog_floats * sizeof(float));
+  const cl_mem info = octave_table();
+  const cl_mem counters = counter_buffer();
+  // CPU devices take the row-run form (kernels/sift_extrema.cl), GPUs a work-item per pixel.
+  constexpr std::size_t kRun = 64;  // SIFT_EXTREMA_RUN
+  cl_kernel k = kernel(st_.is_cpu ? "sift_extrema_rows" : "sift_extrema");
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const cl_mem cand = st_.buffer("sift.cand", candidate_capacity_ * sizeof(cl_int4));
+    const cl_uint cap = cl_uint(candidate_capacity_);
+    for (int o = 0; o < p.octaves; ++o) {
+      const int w = int(octave_info_[4 * std::size_t(o)]), h = int(octave_info_[4 * std::size_t(o) + 1]);
+      if (w <= 2 * p.border || h <= 2 * p.border) continue;
+      set_args(k, dog, info, o, p.border, p.prefilter_threshold, counters, cand, cap);
+      const std::size_t lx = st_.work_group_1d(k, 64);
+      const std::size_t l[3] = {lx, 1, 1};
+      const std::size_t cols = std::size_t(w - 2 * p.border);
+      const std::size_t g[3] = {round_up(st_.is_cpu ? (cols + kRun - 1) / kRun : cols, lx),
+                                std::size_t(h - 2 * p.border), std::size_t(p.layers)};
+      launch(k, 3, g, l, kExtrema);
+    }
+    cl_uint count = 0;  // read-back 1: the candidate count
+    SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(st_.queue, counters, CL_TRUE, 0, sizeof count, &count, 0, nullptr, nullptr));
+    candidates_ = count;
+    if (count <= candidate_capacity_) break;
+    // More candidates than the buffer holds: grow it and search again.
+    candidate_capacity_ = count;
+    ++regrowths_;
+    const cl_uint zero = 0;
+    SPECTRASIFT_CL_CHECK(clEnqueueFillBuffer(st_.queue, counters, &zero, sizeof zero, 0, sizeof zero, 0, nullptr, nullptr));
+  }
+  // The later stages are sized from the count (keypoints_per_candidate_ orientation peaks per candidate; a run
+  // with more grows them and runs those stages again in download()).
+  keypoint_capacity_ = std::max<std::size_t>(1, std::size_t(std::ceil(double(candidates_) * keypoints_per_candidate_)));
+  descriptor_capacity_ = keypoint_capacity_;
+  return candidates_;
+}
+
+void SiftStagesOpenCL::refine() {
+  const detail::SiftPlan& p = *plan_;
+  if (candidates_ == 0) return;
+  const cl_mem dog = st_.buffer("sift.dog", p.dog_floats * sizeof(float));
+  const cl_mem info = octave_table();
+  const cl_mem os = st_.buffer("sift.oscale", std::max<std::size_t>(p.octave_scale.size(), 1) * sizeof(float));
+  const cl_mem counters = counter_buffer();
+  const cl_mem cand = st_.buffer("sift.cand", candidate_capacity_ * sizeof(cl_int4));
+  const cl_mem refined = st_.buffer("sift.refined", candidate_capacity_ * sizeof(SiftKeypoint));
+  cl_kernel k = kernel("sift_refine");
+  set_args(k, dog, info, os, cand, counters, cl_uint(candidate_capacity_), p.layers, p.border, p.first_octave,
+           p.contrast_threshold, p.edge_threshold, p.sigma, p.output_scale, refined);
+  launch_1d(k, candidates_, 64, kRefine);
+}
+
+}  // namespace spectrasift::opencl
