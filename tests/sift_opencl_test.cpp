@@ -89,10 +89,9 @@ ss::Features run_stages(ss::detail::SiftStages& st, ss::detail::ContextImpl& im,
   return f;
 }
 
+// Through the public API: core's dispatch picks the OpenCL backend's stages (kept in the context).
 ss::Features opencl_sift(const ss::Image& im, const ss::SiftOptions& o = {}, const ss::Image* mask = nullptr) {
-  Device& d = device();
-  const ss::detail::SiftImageView v{im.data.data(), im.type, im.width, im.height, im.channels, false};
-  return run_stages(*d.stages, d.ctx->impl(), v, o, mask);
+  return ss::detect_and_compute(*device().ctx, im, o, mask);
 }
 
 ss::Features cpu_sift(const ss::Image& im, const ss::SiftOptions& o = {}, const ss::Image* mask = nullptr) {
@@ -447,6 +446,22 @@ TEST(SiftOpenCL, ClearErrors) {
 }
 
 #else
+TEST(SiftOpenCL, PublicApiRunsTheDeviceStages) {
+  REQUIRE_OPENCL();
+  Device& d = device();
+  const ss::Image im = load("box.png");
+  const ss::detail::SiftImageView v{im.data.data(), im.type, im.width, im.height, im.channels, false};
+  EXPECT_TRUE(same_bits(run_stages(*d.stages, d.ctx->impl(), v, {}, nullptr), opencl_sift(im)));
+  ss::Image empty;
+  try {
+    ss::detect_and_compute(*d.ctx, empty);
+    ADD_FAILURE() << "no error for an empty image";
+  } catch (const ss::Error& e) {
+    EXPECT_EQ(e.code(), ss::ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("empty"), std::string::npos) << e.what();
+  }
+}
+
 TEST(SiftOpenCL, Skipped) { GTEST_SKIP() << "built without OpenCL"; }
 #endif
 

@@ -272,4 +272,8 @@ std::unique_ptr<detail::SiftStages> make_sift_stages(detail::ContextImpl& ctx) {
   return std::make_unique<SiftStagesOpenCL>(ctx);
 }
 
+std::unique_ptr<detail::SiftStages> State::make_sift_stages(detail::ContextImpl& ctx) {
+  return opencl::make_sift_stages(ctx);
+}
+
 }  // namespace spectrasift::opencl

@@ -1,10 +1,11 @@
 // The OpenCL backend's part of a Context, and its BackendImpl (backend/backend.hpp): one device, an in-order
 // queue (profiling enabled), the programs built from the embedded sources (cached per source name and build
-// options) and named buffers. It implements spectral matching (spectral.cpp).
+// options) and named buffers. It implements SIFT (sift*.cpp) and spectral matching (spectral.cpp).
 #pragma once
 
 #include <cstddef>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,7 +66,10 @@ struct State final : detail::BackendImpl {
   ~State() override;  ///< finishes the queues, then releases buffers, kernels, programs, queues, context
 
   Backend kind() const noexcept override { return Backend::kOpenCL; }
-  bool implements(detail::Operation op) const noexcept override { return op == detail::Operation::kSpectral; }
+  bool implements(detail::Operation op) const noexcept override {
+    return op == detail::Operation::kSift || op == detail::Operation::kSpectral;
+  }
+  std::unique_ptr<detail::SiftStages> make_sift_stages(detail::ContextImpl& ctx) override;
   void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, const detail::PreparedReferences& refs,
                       const SpectralOptions& options, SpectralResult& result, const ProgressFn& progress) override;
 
