@@ -21,14 +21,8 @@ namespace {
 
 constexpr int kDim = ss::Features::kDescriptorSize;
 
-bool have_cuda() {
-  for (const auto& d : ss::list_devices())
-    if (d.backend == ss::Backend::kCuda) return true;
-  return false;
-}
-
 #define REQUIRE_CUDA() \
-  if (!have_cuda()) GTEST_SKIP() << "no CUDA device on this machine"
+  if (!ss::test::have_device(ss::Backend::kCuda)) GTEST_SKIP() << "no CUDA device on this machine"
 
 ss::Context make_context(ss::Backend b) {
   ss::ContextOptions o;

@@ -37,14 +37,8 @@ using ss::test::cpu_sift;
 using ss::test::run_stages;
 using ss::test::sift_view;
 
-bool have_cuda() {
-  for (const auto& d : ss::list_devices())
-    if (d.backend == ss::Backend::kCuda) return true;
-  return false;
-}
-
 #define REQUIRE_CUDA() \
-  if (!have_cuda()) GTEST_SKIP() << "no CUDA device on this machine"
+  if (!ss::test::have_device(ss::Backend::kCuda)) GTEST_SKIP() << "no CUDA device on this machine"
 
 ss::ContextOptions cuda_options() {
   ss::ContextOptions o;
@@ -105,32 +99,24 @@ TEST(SiftCuda, IdenticalRunToRun) {
   for (int rep = 0; rep < 5; ++rep) EXPECT_TRUE(same_bits(a, cuda_sift(graf))) << "repetition " << rep;
 }
 
+const ss::test::DeviceSift kCudaSift{ss::Backend::kCuda, "sift-cuda",
+                                     [](const ss::Image& im, const ss::SiftOptions& o, const ss::Image* mask) {
+                                       return cuda_sift(im, o, mask);
+                                     }};
+
 TEST(SiftCuda, EveryInputType) {
   REQUIRE_CUDA();
-  const ss::Image box = load("box.png");
-  for (ss::PixelType t : {ss::PixelType::kU8, ss::PixelType::kU16, ss::PixelType::kF32}) {
-    for (int channels : {1, 2, 3, 4}) {
-      const ss::Image im = ss::test::convert_sift_input(box, t, channels);
-      const std::string what = "box type " + std::to_string(int(t)) + " channels " + std::to_string(channels);
-      expect_agreement(cpu_sift(im), cuda_sift(im), what);
-    }
-  }
+  ss::test::check_every_input_type(kCudaSift);
 }
 
 TEST(SiftCuda, MaxFeaturesAndMaskKeepTheCpuSet) {
   REQUIRE_CUDA();
+  ss::test::check_max_features_and_mask(kCudaSift);
+  // The cap alone, too.
   const ss::Image im = load("graf1_gray.png");
-  const ss::Image mask = ss::test::band_mask(im.width, im.height);
   ss::SiftOptions o;
   o.max_features = 300;
-  const ss::Features cpu = cpu_sift(im, o, &mask), dev = cuda_sift(im, o, &mask);
-  expect_agreement(cpu, dev, "graf1 max_features 300 + mask");
-  EXPECT_LE(cpu.keypoints.size(), 330u);
-  const ss::Features all = cuda_sift(im, o);  // the mask is dropped by the next run
-  EXPECT_GT(all.keypoints.size(), dev.keypoints.size());
-  expect_agreement(cpu_sift(im, o), all, "graf1 max_features 300");
-  ss::SiftOptions none;
-  expect_agreement(cpu_sift(im, none, &mask), cuda_sift(im, none, &mask), "graf1 mask only");
+  expect_agreement(cpu_sift(im, o), cuda_sift(im, o), "graf1 max_features 300");
 }
 
 TEST(SiftCuda, RootSiftAndGreyLevels) {
@@ -266,18 +252,8 @@ TEST(SiftCuda, PublicApiRunsTheDeviceStages) {
 TEST(SiftCuda, DISABLED_StageTimes) {
   REQUIRE_CUDA();
   OwnStages own;
-  std::vector<std::string> names = {std::string(SPECTRASIFT_TEST_DATA) + "/graf1_gray.png",
-                                    std::string(SPECTRASIFT_TEST_DATA) + "/box.png"};
-  if (const char* extra = std::getenv("SPECTRASIFT_SIFT_TIMING_IMAGES")) {
-    std::string list = extra;
-    for (std::size_t at = 0; at <= list.size();) {
-      const std::size_t end = std::min(list.find(':', at), list.size());
-      if (end > at) names.push_back(list.substr(at, end - at));
-      at = end + 1;
-    }
-  }
-  auto median = [](std::vector<double> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; };
-  for (const std::string& path : names) {
+  const auto median = ss::test::median_of;
+  for (const std::string& path : ss::test::timing_images()) {
     const ss::Image im = ss::read_image(path);
     for (bool upsample : {true, false}) {
       ss::SiftOptions o;

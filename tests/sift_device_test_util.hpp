@@ -9,7 +9,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,13 @@
 #include "tolerances.hpp"
 
 namespace spectrasift::test {
+
+/// Whether list_devices() has a device of backend b.
+inline bool have_device(Backend b) {
+  for (const auto& d : list_devices())
+    if (d.backend == b) return true;
+  return false;
+}
 
 inline Image load_test_image(const char* name) { return read_image(std::string(SPECTRASIFT_TEST_DATA) + "/" + name); }
 
@@ -170,6 +179,64 @@ inline Image band_mask(int width, int height) {
   for (int y = 0; y < height; ++y)
     for (int x = 0; x < width; ++x) mask.data[std::size_t(y) * std::size_t(width) + std::size_t(x)] = (x + y) % 300 < 170;
   return mask;
+}
+
+/// A device backend's SIFT as the shared checks below call it: detect_and_compute on its context.
+struct DeviceSift {
+  Backend backend;
+  const char* tag;  ///< the prefix of the printed figures ("sift-ocl", "sift-cuda")
+  std::function<Features(const Image&, const SiftOptions&, const Image*)> run;
+  SiftAgreement expect_agreement(const Features& cpu, const Features& dev, const std::string& what) const {
+    return expect_sift_agreement(cpu, dev, backend, tag, what);
+  }
+};
+
+/// Every input type (u8, u16, f32 with 1..4 channels) agrees with the CPU backend.
+inline void check_every_input_type(const DeviceSift& d) {
+  const Image box = load_test_image("box.png");
+  for (PixelType t : {PixelType::kU8, PixelType::kU16, PixelType::kF32}) {
+    for (int channels : {1, 2, 3, 4}) {
+      const Image im = convert_sift_input(box, t, channels);
+      const std::string what = "box type " + std::to_string(int(t)) + " channels " + std::to_string(channels);
+      d.expect_agreement(cpu_sift(im), d.run(im, {}, nullptr), what);
+    }
+  }
+}
+
+/// max_features and a mask keep the CPU's set; the mask is dropped by the next run.
+inline void check_max_features_and_mask(const DeviceSift& d) {
+  const Image im = load_test_image("graf1_gray.png");
+  const Image mask = band_mask(im.width, im.height);
+  SiftOptions o;
+  o.max_features = 300;
+  const Features cpu = cpu_sift(im, o, &mask), dev = d.run(im, o, &mask);
+  d.expect_agreement(cpu, dev, "graf1 max_features 300 + mask");
+  EXPECT_LE(cpu.keypoints.size(), 330u);
+  const Features all = d.run(im, o, nullptr);
+  EXPECT_GT(all.keypoints.size(), dev.keypoints.size());
+  SiftOptions none;
+  d.expect_agreement(cpu_sift(im, none, &mask), d.run(im, none, &mask), "graf1 mask only");
+}
+
+/// The images of the DISABLED_StageTimes tests: graf1 and box, and the paths in
+/// SPECTRASIFT_SIFT_TIMING_IMAGES (colon-separated), e.g. the 1080p photos.
+inline std::vector<std::string> timing_images() {
+  std::vector<std::string> names = {std::string(SPECTRASIFT_TEST_DATA) + "/graf1_gray.png",
+                                    std::string(SPECTRASIFT_TEST_DATA) + "/box.png"};
+  if (const char* extra = std::getenv("SPECTRASIFT_SIFT_TIMING_IMAGES")) {
+    const std::string list = extra;
+    for (std::size_t at = 0; at <= list.size();) {
+      const std::size_t end = std::min(list.find(':', at), list.size());
+      if (end > at) names.push_back(list.substr(at, end - at));
+      at = end + 1;
+    }
+  }
+  return names;
+}
+
+inline double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
 }  // namespace spectrasift::test

@@ -177,32 +177,19 @@ TEST(SiftOpenCL, IdenticalRunToRun) {
   EXPECT_FALSE(same_bits(a, b));
 }
 
+const ss::test::DeviceSift kOpenCLSift{ss::Backend::kOpenCL, "sift-ocl",
+                                        [](const ss::Image& im, const ss::SiftOptions& o, const ss::Image* mask) {
+                                          return opencl_sift(im, o, mask);
+                                        }};
+
 TEST(SiftOpenCL, EveryInputType) {
   REQUIRE_OPENCL();
-  const ss::Image box = load("box.png");
-  for (ss::PixelType t : {ss::PixelType::kU8, ss::PixelType::kU16, ss::PixelType::kF32}) {
-    for (int channels : {1, 2, 3, 4}) {
-      const ss::Image im = convert(box, t, channels);
-      const std::string what = "box type " + std::to_string(int(t)) + " channels " + std::to_string(channels);
-      expect_agreement(cpu_sift(im), opencl_sift(im), what);
-    }
-  }
+  ss::test::check_every_input_type(kOpenCLSift);
 }
 
 TEST(SiftOpenCL, MaxFeaturesAndMaskKeepTheCpuSet) {
   REQUIRE_OPENCL();
-  const ss::Image im = load("graf1_gray.png");
-  const ss::Image mask = ss::test::band_mask(im.width, im.height);
-  ss::SiftOptions o;
-  o.max_features = 300;
-  const ss::Features cpu = cpu_sift(im, o, &mask), dev = opencl_sift(im, o, &mask);
-  expect_agreement(cpu, dev, "graf1 max_features 300 + mask");
-  EXPECT_LE(cpu.keypoints.size(), 330u);
-  const ss::Features all = opencl_sift(im, o);  // the mask is dropped by the next run
-  EXPECT_GT(all.keypoints.size(), dev.keypoints.size());
-  ss::SiftOptions none;
-  const ss::Features cpu_mask = cpu_sift(im, none, &mask), dev_mask = opencl_sift(im, none, &mask);
-  expect_agreement(cpu_mask, dev_mask, "graf1 mask only");
+  ss::test::check_max_features_and_mask(kOpenCLSift);
 }
 
 TEST(SiftOpenCL, RootSiftAndGreyLevels) {
@@ -232,23 +219,13 @@ TEST(SiftOpenCL, DISABLED_StageTimes) {
   auto* st = dynamic_cast<ss::opencl::SiftStagesOpenCL*>(d.stages.get());
   ASSERT_NE(st, nullptr);
   // Extra images by path in SPECTRASIFT_SIFT_TIMING_IMAGES (colon-separated), e.g. the 1080p photos.
-  std::vector<std::string> names = {std::string(SPECTRASIFT_TEST_DATA) + "/graf1_gray.png",
-                                    std::string(SPECTRASIFT_TEST_DATA) + "/box.png"};
-  if (const char* extra = std::getenv("SPECTRASIFT_SIFT_TIMING_IMAGES")) {
-    std::string list = extra;
-    for (std::size_t at = 0; at <= list.size();) {
-      const std::size_t end = std::min(list.find(':', at), list.size());
-      if (end > at) names.push_back(list.substr(at, end - at));
-      at = end + 1;
-    }
-  }
-  for (const std::string& path : names) {
+  for (const std::string& path : ss::test::timing_images()) {
     const char* name = path.c_str();
     for (bool upsample : {true, false}) {
       const ss::Image im = ss::read_image(path);
       ss::SiftOptions o;
       o.upsample = upsample;
-      auto median = [](std::vector<double> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; };
+      const auto median = ss::test::median_of;
       std::vector<double> cpu_ms, ocl_ms;
       std::vector<std::vector<double>> stage(ss::opencl::SiftStagesOpenCL::kStages);
       ss::ContextOptions co;
