@@ -22,6 +22,7 @@
 #include "spectrasift/error.hpp"
 #include "spectrasift/io.hpp"
 #include "spectrasift/sift.hpp"
+#include "sift_device_test_util.hpp"
 #include "tolerances.hpp"
 
 #ifdef SPECTRASIFT_HAVE_OPENCL
@@ -35,7 +36,9 @@ namespace {
 
 #ifdef SPECTRASIFT_HAVE_OPENCL
 
-ss::Image load(const char* name) { return ss::read_image(std::string(SPECTRASIFT_TEST_DATA) + "/" + name); }
+ss::Image load(const char* name) { return ss::test::load_test_image(name); }
+using ss::test::cpu_sift;
+using ss::test::run_stages;
 
 // The first OpenCL device, or the one SPECTRASIFT_TEST_OPENCL_DEVICE names (an index of `spectrasift devices`'s
 // OpenCL list), so that a machine with two platforms (NVIDIA and PoCL) can run the suite on each.
@@ -83,139 +86,20 @@ Device& device() {
   return d;
 }
 
-ss::Features run_stages(ss::detail::SiftStages& st, ss::detail::ContextImpl& im, const ss::detail::SiftImageView& v,
-                        const ss::SiftOptions& o, const ss::Image* mask, ss::detail::SiftCounts* counts = nullptr) {
-  const ss::detail::SiftPlan& plan = ss::detail::sift_plan(im, v.width, v.height, o);
-  st.upload(plan, v);
-  st.pyramid();
-  st.dog();
-  st.extrema();
-  st.refine();
-  st.orientations();
-  st.select(mask);
-  st.descriptors();
-  ss::Features f;
-  ss::detail::SiftCounts c;
-  st.download(f, c);
-  if (counts) *counts = c;
-  return f;
-}
-
 // Through the public API: core's dispatch picks the OpenCL backend's stages (kept in the context).
 ss::Features opencl_sift(const ss::Image& im, const ss::SiftOptions& o = {}, const ss::Image* mask = nullptr) {
   return ss::detect_and_compute(*device().ctx, im, o, mask);
 }
 
-ss::Features cpu_sift(const ss::Image& im, const ss::SiftOptions& o = {}, const ss::Image* mask = nullptr) {
-  ss::ContextOptions co;
-  co.backend = ss::Backend::kCpu;
-  co.threads = 2;
-  ss::Context ctx(co);
-  return ss::detect_and_compute(ctx, im, o, mask);
-}
-
-struct Agreement {
-  std::size_t cpu = 0, device = 0, paired = 0, identical = 0;
-  double worst_descriptor = 0;  // max abs difference over paired rows, rows normalised to unit L2 norm
-  double paired_share() const { return cpu ? double(paired) / double(cpu) : 1.0; }
-};
-
-double angle_diff(double a, double b) {
-  const double d = std::fmod(std::abs(a - b), 360.0);
-  return std::min(d, 360.0 - d);
-}
-
-// Pairs every CPU keypoint with a device keypoint of the same octave and layer within the tolerances
-// (the nearest in position), and compares their descriptors.
-Agreement compare(const ss::Features& cpu, const ss::Features& dev) {
-  const ss::test::SiftTolerance tol = ss::test::sift_backend_vs_cpu(ss::Backend::kOpenCL);
-  Agreement a;
-  a.cpu = cpu.keypoints.size();
-  a.device = dev.keypoints.size();
-  // device keypoints sorted by y for a window search
-  std::vector<std::size_t> by_y(dev.keypoints.size());
-  for (std::size_t i = 0; i < by_y.size(); ++i) by_y[i] = i;
-  std::sort(by_y.begin(), by_y.end(), [&](std::size_t p, std::size_t q) { return dev.keypoints[p].y < dev.keypoints[q].y; });
-  std::vector<char> used(dev.keypoints.size(), 0);
-  const std::size_t n = ss::Features::kDescriptorSize;
-  for (std::size_t i = 0; i < cpu.keypoints.size(); ++i) {
-    const ss::Keypoint& k = cpu.keypoints[i];
-    auto lo = std::lower_bound(by_y.begin(), by_y.end(), k.y - tol.position_px,
-                               [&](std::size_t p, double y) { return dev.keypoints[p].y < y; });
-    std::size_t best = SIZE_MAX;
-    double best_d = 1e9;
-    for (auto it = lo; it != by_y.end() && dev.keypoints[*it].y <= k.y + tol.position_px; ++it) {
-      const ss::Keypoint& q = dev.keypoints[*it];
-      if (used[*it] || q.octave != k.octave || q.layer != k.layer) continue;
-      if (std::abs(q.x - k.x) > tol.position_px) continue;
-      if (std::abs(q.size - k.size) > tol.scale_rel * k.size) continue;
-      if (angle_diff(q.angle, k.angle) > tol.angle_deg) continue;
-      const double d = std::abs(q.x - k.x) + std::abs(q.y - k.y) + angle_diff(q.angle, k.angle) * 1e-3;
-      if (d < best_d) { best_d = d; best = *it; }
-    }
-    if (best == SIZE_MAX) continue;
-    used[best] = 1;
-    ++a.paired;
-    const float* dc = cpu.descriptors.data() + i * n;
-    const float* dd = dev.descriptors.data() + best * n;
-    double nc = 0, nd = 0;
-    for (std::size_t t = 0; t < n; ++t) { nc += double(dc[t]) * dc[t]; nd += double(dd[t]) * dd[t]; }
-    nc = nc > 0 ? 1 / std::sqrt(nc) : 0;
-    nd = nd > 0 ? 1 / std::sqrt(nd) : 0;
-    double worst = 0;
-    for (std::size_t t = 0; t < n; ++t) worst = std::max(worst, std::abs(dc[t] * nc - dd[t] * nd));
-    a.worst_descriptor = std::max(a.worst_descriptor, worst);
-    const ss::Keypoint& q = dev.keypoints[best];
-    if (q.x == k.x && q.y == k.y && q.size == k.size && q.angle == k.angle && q.response == k.response &&
-        std::memcmp(dc, dd, n * sizeof(float)) == 0)
-      ++a.identical;
-  }
-  return a;
-}
-
-// The agreement of issue 18: >= 99 % of the CPU's keypoints paired, their descriptors within tolerance.
+// The agreement of issue 18 (tests/sift_device_test_util.hpp).
 void expect_agreement(const ss::Features& cpu, const ss::Features& dev, const std::string& what) {
-  const Agreement a = compare(cpu, dev);
-  std::printf("[ sift-ocl ] %s: cpu %zu, opencl %zu, paired %zu (%.3f %%), bit-identical %zu, worst descriptor %.3g\n",
-              what.c_str(), a.cpu, a.device, a.paired, 100.0 * a.paired_share(), a.identical, a.worst_descriptor);
-  EXPECT_GT(a.cpu, 0u) << what;
-  EXPECT_GE(a.paired_share(), 0.99) << what;
-  EXPECT_GE(double(a.device), 0.99 * double(a.cpu)) << what;
-  EXPECT_LE(double(a.device), 1.01 * double(a.cpu)) << what;
-  EXPECT_LE(a.worst_descriptor, ss::test::sift_backend_vs_cpu(ss::Backend::kOpenCL).descriptor_max_abs) << what;
+  ss::test::expect_sift_agreement(cpu, dev, ss::Backend::kOpenCL, "sift-ocl", what);
 }
 
-bool same_bits(const ss::Features& a, const ss::Features& b) {
-  if (a.keypoints.size() != b.keypoints.size() || a.descriptors.size() != b.descriptors.size()) return false;
-  for (std::size_t i = 0; i < a.keypoints.size(); ++i) {
-    const ss::Keypoint &p = a.keypoints[i], &q = b.keypoints[i];
-    if (std::memcmp(&p.x, &q.x, 5 * sizeof(float)) != 0 || p.octave != q.octave || p.layer != q.layer ||
-        std::memcmp(&p.layer_offset, &q.layer_offset, sizeof(float)) != 0)
-      return false;
-  }
-  return std::memcmp(a.descriptors.data(), b.descriptors.data(), a.descriptors.size() * sizeof(float)) == 0;
-}
+bool same_bits(const ss::Features& a, const ss::Features& b) { return ss::test::same_sift_bits(a, b); }
 
-// A grey u8 image as another type: u16 (v * 257, the same grey levels) or f32 (v / 255), with `channels`
-// channels (colour channels made different from each other so that the RGB formula is exercised).
 ss::Image convert(const ss::Image& g, ss::PixelType type, int channels) {
-  ss::Image out;
-  out.width = g.width;
-  out.height = g.height;
-  out.channels = channels;
-  out.type = type;
-  out.data.resize(g.pixel_count() * std::size_t(channels) * ss::bytes_per_sample(type));
-  for (std::size_t i = 0; i < g.pixel_count(); ++i) {
-    for (int c = 0; c < channels; ++c) {
-      const unsigned v0 = g.data[i];
-      const unsigned v = c == 0 || channels < 3 ? v0 : (c == 1 ? (v0 * 7 + 13) % 256 : 255 - v0);
-      const std::size_t at = i * std::size_t(channels) + std::size_t(c);
-      if (type == ss::PixelType::kU8) out.data[at] = std::uint8_t(v);
-      else if (type == ss::PixelType::kU16) out.as<std::uint16_t>()[at] = std::uint16_t(v * 257 + (c == 2 ? 11 : 0));
-      else out.as<float>()[at] = float(v) / 255.0f + (c == 2 ? 1e-3f : 0.0f);
-    }
-  }
-  return out;
+  return ss::test::convert_sift_input(g, type, channels);
 }
 
 TEST(SiftOpenCL, AgreesWithCpuOnRealImages) {
@@ -293,34 +177,19 @@ TEST(SiftOpenCL, IdenticalRunToRun) {
   EXPECT_FALSE(same_bits(a, b));
 }
 
+const ss::test::DeviceSift kOpenCLSift{ss::Backend::kOpenCL, "sift-ocl",
+                                        [](const ss::Image& im, const ss::SiftOptions& o, const ss::Image* mask) {
+                                          return opencl_sift(im, o, mask);
+                                        }};
+
 TEST(SiftOpenCL, EveryInputType) {
   REQUIRE_OPENCL();
-  const ss::Image box = load("box.png");
-  for (ss::PixelType t : {ss::PixelType::kU8, ss::PixelType::kU16, ss::PixelType::kF32}) {
-    for (int channels : {1, 2, 3, 4}) {
-      const ss::Image im = convert(box, t, channels);
-      const std::string what = "box type " + std::to_string(int(t)) + " channels " + std::to_string(channels);
-      expect_agreement(cpu_sift(im), opencl_sift(im), what);
-    }
-  }
+  ss::test::check_every_input_type(kOpenCLSift);
 }
 
 TEST(SiftOpenCL, MaxFeaturesAndMaskKeepTheCpuSet) {
   REQUIRE_OPENCL();
-  const ss::Image im = load("graf1_gray.png");
-  ss::Image mask = ss::Image::allocate(im.width, im.height, 1, ss::PixelType::kU8);
-  for (int y = 0; y < im.height; ++y)
-    for (int x = 0; x < im.width; ++x) mask.data[std::size_t(y) * std::size_t(im.width) + std::size_t(x)] = (x + y) % 300 < 170;
-  ss::SiftOptions o;
-  o.max_features = 300;
-  const ss::Features cpu = cpu_sift(im, o, &mask), dev = opencl_sift(im, o, &mask);
-  expect_agreement(cpu, dev, "graf1 max_features 300 + mask");
-  EXPECT_LE(cpu.keypoints.size(), 330u);
-  const ss::Features all = opencl_sift(im, o);  // the mask is dropped by the next run
-  EXPECT_GT(all.keypoints.size(), dev.keypoints.size());
-  ss::SiftOptions none;
-  const ss::Features cpu_mask = cpu_sift(im, none, &mask), dev_mask = opencl_sift(im, none, &mask);
-  expect_agreement(cpu_mask, dev_mask, "graf1 mask only");
+  ss::test::check_max_features_and_mask(kOpenCLSift);
 }
 
 TEST(SiftOpenCL, RootSiftAndGreyLevels) {
@@ -350,24 +219,14 @@ TEST(SiftOpenCL, DISABLED_StageTimes) {
   auto* st = dynamic_cast<ss::opencl::SiftStagesOpenCL*>(d.stages.get());
   ASSERT_NE(st, nullptr);
   // Extra images by path in SPECTRASIFT_SIFT_TIMING_IMAGES (colon-separated), e.g. the 1080p photos.
-  std::vector<std::string> names = {std::string(SPECTRASIFT_TEST_DATA) + "/graf1_gray.png",
-                                    std::string(SPECTRASIFT_TEST_DATA) + "/box.png"};
-  if (const char* extra = std::getenv("SPECTRASIFT_SIFT_TIMING_IMAGES")) {
-    std::string list = extra;
-    for (std::size_t at = 0; at <= list.size();) {
-      const std::size_t end = std::min(list.find(':', at), list.size());
-      if (end > at) names.push_back(list.substr(at, end - at));
-      at = end + 1;
-    }
-  }
-  for (const std::string& path : names) {
+  for (const std::string& path : ss::test::timing_images()) {
     const char* name = path.c_str();
     for (bool upsample : {true, false}) {
       const ss::Image im = ss::read_image(path);
       const ss::detail::SiftImageView v{im.data.data(), im.type, im.width, im.height, im.channels, false};
       ss::SiftOptions o;
       o.upsample = upsample;
-      auto median = [](std::vector<double> x) { std::sort(x.begin(), x.end()); return x[x.size() / 2]; };
+      const auto median = ss::test::median_of;
       std::vector<double> cpu_ms, ocl_ms;
       std::vector<std::vector<double>> stage(ss::opencl::SiftStagesOpenCL::kStages);
       ss::ContextOptions co;

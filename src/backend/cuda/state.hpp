@@ -1,6 +1,6 @@
 // The CUDA backend's part of a Context, and its BackendImpl (backend/backend.hpp): one device, one stream for
 // compute and one for copies, a lazily created cuBLAS handle, and a pool of device and pinned buffers reused
-// across calls. It implements spectral matching (spectral.cu).
+// across calls. It implements spectral matching (spectral.cu), SIFT (sift*.cu) and descriptor matching (match.cu).
 #pragma once
 
 #include <cublas_v2.h>
@@ -54,7 +54,14 @@ struct State final : detail::BackendImpl {
   ~State() override;  ///< synchronises the device, then frees buffers, pools, events, cuBLAS and streams
 
   Backend kind() const noexcept override { return Backend::kCuda; }
-  bool implements(detail::Operation op) const noexcept override { return op == detail::Operation::kSpectral; }
+  bool implements(detail::Operation op) const noexcept override {
+    return op == detail::Operation::kSpectral || op == detail::Operation::kSift || op == detail::Operation::kMatch;
+  }
+  /// match.cu: the nearest two train descriptors of every query (exactly backend/cpu/match.cpp's results).
+  void match_top2(detail::ContextImpl& ctx, const detail::FeatureView& query, const detail::FeatureView& train,
+                  Top2* out) override;
+  /// sift.cu: the CUDA SIFT stages (sift.hpp).
+  std::unique_ptr<detail::SiftStages> make_sift_stages(detail::ContextImpl& ctx) override;
   void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, const detail::PreparedReferences& refs,
                       const SpectralOptions& options, SpectralResult& result, const ProgressFn& progress) override;
 

@@ -1,0 +1,181 @@
+// CUDA SIFT per-keypoint stages (see sift.hpp): orientations (one block per refined point), select (device
+// sorts and compactions of an index array: duplicates, cap, mask, canonical order) and descriptors (one
+// block per kept keypoint).
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "backend/cuda/check.hpp"
+#include "backend/cuda/kernels/sift_descriptor.cuh"
+#include "backend/cuda/kernels/sift_orientation.cuh"
+#include "backend/cuda/kernels/sift_select.cuh"
+#include "backend/cuda/sift.hpp"
+#include "backend/cuda/state.hpp"
+#include "spectrasift/error.hpp"
+
+namespace spectrasift::cuda {
+
+namespace {
+
+std::size_t pow2_at_least(std::size_t n) {
+  std::size_t p = 1;
+  while (p < n) p <<= 1;
+  return p;
+}
+
+unsigned int blocks_for(std::size_t items, unsigned int per_block) {
+  return unsigned(std::min<std::size_t>((items + per_block - 1) / per_block, 0x7fffffffu));
+}
+
+constexpr int kPointThreads = 64;     // threads of the per-keypoint kernels (>= 36: a bin or a cell each)
+constexpr int kMaxOriChunk = 1024;    // samples per chunk of sift_orientation
+constexpr unsigned kSortThreads = 256;  // L of sift_sort_local (blocks of 2 L positions)
+constexpr unsigned kStepThreads = 256;
+
+// The static shared memory of a kernel (what its dynamic part adds to).
+template <class Kernel> std::size_t static_shared(Kernel k) {
+  cudaFuncAttributes a{};
+  SPECTRASIFT_CUDA_CHECK(cudaFuncGetAttributes(&a, k));
+  return a.sharedSizeBytes;
+}
+
+// Opts a kernel in to `bytes` of dynamic shared memory when that is above the default 48 KiB.
+template <class Kernel> void allow_shared(Kernel k, std::size_t bytes) {
+  if (bytes > 48 * 1024)
+    SPECTRASIFT_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+}
+
+}  // namespace
+
+// Shared-memory sizes of the per-keypoint kernels: windows sized for the plan's largest keypoint sigma
+// (sigma 2^((S + 0.5) / S) octave pixels), orientation chunks as large as shared memory allows (up to 1024
+// samples); a device that cannot hold them gets a clear error. The block cap: 16 blocks per SM.
+void SiftStagesCuda::size_feature_kernels() {
+  const detail::SiftPlan& p = *plan_;
+  const double sigma_max = double(p.sigma) * std::pow(2.0, (p.layers + 0.5) / p.layers);
+  const std::size_t avail = shared_memory_per_block();
+  ori_ex_ = 2 * int(std::lround(4.5 * sigma_max) + 2) + 1;
+  desc_ex_ = 2 * int(std::lround(3.0 * sigma_max * 1.4142135623730951 * 2.5) + 2) + 1;
+  const std::size_t ori_fixed = static_shared(kernels::sift_orientation) + std::size_t(ori_ex_) * sizeof(float);
+  const std::size_t ori_room = avail > ori_fixed ? (avail - ori_fixed) / (sizeof(int) + sizeof(float)) : 0;
+  ori_chunk_ = int(std::min<std::size_t>(kMaxOriChunk, ori_room) / kPointThreads * kPointThreads);
+  const std::size_t desc_need = static_shared(kernels::sift_descriptor) + std::size_t(desc_ex_) * sizeof(float);
+  const std::size_t sort_need = static_shared(kernels::sift_sort_local) + 2 * kSortThreads * sizeof(int);
+  const std::size_t compact_need = static_shared(kernels::sift_select_compact);
+  if (ori_chunk_ == 0 || desc_need > avail || sort_need > avail || compact_need > avail)
+    throw Error(ErrorCode::kUnsupported,
+                "sift: the CUDA device has " + std::to_string(avail) +
+                    " bytes of shared memory per block; the orientation, descriptor and sort kernels need " +
+                    std::to_string(ori_fixed + kPointThreads * (sizeof(int) + sizeof(float))) + ", " +
+                    std::to_string(desc_need) + " and " + std::to_string(std::max(sort_need, compact_need)) +
+                    " (sigma too large for this device; use the cpu backend)",
+                "cuda");
+  allow_shared(kernels::sift_orientation, std::size_t(ori_chunk_) * (sizeof(int) + sizeof(float)) + std::size_t(ori_ex_) * sizeof(float));
+  allow_shared(kernels::sift_descriptor, std::size_t(desc_ex_) * sizeof(float));
+  blocks_ = st_.props.multiProcessorCount * 16;
+}
+
+void SiftStagesCuda::orientations() {
+  if (candidates_ == 0) return;
+  mark(kOrientations);
+  const auto* refined = static_cast<const SiftKeypoint*>(buffer("sift.refined", candidate_capacity_ * sizeof(SiftKeypoint)));
+  auto* kps = static_cast<SiftKeypoint*>(buffer("sift.kp", keypoint_capacity_ * sizeof(SiftKeypoint)));
+  const std::size_t shared = std::size_t(ori_chunk_) * (sizeof(int) + sizeof(float)) + std::size_t(ori_ex_) * sizeof(float);
+  const unsigned grid = unsigned(std::min<std::size_t>(std::size_t(blocks_), candidates_));
+  kernels::sift_orientation<<<grid, kPointThreads, shared, st_.compute>>>(
+      levels(), octave_table(), refined, counters(), unsigned(candidate_capacity_), unsigned(keypoint_capacity_), kps,
+      ori_chunk_, ori_ex_);
+  SPECTRASIFT_CUDA_CHECK_LAUNCH();
+}
+
+// Bitonic sort of the index array `order` over the live count in counters[count_slot]
+// (kernels/sift_select.cuh): blocks of 2 L positions in shared memory, the larger steps through global memory.
+void SiftStagesCuda::sort(int* order, int count_slot, int mode) {
+  const auto* kps = static_cast<const SiftKeypoint*>(buffer("sift.kp", keypoint_capacity_ * sizeof(SiftKeypoint)));
+  unsigned int* count_slots = counters();
+  const unsigned cap = unsigned(keypoint_capacity_);
+  const std::size_t block = 2 * kSortThreads;
+  const unsigned local_grid = unsigned(positions_ / block);
+  const std::size_t local_shared = block * sizeof(int);
+  auto local_pass = [&](std::size_t k_fixed) {
+    kernels::sift_sort_local<<<local_grid, kSortThreads, local_shared, st_.compute>>>(order, kps, count_slots, count_slot,
+                                                                                      cap, unsigned(k_fixed), mode);
+    SPECTRASIFT_CUDA_CHECK_LAUNCH();
+  };
+  local_pass(0);
+  const unsigned step_grid =
+      std::max(1u, unsigned(std::min<std::size_t>(positions_ / 2, std::size_t(blocks_) * kStepThreads) / kStepThreads));
+  for (std::size_t kk = 2 * block; kk <= positions_; kk <<= 1) {
+    for (std::size_t j = kk / 2; j >= block; j >>= 1) {
+      kernels::sift_sort_step<<<step_grid, kStepThreads, 0, st_.compute>>>(order, kps, count_slots, count_slot, cap,
+                                                                           unsigned(kk), unsigned(j), mode);
+      SPECTRASIFT_CUDA_CHECK_LAUNCH();
+    }
+    local_pass(kk);
+  }
+}
+
+void SiftStagesCuda::compact(const int* in, int in_slot, int out_slot, int* out) {
+  const int* keep = static_cast<const int*>(buffer("sift.keep", positions_ * sizeof(int)));
+  kernels::sift_select_compact<<<1, kernels::kSelectCompactThreads, 0, st_.compute>>>(
+      in, keep, counters(), in_slot, unsigned(keypoint_capacity_), out_slot, out);
+  SPECTRASIFT_CUDA_CHECK_LAUNCH();
+}
+
+void SiftStagesCuda::select(const Image* mask) {
+  if (candidates_ == 0) return;
+  mark(kSelect);
+  const detail::SiftPlan& p = *plan_;
+  // Sort positions: a power of two >= the keypoint capacity, and at least one shared-memory block.
+  positions_ = std::max(pow2_at_least(keypoint_capacity_), std::size_t(2 * kSortThreads));
+  const auto* kps = static_cast<const SiftKeypoint*>(buffer("sift.kp", keypoint_capacity_ * sizeof(SiftKeypoint)));
+  unsigned int* count_slots = counters();
+  int* a = static_cast<int*>(buffer("sift.order_a", positions_ * sizeof(int)));
+  int* b = static_cast<int*>(buffer("sift.order_b", positions_ * sizeof(int)));
+  int* keep = static_cast<int*>(buffer("sift.keep", positions_ * sizeof(int)));
+  if (mask) {
+    const std::size_t bytes = mask->data.size();
+    SPECTRASIFT_CUDA_CHECK(
+        cudaMemcpyAsync(buffer("sift.mask", bytes), mask->data.data(), bytes, cudaMemcpyHostToDevice, st_.compute));
+    mask_type_ = mask->type == PixelType::kU8 ? 0 : mask->type == PixelType::kU16 ? 1 : 2;
+    mask_w_ = mask->width;
+    mask_h_ = mask->height;
+  }
+  const kernels::SiftMask m{static_cast<const unsigned char*>(buffer("sift.mask", 4)), mask_type_, mask_w_, mask_h_};
+  const unsigned cap = unsigned(keypoint_capacity_);
+  kernels::sift_select_init<<<blocks_for(positions_, 256), 256, 0, st_.compute>>>(a, count_slots, cap, unsigned(positions_));
+  SPECTRASIFT_CUDA_CHECK_LAUNCH();
+  // 1. duplicates
+  sort(a, kernels::kCountOriented, kernels::kOrderDuplicates);
+  kernels::sift_select_flags<<<blocks_for(keypoint_capacity_, 256), 256, 0, st_.compute>>>(
+      a, kps, count_slots, kernels::kCountOriented, cap, 0, p.max_features, m, keep);
+  SPECTRASIFT_CUDA_CHECK_LAUNCH();
+  compact(a, kernels::kCountOriented, kernels::kCountUnique, b);
+  // 2. the cap (from the response order) and 3. the mask
+  if (p.max_features > 0) sort(b, kernels::kCountUnique, kernels::kOrderResponse);
+  kernels::sift_select_flags<<<blocks_for(keypoint_capacity_, 256), 256, 0, st_.compute>>>(
+      b, kps, count_slots, kernels::kCountUnique, cap, 1, p.max_features, m, keep);
+  SPECTRASIFT_CUDA_CHECK_LAUNCH();
+  compact(b, kernels::kCountUnique, kernels::kCountKept, a);
+  // 4. the canonical order, and the kept records gathered in it
+  sort(a, kernels::kCountKept, kernels::kOrderCanonical);
+  auto* kept = static_cast<SiftKeypoint*>(buffer("sift.kept", keypoint_capacity_ * sizeof(SiftKeypoint)));
+  kernels::sift_select_gather<<<blocks_for(keypoint_capacity_, 256), 256, 0, st_.compute>>>(a, kps, count_slots, cap, kept);
+  SPECTRASIFT_CUDA_CHECK_LAUNCH();
+}
+
+void SiftStagesCuda::descriptors() {
+  if (candidates_ == 0) return;
+  mark(kDescriptors);
+  const detail::SiftPlan& p = *plan_;
+  const auto* kept = static_cast<const SiftKeypoint*>(buffer("sift.kept", keypoint_capacity_ * sizeof(SiftKeypoint)));
+  auto* desc = static_cast<float*>(buffer("sift.desc", descriptor_capacity_ * kernels::kDescrLen * sizeof(float)));
+  const float deg2rad = float(M_PI / 180.0);
+  const unsigned grid = unsigned(std::min<std::size_t>(std::size_t(blocks_), descriptor_capacity_));
+  kernels::sift_descriptor<<<grid, kPointThreads, std::size_t(desc_ex_) * sizeof(float), st_.compute>>>(
+      levels(), octave_table(), kept, counters(), unsigned(descriptor_capacity_), deg2rad, p.root_sift ? 1 : 0, desc,
+      desc_ex_);
+  SPECTRASIFT_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace spectrasift::cuda

@@ -1,0 +1,208 @@
+// CUDA SIFT scale space and candidates (see sift.hpp): the upload and grey conversion, the pyramid
+// (upsample or base blur, separable blurs through shared-memory tiles, downsample), the DoG of each octave
+// in one launch, the extrema with their count read back, and the refinement.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "backend/cuda/check.hpp"
+#include "backend/cuda/kernels/sift_blur.cuh"
+#include "backend/cuda/kernels/sift_convert.cuh"
+#include "backend/cuda/kernels/sift_dog.cuh"
+#include "backend/cuda/kernels/sift_extrema.cuh"
+#include "backend/cuda/kernels/sift_refine.cuh"
+#include "backend/cuda/sift.hpp"
+#include "backend/cuda/state.hpp"
+#include "spectrasift/error.hpp"
+
+namespace spectrasift::cuda {
+
+namespace {
+
+int raw_type(PixelType t) {
+  return t == PixelType::kU8 ? kernels::kRawU8 : t == PixelType::kU16 ? kernels::kRawU16 : kernels::kRawF32;
+}
+
+unsigned int blocks_for(std::size_t items, unsigned int per_block) {
+  return unsigned(std::min<std::size_t>((items + per_block - 1) / per_block, 0x7fffffffu));
+}
+
+// The 32 x 8 thread grid over a w x h plane of the per-pixel kernels.
+dim3 plane_grid(int w, int h) { return dim3(blocks_for(std::size_t(w), 32), blocks_for(std::size_t(h), 8)); }
+const dim3 kPlaneBlock(32, 8);
+
+std::size_t blur_tile_bytes(int tx, int ty, int r) {
+  return std::size_t(2 * ty + 2 * r) * std::size_t(tx + 2 * r) * sizeof(float);
+}
+
+}  // namespace
+
+void SiftStagesCuda::upload(const detail::SiftPlan& plan, const detail::SiftImageView& image) {
+  st_.activate();
+  plan_ = &plan;
+  profile_run_ = profiling_ || ctx_.options.verbose;  // the verbose log reports device time per stage
+  marks_.clear();
+  stage_ms_ = {};
+  counters_ = {};
+  candidates_ = 0;
+  mask_type_ = -1;
+  const std::size_t pixels = std::size_t(image.width) * std::size_t(image.height);
+  const std::size_t bytes = pixels * std::size_t(image.channels) * bytes_per_sample(image.type);
+  check_memory(plan, bytes);
+  prepare(plan);
+  mark(kUpload);
+  SPECTRASIFT_CUDA_CHECK(cudaMemsetAsync(counters(), 0, kernels::kCounters * sizeof(unsigned int), st_.compute));
+  float* grey = static_cast<float*>(buffer("sift.grey", pixels * sizeof(float)));
+  // From pageable memory the copy returns once the caller's bytes are staged: the caller's memory is not
+  // read after upload() returns, even when a later stage throws.
+  if (image.grey_levels) {  // already grey levels: the upload is the grey image
+    SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(grey, image.data, bytes, cudaMemcpyHostToDevice, st_.compute));
+    return;
+  }
+  auto* raw = static_cast<unsigned char*>(buffer("sift.input", bytes));
+  SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(raw, image.data, bytes, cudaMemcpyHostToDevice, st_.compute));
+  kernels::sift_grey<<<plane_grid(image.width, image.height), kPlaneBlock, 0, st_.compute>>>(
+      raw, raw_type(image.type), image.channels, image.width, image.height, grey);
+  SPECTRASIFT_CUDA_CHECK_LAUNCH();
+}
+
+// The blur tile (TX, TY) of sift_blur: up to 32 x 8 threads, within the device's shared memory per block
+// for the plan's largest radius R ((TY + 2R) + TY rows of TX + 2R floats); TY shrinks first, then TX. Above
+// the default 48 KiB the kernel is opted in to more; a device whose shared memory cannot hold even a
+// one-pixel tile gets a clear error.
+void SiftStagesCuda::size_blur_tiles() {
+  const detail::SiftPlan& p = *plan_;
+  const int r = *std::max_element(p.tap_radius.begin(), p.tap_radius.end());
+  if (r == blur_r_) return;
+  const std::size_t avail = shared_memory_per_block();
+  int tx = 32, ty = 8;
+  while (blur_tile_bytes(tx, ty, r) > avail) {
+    if (ty > 1) ty /= 2;
+    else if (tx > 1) tx /= 2;
+    else
+      throw Error(ErrorCode::kUnsupported,
+                  "sift: the CUDA device has " + std::to_string(avail) + " bytes of shared memory per block, a " +
+                      "Gaussian of radius " + std::to_string(r) + " needs " + std::to_string(blur_tile_bytes(1, 1, r)) +
+                      " (sigma or octave_layers too large for this device; use the cpu backend)",
+                  "cuda");
+  }
+  const std::size_t bytes = blur_tile_bytes(tx, ty, r);
+  if (bytes > 48 * 1024)
+    SPECTRASIFT_CUDA_CHECK(
+        cudaFuncSetAttribute(kernels::sift_blur, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+  blur_tx_ = tx;
+  blur_ty_ = ty;
+  blur_r_ = r;
+}
+
+void SiftStagesCuda::blur(const float* src, float* dst, int w, int h, int kernel_index) {
+  const detail::SiftPlan& p = *plan_;
+  const int r = p.tap_radius[std::size_t(kernel_index)];
+  const float* taps = static_cast<const float*>(buffer("sift.taps", p.taps.size() * sizeof(float))) +
+                      p.tap_offset[std::size_t(kernel_index)];
+  const dim3 grid(blocks_for(std::size_t(w), unsigned(blur_tx_)), blocks_for(std::size_t(h), unsigned(blur_ty_)));
+  if (grid.y > 65535)
+    throw Error(ErrorCode::kUnsupported, "sift: an octave of " + std::to_string(h) + " rows is too tall for the CUDA blur",
+                "cuda");
+  kernels::sift_blur<<<grid, dim3(unsigned(blur_tx_), unsigned(blur_ty_)), blur_tile_bytes(blur_tx_, blur_ty_, r),
+                       st_.compute>>>(src, dst, w, h, taps, r);
+  SPECTRASIFT_CUDA_CHECK_LAUNCH();
+}
+
+void SiftStagesCuda::pyramid() {
+  const detail::SiftPlan& p = *plan_;
+  if (p.octaves == 0) return;
+  mark(kPyramid);
+  const float* grey = static_cast<const float*>(
+      buffer("sift.grey", std::size_t(p.input_width) * std::size_t(p.input_height) * sizeof(float)));
+  float* gauss = levels();
+  float* dog = dog_planes();
+  for (int o = 0; o < p.octaves; ++o) {
+    const int w = int(octave_info_[4 * std::size_t(o)]), h = int(octave_info_[4 * std::size_t(o) + 1]);
+    const std::size_t plane = std::size_t(w) * std::size_t(h);
+    float* g0 = gauss + octave_info_[4 * std::size_t(o) + 2];
+    if (o == 0) {
+      if (p.upsample) {  // the doubled input goes through the first DoG planes, free until dog()
+        kernels::sift_upsample<<<plane_grid(w, h), kPlaneBlock, 0, st_.compute>>>(grey, p.input_width, p.input_height, dog);
+        SPECTRASIFT_CUDA_CHECK_LAUNCH();
+        blur(dog, g0, w, h, 0);
+      } else {
+        blur(grey, g0, w, h, 0);
+      }
+    } else {
+      const int pw = int(octave_info_[4 * std::size_t(o - 1)]);
+      const int ph = int(octave_info_[4 * std::size_t(o - 1) + 1]);
+      const float* src = gauss + octave_info_[4 * std::size_t(o - 1) + 2] + std::size_t(p.layers) * std::size_t(pw) * std::size_t(ph);
+      kernels::sift_downsample<<<plane_grid(w, h), kPlaneBlock, 0, st_.compute>>>(src, pw, g0, w, h);
+      SPECTRASIFT_CUDA_CHECK_LAUNCH();
+    }
+    for (int i = 1; i < p.levels; ++i) blur(g0 + std::size_t(i - 1) * plane, g0 + std::size_t(i) * plane, w, h, i);
+  }
+}
+
+void SiftStagesCuda::dog() {
+  const detail::SiftPlan& p = *plan_;
+  if (p.octaves == 0) return;
+  mark(kDog);
+  const float* gauss = levels();
+  float* dog = dog_planes();
+  for (int o = 0; o < p.octaves; ++o) {
+    const long long plane = octave_info_[4 * std::size_t(o)] * octave_info_[4 * std::size_t(o) + 1];
+    const long long n = plane * p.dog_levels;
+    const unsigned blocks = std::min(blocks_for(std::size_t(n), 256), unsigned(st_.props.multiProcessorCount) * 32u);
+    kernels::sift_dog<<<blocks, 256, 0, st_.compute>>>(gauss + octave_info_[4 * std::size_t(o) + 2],
+                                                       dog + octave_info_[4 * std::size_t(o) + 3], plane, n);
+    SPECTRASIFT_CUDA_CHECK_LAUNCH();
+  }
+}
+
+std::size_t SiftStagesCuda::extrema() {
+  const detail::SiftPlan& p = *plan_;
+  if (p.octaves == 0) return 0;
+  mark(kExtrema);
+  const float* dog = dog_planes();
+  const long long* info = octave_table();
+  unsigned int* count_slots = counters();
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto* cand = static_cast<int4*>(buffer("sift.cand", candidate_capacity_ * sizeof(int4)));
+    const unsigned cap = unsigned(std::min<std::size_t>(candidate_capacity_, 0xffffffffu));
+    for (int o = 0; o < p.octaves; ++o) {
+      const int w = int(octave_info_[4 * std::size_t(o)]), h = int(octave_info_[4 * std::size_t(o) + 1]);
+      if (w <= 2 * p.border || h <= 2 * p.border) continue;
+      const dim3 grid(blocks_for(std::size_t(w - 2 * p.border), 64), unsigned(std::min(h - 2 * p.border, 65535)),
+                      unsigned(p.layers));
+      kernels::sift_extrema<<<grid, dim3(64, 1, 1), 0, st_.compute>>>(dog, info, o, p.border, p.prefilter_threshold,
+                                                                      count_slots, cand, cap);
+      SPECTRASIFT_CUDA_CHECK_LAUNCH();
+    }
+    read_counters();  // read-back 1: the candidate count
+    candidates_ = counters_[kernels::kCountCandidates];
+    if (candidates_ <= candidate_capacity_) break;
+    // More candidates than the buffer holds: grow it and search again.
+    candidate_capacity_ = candidates_;
+    ++regrowths_;
+    SPECTRASIFT_CUDA_CHECK(cudaMemsetAsync(count_slots, 0, sizeof(unsigned int), st_.compute));
+  }
+  // The later stages are sized from the count (keypoints_per_candidate_ orientation peaks per candidate; a
+  // run with more grows them and runs those stages again in download()).
+  keypoint_capacity_ = std::max<std::size_t>(1, std::size_t(std::ceil(double(candidates_) * keypoints_per_candidate_)));
+  descriptor_capacity_ = keypoint_capacity_;
+  return candidates_;
+}
+
+void SiftStagesCuda::refine() {
+  const detail::SiftPlan& p = *plan_;
+  if (candidates_ == 0) return;
+  mark(kRefine);
+  const float* scales = static_cast<const float*>(
+      buffer("sift.oscale", std::max<std::size_t>(p.octave_scale.size(), 1) * sizeof(float)));
+  const auto* cand = static_cast<const int4*>(buffer("sift.cand", candidate_capacity_ * sizeof(int4)));
+  auto* refined = static_cast<SiftKeypoint*>(buffer("sift.refined", candidate_capacity_ * sizeof(SiftKeypoint)));
+  const kernels::SiftRefineParams params{p.layers,         p.border, p.first_octave, p.contrast_threshold,
+                                         p.edge_threshold, p.sigma,  p.output_scale};
+  kernels::sift_refine<<<blocks_for(candidates_, 64), 64, 0, st_.compute>>>(
+      dog_planes(), octave_table(), scales, cand, counters(), unsigned(candidate_capacity_), params, refined);
+  SPECTRASIFT_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace spectrasift::cuda

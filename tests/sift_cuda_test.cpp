@@ -1,0 +1,291 @@
+// CUDA SIFT against the CPU backend (issue 19, item 1): real images, the tolerances of tests/tolerances.hpp
+// (sift_backend_vs_cpu), run-to-run identity, every input type, upsampling on and off, max_features and a
+// mask, RootSIFT, the device copy of the descriptors (Features::device), buffer regrowth, and the errors of
+// bad input. Skips with a message when the machine has no CUDA device.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/context_impl.hpp"
+#include "core/sift_backend.hpp"
+#include "core/sift_plan.hpp"
+#include "sift_device_test_util.hpp"
+#include "spectrasift/context.hpp"
+#include "spectrasift/error.hpp"
+#include "spectrasift/io.hpp"
+#include "spectrasift/sift.hpp"
+
+#ifdef SPECTRASIFT_HAVE_CUDA
+#include "backend/backend.hpp"
+#include "backend/cuda/sift.hpp"  // no CUDA header: the stages' knobs only
+#endif
+
+namespace ss = spectrasift;
+
+namespace {
+
+#ifdef SPECTRASIFT_HAVE_CUDA
+
+ss::Image load(const char* name) { return ss::test::load_test_image(name); }
+using ss::test::cpu_sift;
+using ss::test::run_stages;
+using ss::test::sift_view;
+
+#define REQUIRE_CUDA() \
+  if (!ss::test::have_device(ss::Backend::kCuda)) GTEST_SKIP() << "no CUDA device on this machine"
+
+ss::ContextOptions cuda_options() {
+  ss::ContextOptions o;
+  o.backend = ss::Backend::kCuda;
+  return o;
+}
+
+// One CUDA context for the whole test program; its SIFT stages are core's (through detect_and_compute).
+ss::Context& context() {
+  static ss::Context ctx(cuda_options());
+  return ctx;
+}
+
+ss::Features cuda_sift(const ss::Image& im, const ss::SiftOptions& o = {}, const ss::Image* mask = nullptr) {
+  return ss::detect_and_compute(context(), im, o, mask);
+}
+
+void expect_agreement(const ss::Features& cpu, const ss::Features& dev, const std::string& what) {
+  ss::test::expect_sift_agreement(cpu, dev, ss::Backend::kCuda, "sift-cuda", what);
+}
+
+bool same_bits(const ss::Features& a, const ss::Features& b) { return ss::test::same_sift_bits(a, b); }
+
+// Stages of a fresh context, reached through their concrete type (knobs of backend/cuda/sift.hpp).
+struct OwnStages {
+  ss::Context ctx{cuda_options()};
+  std::unique_ptr<ss::detail::SiftStages> stages = ss::cuda::make_sift_stages(ctx.impl());
+  ss::cuda::SiftStagesCuda& cuda() { return dynamic_cast<ss::cuda::SiftStagesCuda&>(*stages); }
+};
+
+TEST(SiftCuda, AgreesWithCpuOnRealImages) {
+  REQUIRE_CUDA();
+  for (const char* name : {"box.png", "graf1_gray.png", "camera.png"}) {
+    const ss::Image im = load(name);
+    expect_agreement(cpu_sift(im), cuda_sift(im), name);
+  }
+}
+
+TEST(SiftCuda, AgreesWithoutUpsampling) {
+  REQUIRE_CUDA();
+  ss::SiftOptions o;
+  o.upsample = false;
+  for (const char* name : {"box.png", "graf1_gray.png", "camera.png"}) {
+    const ss::Image im = load(name);
+    expect_agreement(cpu_sift(im, o), cuda_sift(im, o), std::string(name) + " no upsample");
+  }
+}
+
+TEST(SiftCuda, IdenticalRunToRun) {
+  REQUIRE_CUDA();
+  const ss::Image graf = load("graf1_gray.png"), box = load("box.png");
+  const ss::Features a = cuda_sift(graf);
+  const ss::Features b = cuda_sift(box);  // another shape in between: buffers and plan change
+  const ss::Features c = cuda_sift(graf);
+  ASSERT_FALSE(a.keypoints.empty());
+  EXPECT_TRUE(same_bits(a, c));
+  EXPECT_FALSE(same_bits(a, b));
+  for (int rep = 0; rep < 5; ++rep) EXPECT_TRUE(same_bits(a, cuda_sift(graf))) << "repetition " << rep;
+}
+
+const ss::test::DeviceSift kCudaSift{ss::Backend::kCuda, "sift-cuda",
+                                     [](const ss::Image& im, const ss::SiftOptions& o, const ss::Image* mask) {
+                                       return cuda_sift(im, o, mask);
+                                     }};
+
+TEST(SiftCuda, EveryInputType) {
+  REQUIRE_CUDA();
+  ss::test::check_every_input_type(kCudaSift);
+}
+
+TEST(SiftCuda, MaxFeaturesAndMaskKeepTheCpuSet) {
+  REQUIRE_CUDA();
+  ss::test::check_max_features_and_mask(kCudaSift);
+  // The cap alone, too.
+  const ss::Image im = load("graf1_gray.png");
+  ss::SiftOptions o;
+  o.max_features = 300;
+  expect_agreement(cpu_sift(im, o), cuda_sift(im, o), "graf1 max_features 300");
+}
+
+TEST(SiftCuda, RootSiftAndGreyLevels) {
+  REQUIRE_CUDA();
+  const ss::Image im = load("camera.png");
+  ss::SiftOptions root;
+  root.root_sift = true;
+  expect_agreement(cpu_sift(im, root), cuda_sift(im, root), "camera RootSIFT");
+  // The ImageF overload: grey levels used as they are (uploaded as the grey image).
+  ss::ImageF g = ss::to_gray_float(load("box.png"));
+  for (float& v : g.data) v = v * 0.75f + 10.3f;
+  ss::ContextOptions co;
+  co.backend = ss::Backend::kCpu;
+  co.threads = 2;
+  ss::Context cpu(co);
+  expect_agreement(ss::detect_and_compute(cpu, g), ss::detect_and_compute(context(), g), "box grey levels");
+}
+
+// Buffers too small for a run grow and the stages run again, with the same result.
+TEST(SiftCuda, BuffersGrowAndRunAgain) {
+  REQUIRE_CUDA();
+  OwnStages own;
+  own.cuda().set_keypoints_per_candidate(0.01);
+  const ss::Image im = load("box.png");
+  const ss::detail::SiftImageView v = sift_view(im);
+  ss::detail::SiftPlan plan = ss::detail::make_sift_plan(im.width, im.height, {});
+  plan.candidate_capacity = 16;  // far fewer than the image has
+  own.stages->upload(plan, v);
+  own.stages->pyramid();
+  own.stages->dog();
+  EXPECT_GT(own.stages->extrema(), 16u);
+  own.stages->refine();
+  own.stages->orientations();
+  own.stages->select(nullptr);
+  own.stages->descriptors();
+  ss::Features a;
+  ss::detail::SiftCounts counts;
+  own.stages->download(a, counts);
+  EXPECT_EQ(own.cuda().regrowths(), 2);  // the candidates, then the keypoints
+  EXPECT_EQ(counts.kept, a.keypoints.size());
+  EXPECT_TRUE(same_bits(a, cuda_sift(im)));
+  const ss::Features b = run_stages(*own.stages, own.ctx.impl(), v, {}, nullptr);  // grown buffers kept
+  EXPECT_TRUE(same_bits(b, cuda_sift(im)));
+}
+
+// The descriptors stay on the device as a copy that Features::device holds: owned by the context's
+// backend, mirroring the host values, and valid after the context is gone.
+TEST(SiftCuda, DescriptorsStayOnTheDevice) {
+  REQUIRE_CUDA();
+  const ss::Image im = load("box.png");
+  ss::Features f;
+  {
+    ss::Context ctx(cuda_options());
+    f = ss::detect_and_compute(ctx, im);
+    ASSERT_FALSE(f.keypoints.empty());
+    ASSERT_NE(f.device, nullptr);
+    EXPECT_EQ(f.device->count(), f.keypoints.size());
+    EXPECT_TRUE(f.device->owned_by(*ctx.impl().backend_impl));
+    EXPECT_TRUE(f.device->mirrors(f));
+    EXPECT_FALSE(f.device->owned_by(*context().impl().backend_impl));
+    ss::Features edited = f;
+    edited.descriptors[5] += 1.0f;
+    EXPECT_FALSE(edited.device->mirrors(edited));
+  }
+  EXPECT_TRUE(f.device->mirrors(f));  // the context is gone; the copy is freed with the last Features
+  f = ss::Features{};
+  EXPECT_FALSE(cuda_sift(im).keypoints.empty());
+}
+
+TEST(SiftCuda, ClearErrors) {
+  REQUIRE_CUDA();
+  const ss::Image im = load("box.png");
+  const ss::detail::SiftImageView v = sift_view(im);
+  {  // a device with 1 MiB of memory
+    OwnStages own;
+    own.cuda().set_device_memory_limit(1 << 20);
+    try {
+      run_stages(*own.stages, own.ctx.impl(), v, {}, nullptr);
+      ADD_FAILURE() << "a 1 MiB device did not stop a 324 x 223 image";
+    } catch (const ss::Error& e) {
+      EXPECT_EQ(e.code(), ss::ErrorCode::kOutOfMemory);
+      EXPECT_NE(std::string(e.what()).find("device memory"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("upsample = false"), std::string::npos) << e.what();
+    }
+    own.cuda().set_device_memory_limit(0);
+    EXPECT_TRUE(same_bits(run_stages(*own.stages, own.ctx.impl(), v, {}, nullptr), cuda_sift(im)));  // still works
+  }
+  {  // too little shared memory for the kernels' tiles and windows
+    OwnStages own;
+    own.cuda().set_shared_memory_limit(256);
+    try {
+      run_stages(*own.stages, own.ctx.impl(), v, {}, nullptr);
+      ADD_FAILURE() << "256 bytes of shared memory did not stop the run";
+    } catch (const ss::Error& e) {
+      EXPECT_EQ(e.code(), ss::ErrorCode::kUnsupported);
+      EXPECT_NE(std::string(e.what()).find("shared memory"), std::string::npos) << e.what();
+    }
+  }
+  // A large sigma: windows and blur radii far above the defaults still run (shared memory opted in above
+  // 48 KiB where needed) and agree with the CPU.
+  ss::SiftOptions wide;
+  wide.sigma = 6.0;
+  const ss::Image camera = load("camera.png");
+  expect_agreement(cpu_sift(camera, wide), cuda_sift(camera, wide), "camera sigma 6");
+  // An image too small for one octave finds nothing (and does not fail).
+  ss::Image tiny = ss::Image::allocate(4, 4, 1, ss::PixelType::kU8);
+  EXPECT_TRUE(cuda_sift(tiny).keypoints.empty());
+  ss::Image empty;
+  try {
+    ss::detect_and_compute(context(), empty);
+    ADD_FAILURE() << "no error for an empty image";
+  } catch (const ss::Error& e) {
+    EXPECT_EQ(e.code(), ss::ErrorCode::kInvalidArgument);
+  }
+}
+
+TEST(SiftCuda, PublicApiRunsTheDeviceStages) {
+  REQUIRE_CUDA();
+  OwnStages own;
+  const ss::Image im = load("box.png");
+  ss::detail::SiftCounts counts;
+  const ss::Features f = run_stages(*own.stages, own.ctx.impl(), sift_view(im), {}, nullptr, &counts);
+  EXPECT_TRUE(same_bits(f, cuda_sift(im)));
+  EXPECT_GE(counts.candidates, counts.refined);
+  EXPECT_GE(counts.oriented, counts.refined);
+  EXPECT_GE(counts.oriented, counts.kept);
+  EXPECT_EQ(counts.kept, f.keypoints.size());
+}
+
+// Device time per stage and end to end against the CPU backend (reported, never asserted). Run with
+// --gtest_also_run_disabled_tests --gtest_filter=*StageTimes*; SPECTRASIFT_SIFT_TIMING_IMAGES adds images
+// by path (colon-separated), e.g. the 1080p photos.
+TEST(SiftCuda, DISABLED_StageTimes) {
+  REQUIRE_CUDA();
+  OwnStages own;
+  const auto median = ss::test::median_of;
+  for (const std::string& path : ss::test::timing_images()) {
+    const ss::Image im = ss::read_image(path);
+    for (bool upsample : {true, false}) {
+      ss::SiftOptions o;
+      o.upsample = upsample;
+      std::vector<double> cpu_ms, cuda_ms;
+      std::vector<std::vector<double>> stage(ss::cuda::SiftStagesCuda::kStages);
+      for (int rep = 0; rep < 11; ++rep) {
+        const auto t0 = std::chrono::steady_clock::now();
+        if (rep < 3) (void)cpu_sift(im, o);
+        const auto t1 = std::chrono::steady_clock::now();
+        own.cuda().set_profiling(false);
+        (void)run_stages(*own.stages, own.ctx.impl(), sift_view(im), o, nullptr);
+        const auto t2 = std::chrono::steady_clock::now();
+        own.cuda().set_profiling(true);
+        (void)run_stages(*own.stages, own.ctx.impl(), sift_view(im), o, nullptr);
+        for (int s = 0; s < ss::cuda::SiftStagesCuda::kStages; ++s)
+          stage[std::size_t(s)].push_back(own.cuda().stage_ms()[std::size_t(s)]);
+        if (rep < 3) cpu_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+        if (rep > 0) cuda_ms.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+      }
+      own.cuda().set_profiling(false);
+      std::printf("[ sift-cuda ] %s upsample %d: cpu (2 threads) %.1f ms, cuda end to end %.3f ms; stages:",
+                  path.c_str(), int(upsample), median(cpu_ms), median(cuda_ms));
+      for (int s = 0; s < ss::cuda::SiftStagesCuda::kStages; ++s)
+        std::printf(" %s %.3f", ss::cuda::SiftStagesCuda::stage_name(s), median(stage[std::size_t(s)]));
+      std::printf("\n");
+    }
+  }
+}
+
+#else
+TEST(SiftCuda, Skipped) { GTEST_SKIP() << "built without CUDA"; }
+#endif
+
+}  // namespace
