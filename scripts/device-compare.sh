@@ -8,7 +8,8 @@
 #   bash scripts/device-compare.sh OLD_TREE bench [ROUNDS]   # ROUNDS (default 2) of old, new per benchmark
 # OLD_TREE is a copy of the older sources (e.g. `git archive BASE | tar -x -C .old` into an ignored folder,
 # carried with the call). BENCHES (default "spectral_gpu_bench spectral_opencl_bench spectral_bench") picks
-# which benchmarks run; each runs with the --quick settings of scripts/device-check.sh.
+# which benchmarks run; each runs with the --quick settings of scripts/device-check.sh. ORDER (default "old new")
+# is the order of the trees inside a round: run it both ways to tell a difference from an order effect.
 set -u
 cd "$(dirname "$0")/.."
 old=${1:?usage: device-compare.sh OLD_TREE build|bench [ROUNDS]}
@@ -45,7 +46,7 @@ case "$what" in
     : >"$md"
     for name in ${BENCHES:-spectral_gpu_bench spectral_opencl_bench spectral_bench}; do
       for r in $(seq 1 "$rounds"); do
-        for tree in old new; do
+        for tree in ${ORDER:-old new}; do
           b="build-$tree/bin/$name"
           [ -x "$b" ] || { echo "$b: not built" | tee -a "$md"; continue; }
           echo "## $name, round $r, $tree tree ($(bench_args "$name"))" >>"$md"
