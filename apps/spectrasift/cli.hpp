@@ -60,7 +60,8 @@ class Progress {
   ~Progress();
   void update(double fraction);                          ///< 0..1 of the whole job
   void stage(const std::string& label, double fraction);  ///< a new stage, starting at `fraction`
-  void done();
+  void clear();  ///< erases the bar (before a message or a result is printed); the next update redraws it
+  void done();   ///< ends the bar's line; nothing more is drawn
 
  private:
   std::string label_;

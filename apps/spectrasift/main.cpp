@@ -90,6 +90,13 @@ void Progress::update(double fraction) {
   std::fflush(stderr);
   drawn_ = true;
 }
+void Progress::clear() {
+  if (!enabled_ || !drawn_) return;
+  std::fprintf(stderr, "\r\033[K");
+  std::fflush(stderr);
+  drawn_ = false;
+  last_ = -1;
+}
 void Progress::done() {
   if (enabled_ && drawn_) std::fprintf(stderr, "\n");
   enabled_ = false;

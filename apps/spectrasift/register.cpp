@@ -48,11 +48,16 @@ nlohmann::json verdict_json(const ModelVerdict& v) {
 }
 
 /// Registers one MOVING onto FIXED; prints its result; returns the exit code (throws on errors).
+/// `bar` shows the whole command; this input covers [progress0, progress1] of it.
 int register_one(Context& ctx, const RegisterArgs& a, const GlobalOptions& g, FeatureInput& fixed,
-                 const std::string& moving_path, const Outputs& out, bool first, std::pair<int, int> size) {
+                 const std::string& moving_path, const Outputs& out, bool first, std::pair<int, int> size,
+                 Progress& bar, double progress0, double progress1) {
   const auto t_total = std::chrono::steady_clock::now();
-  Progress bar("register " + fs::path(moving_path).filename().string(), !g.quiet);
-  bar.stage("sift moving", 0.0);
+  const std::string name = fs::path(moving_path).filename().string();
+  const auto stage = [&](const char* what, double f) {
+    bar.stage(std::string(what) + " " + name, progress0 + f * (progress1 - progress0));
+  };
+  stage("sift", 0.0);
   FeatureInput moving = load_input(ctx, moving_path, a.sift, false);
   if (!moving.from_image && moving.features.image_width <= 0) {
     moving.features.image_width = size.first;
@@ -62,7 +67,7 @@ int register_one(Context& ctx, const RegisterArgs& a, const GlobalOptions& g, Fe
     throw Error(ErrorCode::kInvalidArgument, moving_path + ": a feature file: -o, --draw and --overlay need the image");
 
   // Query = MOVING, train = FIXED; the model maps MOVING points onto FIXED points.
-  bar.stage("match", 0.5);
+  stage("match", 0.5);
   auto t0 = std::chrono::steady_clock::now();
   const std::vector<Match> matches = match_features(ctx, moving.features, fixed.features, a.match);
   const double match_ms = ms_since(t0);
@@ -75,7 +80,7 @@ int register_one(Context& ctx, const RegisterArgs& a, const GlobalOptions& g, Fe
     pm.push_back({km.x, km.y});
     pf.push_back({kf.x, kf.y});
   }
-  bar.stage("ransac", 0.7);
+  stage("ransac", 0.7);
   t0 = std::chrono::steady_clock::now();
   const ModelEstimate est = estimate_model(ctx, pm, pf, a.ransac);
   const double ransac_ms = ms_since(t0);
@@ -95,18 +100,18 @@ int register_one(Context& ctx, const RegisterArgs& a, const GlobalOptions& g, Fe
                   est.rms_px);
     const std::string message = verdict.summary() + between + figures;
     if (!a.accept_weak) throw Error(ErrorCode::kNoModel, message + "; --accept-weak keeps it");
-    bar.done();
+    bar.clear();
     std::cerr << "spectrasift: warning: " << message << " (kept: --accept-weak)\n";
   }
 
   // Pictures, then all files at once.
-  bar.stage("warp", 0.8);
+  stage("warp", 0.8);
   t0 = std::chrono::steady_clock::now();
   Image warped;
   if (!out.warped.empty() || !out.overlay.empty())
     warped = warp_image(ctx, moving.image, est.matrix, fixed.width(), fixed.height());
   const double warp_ms = ms_since(t0);
-  bar.stage("write", 0.9);
+  stage("write", 0.9);
   t0 = std::chrono::steady_clock::now();
   OutputSet files;
   if (!out.warped.empty()) files.add_image(out.warped, warped);
@@ -118,7 +123,7 @@ int register_one(Context& ctx, const RegisterArgs& a, const GlobalOptions& g, Fe
                                                            : overlay_checkerboard(fixed.image, warped, a.tile));
   files.commit();
   const double write_ms = ms_since(t0);
-  bar.done();
+  bar.clear();
   // FIXED's read and SIFT are counted in the first result (they are done once).
   const double fixed_read = first ? fixed.read_ms : 0.0, fixed_sift = first ? fixed.sift_ms : 0.0;
   const double total_ms = ms_since(t_total) + fixed_read + fixed_sift;
@@ -195,6 +200,8 @@ int run_register(RegisterArgs& a, const GlobalOptions& g) {
   }
 
   Context ctx(g.context_options());
+  Progress bar("sift " + fs::path(a.fixed).filename().string(), !g.quiet);
+  bar.update(0.0);
   FeatureInput fixed = load_input(ctx, a.fixed, a.sift, false);
   if (!fixed.from_image && fixed.features.image_width <= 0) {
     fixed.features.image_width = size.first;
@@ -204,14 +211,18 @@ int run_register(RegisterArgs& a, const GlobalOptions& g) {
     throw Error(ErrorCode::kInvalidArgument, a.fixed + ": a feature file: --draw and --overlay need the image");
   if (!a.warped.empty() && fixed.width() <= 0)
     throw Error(ErrorCode::kInvalidArgument, a.fixed + ": the feature file records no image size: give --size WxH for -o");
-  if (!several) return register_one(ctx, a, g, fixed, movings[0], outs[0], true, size);
+  // FIXED takes the first share of the bar, each MOVING an equal share of the rest.
+  const double share = 0.7 / double(movings.size());
+  if (!several) return register_one(ctx, a, g, fixed, movings[0], outs[0], true, size, bar, 0.3, 1.0);
   // Several: each MOVING is reported on its own (an error does not stop the others); the exit code is
   // the worst of them.
   int worst = 0;
   for (std::size_t i = 0; i < movings.size(); ++i) {
     try {
-      worst = std::max(worst, register_one(ctx, a, g, fixed, movings[i], outs[i], i == 0, size));
+      worst = std::max(worst, register_one(ctx, a, g, fixed, movings[i], outs[i], i == 0, size, bar,
+                                           0.3 + double(i) * share, 0.3 + double(i + 1) * share));
     } catch (const Error& e) {
+      bar.clear();
       const int code = exit_code_for(e.code());
       std::cerr << "spectrasift: error: " << e.what() << '\n';
       if (g.json) {

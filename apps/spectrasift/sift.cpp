@@ -68,15 +68,19 @@ struct SiftCliOptions {
 };
 
 /// One image's job: read, SIFT, write its outputs (all or none), print its result.
+/// `bar` shows the whole command; this image covers [progress0, progress1] of it.
 void sift_one(Context& ctx, const SiftCliOptions& o, const GlobalOptions& g, const SiftOptions& so,
               const std::string& image_path, const std::string& output, const std::string& draw,
-              std::optional<FeatureFormat> format) {
+              std::optional<FeatureFormat> format, Progress& bar, double progress0, double progress1) {
   const auto t_total = Clock::now();
   require_input_file(image_path);
   ImageLimits limits;
   limits.max_pixels = ctx.options().max_pixels;
-  Progress bar("sift " + fs::path(image_path).filename().string(), !g.quiet);
-  bar.stage("read", 0.0);
+  const std::string name = fs::path(image_path).filename().string();
+  const auto stage = [&](const char* what, double f) {
+    bar.stage(std::string(what) + " " + name, progress0 + f * (progress1 - progress0));
+  };
+  stage("read", 0.0);
   auto t = Clock::now();
   const Image image = read_image(image_path, limits);
   std::optional<Image> mask;
@@ -87,13 +91,13 @@ void sift_one(Context& ctx, const SiftCliOptions& o, const GlobalOptions& g, con
                  ctx.describe().c_str(), image_path.c_str(), image.width, image.height, image.channels,
                  to_string(image.type), read_ms);
 
-  bar.stage("sift", 0.1);
+  stage("sift", 0.1);
   t = Clock::now();
   const Features features = detect_and_compute(ctx, image, so, mask ? &*mask : nullptr);
   const double sift_ms = ms_since(t);
 
   // Both outputs are written under temporary names and renamed only when both are complete.
-  bar.stage("write", 0.9);
+  stage("write", 0.9);
   t = Clock::now();
   OutputSet files;
   if (!output.empty()) write_features(files.add(output), features, *format);
@@ -104,7 +108,7 @@ void sift_one(Context& ctx, const SiftCliOptions& o, const GlobalOptions& g, con
   }
   files.commit();
   const double write_ms = ms_since(t);
-  bar.done();
+  bar.clear();
 
   if (g.verbose)
     std::fprintf(stderr, "spectrasift: %zu keypoints in %.1f ms; written in %.1f ms\n", features.size(), sift_ms,
@@ -184,15 +188,18 @@ int run_sift(const SiftCliOptions& o, const GlobalOptions& g) {
   }
 
   Context ctx(g.context_options());  // one Context (and so one plan) for every image
+  Progress bar("sift", !g.quiet);
+  const double share = 1.0 / double(images.size());
   if (!several) {
-    sift_one(ctx, o, g, so, images[0], outputs[0], draws[0], format);
+    sift_one(ctx, o, g, so, images[0], outputs[0], draws[0], format, bar, 0.0, 1.0);
     return 0;
   }
   int worst = 0;
   for (std::size_t i = 0; i < images.size(); ++i) {
     try {
-      sift_one(ctx, o, g, so, images[i], outputs[i], draws[i], format);
+      sift_one(ctx, o, g, so, images[i], outputs[i], draws[i], format, bar, double(i) * share, double(i + 1) * share);
     } catch (const Error& e) {
+      bar.clear();
       const int code = exit_code_for(e.code());
       std::fprintf(stderr, "spectrasift: error: %s\n", e.what());
       if (g.json) {
