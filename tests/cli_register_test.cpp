@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_run.hpp"
 #include "spectrasift/geometry.hpp"
 #include "spectrasift/io.hpp"
 #include "spectrasift/match.hpp"
@@ -28,18 +29,9 @@ namespace {
 const fs::path kData = SPECTRASIFT_DATA_DIR;
 const fs::path kTestData = SPECTRASIFT_TEST_DATA;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::slurp;
 
-std::string q(const fs::path& p) {
-  std::string s = "'";
-  for (char c : p.string()) s += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return s + "'";
-}
+std::string q(const fs::path& p) { return test::quote(p.string()); }
 
 /// Every JSON line of stdout.
 std::vector<nlohmann::json> json_lines(const std::string& out) {
@@ -52,10 +44,7 @@ std::vector<nlohmann::json> json_lines(const std::string& out) {
 
 class CliRegister : public ::testing::Test {
  protected:
-  struct Run {
-    int status = -1;
-    std::string out, err;
-  };
+  using Run = test::CliRun;
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     dir_ = fs::temp_directory_path() / ("spectrasift_cli_register_" + std::to_string(::getpid()) + "_" + info->name());
@@ -68,17 +57,7 @@ class CliRegister : public ::testing::Test {
   }
   /// Runs `exe args` (exe is quoted unless it holds a space: a command with its own options).
   Run run(const std::string& args, const std::string& exe = SPECTRASIFT_CLI) const {
-    const fs::path out = dir_ / ".stdout", err = dir_ / ".stderr";
-    const std::string program = exe.find(' ') == std::string::npos ? q(exe) : exe;
-    const std::string cmd = program + " " + args + " >" + q(out) + " 2>" + q(err);
-    Run r;
-    const int raw = std::system(cmd.c_str());
-    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128;
-    r.out = slurp(out);
-    r.err = slurp(err);
-    fs::remove(out);
-    fs::remove(err);
-    return r;
+    return test::run_captured(exe.find(' ') == std::string::npos ? q(exe) : exe, args, dir_);
   }
   fs::path dir_;
 };

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <string>
 
+#include "cli_run.hpp"
 #include "spectrasift/error.hpp"
 #include "spectrasift/io.hpp"
 
@@ -23,23 +24,9 @@ namespace {
 
 const fs::path kData = SPECTRASIFT_TEST_DATA;
 
-struct CliRun {
-  int status = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+using test::CliRun;
+using test::quote;
+using test::slurp;
 
 class CliSift : public ::testing::Test {
  protected:
@@ -55,18 +42,7 @@ class CliSift : public ::testing::Test {
   }
 
   /// Runs `spectrasift <args>` with stdout and stderr captured in files.
-  CliRun run(const std::string& args) const {
-    const fs::path out = dir_ / ".stdout", err = dir_ / ".stderr";
-    const std::string cmd = quote(SPECTRASIFT_CLI) + " " + args + " >" + quote(out) + " 2>" + quote(err);
-    CliRun r;
-    const int raw = std::system(cmd.c_str());
-    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128;
-    r.out = slurp(out);
-    r.err = slurp(err);
-    fs::remove(out);
-    fs::remove(err);
-    return r;
-  }
+  CliRun run(const std::string& args) const { return test::run_captured(quote(SPECTRASIFT_CLI), args, dir_); }
 
   /// Skips the test when the SIFT implementation is not there yet (a run reported "not implemented").
   void skip_if_no_sift(const CliRun& r) {

@@ -216,24 +216,10 @@ int run_register(RegisterArgs& a, const GlobalOptions& g) {
   if (!several) return register_one(ctx, a, g, fixed, movings[0], outs[0], true, size, bar, 0.3, 1.0);
   // Several: each MOVING is reported on its own (an error does not stop the others); the exit code is
   // the worst of them.
-  int worst = 0;
-  for (std::size_t i = 0; i < movings.size(); ++i) {
-    try {
-      worst = std::max(worst, register_one(ctx, a, g, fixed, movings[i], outs[i], i == 0, size, bar,
-                                           0.3 + double(i) * share, 0.3 + double(i + 1) * share));
-    } catch (const Error& e) {
-      bar.clear();
-      const int code = exit_code_for(e.code());
-      std::cerr << "spectrasift: error: " << e.what() << '\n';
-      if (g.json) {
-        nlohmann::json j = error_json("register", e.what(), error_code_name(e.code()), code);
-        j["moving"] = movings[i];
-        print_json(j);
-      }
-      worst = std::max(worst, code);
-    }
-  }
-  return worst;
+  return for_each_input(movings, "register", "moving", g.json, bar, [&](std::size_t i) {
+    return register_one(ctx, a, g, fixed, movings[i], outs[i], i == 0, size, bar, 0.3 + double(i) * share,
+                        0.3 + double(i + 1) * share);
+  });
 }
 
 }  // namespace

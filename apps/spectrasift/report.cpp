@@ -1,6 +1,9 @@
 #include "report.hpp"
 
+#include <algorithm>
 #include <iostream>
+
+#include "cli.hpp"
 
 namespace spectrasift::cli {
 
@@ -35,5 +38,26 @@ nlohmann::json error_json(const std::string& command, const std::string& message
 }
 
 void print_json(const nlohmann::json& j) { std::cout << j.dump() << std::endl; }
+
+int for_each_input(const std::vector<std::string>& inputs, const std::string& command, const std::string& key,
+                   bool json, Progress& bar, const std::function<int(std::size_t)>& job) {
+  int worst = 0;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    try {
+      worst = std::max(worst, job(i));
+    } catch (const Error& e) {
+      bar.clear();
+      const int code = exit_code_for(e.code());
+      std::cerr << "spectrasift: error: " << e.what() << '\n';
+      if (json) {
+        nlohmann::json j = error_json(command, e.what(), error_code_name(e.code()), code);
+        j[key] = inputs[i];
+        print_json(j);
+      }
+      worst = std::max(worst, code);
+    }
+  }
+  return worst;
+}
 
 }  // namespace spectrasift::cli

@@ -5,7 +5,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "spectrasift/context.hpp"
 #include "spectrasift/error.hpp"
@@ -29,5 +32,11 @@ nlohmann::json error_json(const std::string& command, const std::string& message
                           int exit_code);
 /// Prints `j` on one line of stdout (JSON Lines: a command with several inputs prints one line each).
 void print_json(const nlohmann::json& j);
+
+class Progress;
+/// Runs job(i) for every input of a command with several: an Error of one input is reported (stderr, and
+/// with `json` an error object with {key: input} on stdout) and the others go on. Returns the worst exit code.
+int for_each_input(const std::vector<std::string>& inputs, const std::string& command, const std::string& key,
+                   bool json, Progress& bar, const std::function<int(std::size_t)>& job);
 
 }  // namespace spectrasift::cli

@@ -141,14 +141,7 @@ void sift_one(Context& ctx, const SiftCliOptions& o, const GlobalOptions& g, con
   }
 }
 
-const char* format_extension(FeatureFormat f) {
-  switch (f) {
-    case FeatureFormat::kKey: return ".key";
-    case FeatureFormat::kJson: return ".json";
-    case FeatureFormat::kBinary: return ".bin";
-  }
-  return ".bin";
-}
+std::string format_extension(FeatureFormat f) { return std::string(".") + format_name(f); }
 
 int run_sift(const SiftCliOptions& o, const GlobalOptions& g) {
   // Everything that can be checked without work is checked first, so a bad option costs nothing.
@@ -194,23 +187,10 @@ int run_sift(const SiftCliOptions& o, const GlobalOptions& g) {
     sift_one(ctx, o, g, so, images[0], outputs[0], draws[0], format, bar, 0.0, 1.0);
     return 0;
   }
-  int worst = 0;
-  for (std::size_t i = 0; i < images.size(); ++i) {
-    try {
-      sift_one(ctx, o, g, so, images[i], outputs[i], draws[i], format, bar, double(i) * share, double(i + 1) * share);
-    } catch (const Error& e) {
-      bar.clear();
-      const int code = exit_code_for(e.code());
-      std::fprintf(stderr, "spectrasift: error: %s\n", e.what());
-      if (g.json) {
-        nlohmann::json j = error_json("sift", e.what(), error_code_name(e.code()), code);
-        j["image"] = images[i];
-        print_json(j);
-      }
-      worst = std::max(worst, code);
-    }
-  }
-  return worst;
+  return for_each_input(images, "sift", "image", g.json, bar, [&](std::size_t i) {
+    sift_one(ctx, o, g, so, images[i], outputs[i], draws[i], format, bar, double(i) * share, double(i + 1) * share);
+    return 0;
+  });
 }
 
 }  // namespace
