@@ -99,7 +99,7 @@ TEST(Cli, MaxPixelsLimitsEveryInputAndSaysHowToRaiseIt) {
   r = run_cli("sift " + box + " --max-pixels 0", true, env100);
   EXPECT_EQ(r.exit_code, 0) << r.out;
   r = run_cli("sift " + box, true, "env SPECTRASIFT_MAX_PIXELS=garbage ");
-  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_EQ(r.exit_code, 2) << r.out;  // a bad setting is a usage error
   EXPECT_NE(r.out.find("spectrasift: error: SPECTRASIFT_MAX_PIXELS='garbage' is not a pixel count"), std::string::npos)
       << r.out;
   // Malformed flags are usage errors (exit 2).

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <string>
 
+#include "cli_run.hpp"
 #include "spectrasift/error.hpp"
 #include "spectrasift/io.hpp"
 
@@ -23,23 +24,9 @@ namespace {
 
 const fs::path kData = SPECTRASIFT_TEST_DATA;
 
-struct CliRun {
-  int status = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+using test::CliRun;
+using test::quote;
+using test::slurp;
 
 class CliSift : public ::testing::Test {
  protected:
@@ -55,18 +42,7 @@ class CliSift : public ::testing::Test {
   }
 
   /// Runs `spectrasift <args>` with stdout and stderr captured in files.
-  CliRun run(const std::string& args) const {
-    const fs::path out = dir_ / ".stdout", err = dir_ / ".stderr";
-    const std::string cmd = quote(SPECTRASIFT_CLI) + " " + args + " >" + quote(out) + " 2>" + quote(err);
-    CliRun r;
-    const int raw = std::system(cmd.c_str());
-    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128;
-    r.out = slurp(out);
-    r.err = slurp(err);
-    fs::remove(out);
-    fs::remove(err);
-    return r;
-  }
+  CliRun run(const std::string& args) const { return test::run_captured(quote(SPECTRASIFT_CLI), args, dir_); }
 
   /// Skips the test when the SIFT implementation is not there yet (a run reported "not implemented").
   void skip_if_no_sift(const CliRun& r) {
@@ -176,15 +152,16 @@ TEST_F(CliSift, SummaryLineAndJson) {
   CliRun j = run("sift " + quote(img) + " --json --backend cpu");
   ASSERT_EQ(j.status, 0) << j.err;
   const auto doc = nlohmann::json::parse(j.out);
-  EXPECT_EQ(doc.at("image"), img);
-  EXPECT_EQ(doc.at("width"), 324);
-  EXPECT_EQ(doc.at("height"), 223);
+  EXPECT_EQ(doc.at("command"), "sift");
+  EXPECT_EQ(doc.at("image").at("path"), img);
+  EXPECT_EQ(doc.at("image").at("width"), 324);
+  EXPECT_EQ(doc.at("image").at("height"), 223);
   EXPECT_EQ(doc.at("backend"), "cpu");
   EXPECT_TRUE(doc.at("device").is_string());
-  EXPECT_GE(doc.at("time_ms").get<double>(), 0.0);
-  EXPECT_GT(doc.at("keypoints").get<int>(), 100);  // box.png has several hundred SIFT keypoints
+  for (const char* stage : {"read", "sift", "write", "total"}) EXPECT_GE(doc.at("times_ms").at(stage).get<double>(), 0.0);
+  EXPECT_GT(doc.at("image").at("features").get<int>(), 100);  // box.png has several hundred SIFT keypoints
   // The summary line and the JSON agree on the count.
-  EXPECT_NE(s.out.find(", " + std::to_string(doc.at("keypoints").get<int>()) + " keypoints"), std::string::npos);
+  EXPECT_NE(s.out.find(", " + std::to_string(doc.at("image").at("features").get<int>()) + " keypoints"), std::string::npos);
 }
 
 TEST_F(CliSift, WritesReadableFeatureFilesInEveryFormat) {
@@ -192,7 +169,7 @@ TEST_F(CliSift, WritesReadableFeatureFilesInEveryFormat) {
   CliRun first = run("sift " + img + " -o " + quote(p("f.bin").string()) + " --json");
   skip_if_no_sift(first);
   ASSERT_EQ(first.status, 0) << first.err;
-  const std::size_t n = nlohmann::json::parse(first.out).at("keypoints").get<std::size_t>();
+  const std::size_t n = nlohmann::json::parse(first.out).at("image").at("features").get<std::size_t>();
   const Features bin = read_features(p("f.bin"));
   ASSERT_EQ(bin.size(), n);
   EXPECT_EQ(bin.image_width, 324);
@@ -231,15 +208,15 @@ TEST_F(CliSift, OptionsChangeTheResult) {
   CliRun all = run("sift " + img + " --json");
   skip_if_no_sift(all);
   ASSERT_EQ(all.status, 0) << all.err;
-  const int n_all = nlohmann::json::parse(all.out).at("keypoints").get<int>();
+  const int n_all = nlohmann::json::parse(all.out).at("image").at("features").get<int>();
   CliRun capped = run("sift " + img + " --json --max-features 50");
   ASSERT_EQ(capped.status, 0) << capped.err;
-  const int n_capped = nlohmann::json::parse(capped.out).at("keypoints").get<int>();
+  const int n_capped = nlohmann::json::parse(capped.out).at("image").at("features").get<int>();
   EXPECT_GE(n_capped, 50);
   EXPECT_LT(n_capped, n_all);
   CliRun strict = run("sift " + img + " --json --contrast-threshold 0.1");
   ASSERT_EQ(strict.status, 0);
-  EXPECT_LT(nlohmann::json::parse(strict.out).at("keypoints").get<int>(), n_all);
+  EXPECT_LT(nlohmann::json::parse(strict.out).at("image").at("features").get<int>(), n_all);
 
   // A mask that is zero on the left half: every keypoint lies in the right half.
   Image mask = Image::allocate(324, 223, 1, PixelType::kU8);

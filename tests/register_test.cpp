@@ -276,7 +276,7 @@ TEST(RegisterCli, JsonAndPictures) {
   if (r.status != 0 && r.err.find("not implemented") != std::string::npos) GTEST_SKIP() << r.err;
   ASSERT_EQ(r.status, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  for (const char* k : {"model", "matrix", "matches", "inliers", "rms_px", "backend", "iterations", "time_ms"})
+  for (const char* k : {"model", "matrix", "match_count", "inliers", "rms_px", "backend", "iterations", "times_ms", "reliable"})
     EXPECT_TRUE(j.contains(k)) << k;
   EXPECT_EQ(j["model"], "homography");
   EXPECT_EQ(j["backend"], "cpu");
@@ -284,9 +284,10 @@ TEST(RegisterCli, JsonAndPictures) {
   for (int i = 0; i < 9; ++i) h[std::size_t(i)] = j["matrix"][std::size_t(i / 3)][std::size_t(i % 3)].get<double>();
   EXPECT_LT(mean_corner_error(h, read_h1to3p(), 800, 640), 5.0);
   EXPECT_GT(j["inliers"].get<int>(), 300);
-  EXPECT_LE(j["inliers"].get<int>(), j["matches"].get<int>());
+  EXPECT_LE(j["inliers"].get<int>(), j["match_count"].get<int>());
+  EXPECT_TRUE(j["reliable"].get<bool>());
   EXPECT_LE(j["rms_px"].get<double>(), 3.0);
-  for (const char* k : {"read", "sift", "match", "ransac", "total"}) EXPECT_TRUE(j["time_ms"].contains(k)) << k;
+  for (const char* k : {"read", "sift", "match", "ransac", "total"}) EXPECT_TRUE(j["times_ms"].contains(k)) << k;
   const Image warped = read_image(dir / "warped.png"), pic = read_image(dir / "matches.png"),
               ov = read_image(dir / "overlay.png");
   EXPECT_EQ(warped.width, 800);
@@ -348,9 +349,9 @@ TEST(MatchCli, WritesMatchesJson) {
   std::ifstream f(dir / "m.json");
   const auto doc = nlohmann::json::parse(f);
   EXPECT_EQ(doc["format"], "spectrasift-matches");
-  ASSERT_EQ(doc["matches"].size(), s["matches"].get<std::size_t>());
+  ASSERT_EQ(doc["matches"].size(), s["match_count"].get<std::size_t>());
   EXPECT_GT(doc["matches"].size(), 50u);
-  EXPECT_LE(s["query_features"].get<int>(), 810);  // --max-features (ties at the cut are kept)
+  EXPECT_LE(s["query"]["features"].get<int>(), 810);  // --max-features (ties at the cut are kept)
   // The matched positions agree with the ground-truth homography for most matches.
   const Mat3 h = read_h1to3p();
   int good = 0;
@@ -371,8 +372,9 @@ TEST(MatchCli, WritesMatchesJson) {
   const CliResult r2 = run_cli("match " + (dir / "a.bin").string() + " " + (dir / "b.key").string() + " --backend cpu --json");
   ASSERT_EQ(r2.status, 0) << r2.err;
   const auto s2 = nlohmann::json::parse(r2.out);
-  EXPECT_EQ(s2["query_features"].get<std::size_t>(), fa.size());
-  EXPECT_EQ(s2["train_features"].get<std::size_t>(), fb.size());
-  EXPECT_GT(s2["matches"].get<int>(), 20);
+  EXPECT_EQ(s2["query"]["features"].get<std::size_t>(), fa.size());
+  EXPECT_EQ(s2["train"]["features"].get<std::size_t>(), fb.size());
+  EXPECT_GT(s2["match_count"].get<int>(), 20);
+  EXPECT_EQ(s2["matches"].size(), s2["match_count"].get<std::size_t>());  // the list, named as in the -o file
   fs::remove_all(dir);
 }

@@ -632,15 +632,16 @@ TEST(SpectralCli, ALateOutputFailureLeavesNoOutputAtAll) {
   struct Case {
     std::string png;
     std::string message;
+    int exit_code;  // 1: run-time error; 2: usage error (a picture name that is not .png)
   };
-  const std::vector<Case> cases = {{q(dir / "no_such_dir" / "p.png"), "p.png"},
-                                   {q(dir / "a_directory.png"), "a_directory.png: is a directory"},
-                                   {q(dir / "o.img"), "o.img: given for two outputs"}};
+  const std::vector<Case> cases = {{q(dir / "no_such_dir" / "p.png"), "p.png", 1},
+                                   {q(dir / "a_directory.png"), "a_directory.png: is a directory", 1},
+                                   {q(dir / "o.img"), "o.img: --png writes a .png file", 2}};
   for (const auto& c : cases)
     for (const char* reduction : {"", " --best", " --top 2"}) {
       const auto r = run_cli("spectral " + q(cube) + " --ref-pixel 1,1 --ref-pixel 5,7" + reduction + " -o " +
                              q(dir / "o.hdr") + " --png " + c.png);
-      EXPECT_EQ(r.exit_code, 1) << c.png << reduction << "\n" << r.out;
+      EXPECT_EQ(r.exit_code, c.exit_code) << c.png << reduction << "\n" << r.out;
       EXPECT_NE(r.out.find(c.message), std::string::npos) << r.out;
       EXPECT_EQ(listing(), before) << c.png << reduction << ": something was left in the output folder";
     }

@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -19,9 +20,10 @@ struct GlobalOptions {
   int threads = 0;
   long long max_pixels = -1;  ///< -1: SPECTRASIFT_MAX_PIXELS or ContextOptions' default (2^30); 0 = no limit
   bool verbose = false;
+  bool quiet = false;  ///< --quiet: no progress bar
   bool json = false;
 
-  /// Adds --backend, --device, --threads, --max-pixels and -v to a subcommand.
+  /// Adds --backend, --device, --threads, --max-pixels, -v and -q to a subcommand.
   void add_backend_options(CLI::App& sub);
   /// Adds --json.
   void add_json_option(CLI::App& sub, const std::string& what = "print the result as one JSON object on stdout");
@@ -50,18 +52,23 @@ std::pair<int, int> parse_pixel_xy(const std::string& text);
 /// Checks that an input file exists and is a regular file; throws Error(kIo) naming it otherwise.
 void require_input_file(const std::filesystem::path& path);
 
-/// A progress bar on stderr, shown only when stderr is a terminal (and not in --json mode).
+/// A progress bar on stderr for long jobs: drawn only when stderr is a terminal, `enabled` (not --quiet),
+/// and once the job has run for a second; a stage label ("sift fixed", "ransac") may change as it goes.
 class Progress {
  public:
   Progress(std::string label, bool enabled);
   ~Progress();
-  void update(double fraction);  ///< 0..1
-  void done();
+  void update(double fraction);                          ///< 0..1 of the whole job
+  void stage(const std::string& label, double fraction);  ///< a new stage, starting at `fraction`
+  void clear();  ///< erases the bar (before a message or a result is printed); the next update redraws it
+  void done();   ///< ends the bar's line; nothing more is drawn
 
  private:
   std::string label_;
   bool enabled_;
+  bool drawn_ = false;
   int last_ = -1;
+  std::chrono::steady_clock::time_point start_;
 };
 
 }  // namespace spectrasift::cli

@@ -9,11 +9,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <numeric>
 
 #include "cli.hpp"
+#include "report.hpp"
 #include "spectrasift/draw.hpp"
 #include "spectrasift/error.hpp"
 #include "spectrasift/geometry.hpp"
@@ -74,20 +76,46 @@ double roc_auc(const std::vector<float>& score, const std::vector<std::uint8_t>&
   return (rank_sum - pos * (pos + 1) / 2) / (pos * neg);
 }
 
+/// The folder of this executable (Linux: /proc/self/exe), empty when unknown.
+fs::path executable_dir() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path() : exe.parent_path();
+}
+
+/// The sample data: --data, else $SPECTRASIFT_DATA_DIR, else BIN/../share/spectrasift/data (an install, and
+/// the build tree, which copies data/ there), else BIN/data (a moved copy with its data beside it).
+fs::path find_data(const std::string& option) {
+  if (!option.empty()) return option;
+  std::vector<fs::path> tried;
+  if (const char* env = std::getenv("SPECTRASIFT_DATA_DIR"); env && *env) tried.emplace_back(env);
+  if (const fs::path bin = executable_dir(); !bin.empty()) {
+    tried.push_back(bin.parent_path() / "share" / "spectrasift" / "data");
+    tried.push_back(bin / "data");
+  }
+  std::error_code ec;
+  for (const fs::path& d : tried)
+    if (fs::exists(d / "box.png", ec)) return d;
+  std::string list;
+  for (const fs::path& d : tried) list += (list.empty() ? "" : ", ") + d.string();
+  throw Error(ErrorCode::kIo, "the demo's sample data was not found (looked in: " + list +
+                                  "); give its folder with --data DIR (the repository's data/)");
+}
+
 struct DemoOptions {
   std::string out = "demo-out";
   std::string data;
 };
 
 int run_demo(const DemoOptions& o, const GlobalOptions& g) {
-  const fs::path data = o.data.empty() ? fs::path(SPECTRASIFT_SOURCE_DIR) / "data" : fs::path(o.data);
+  const fs::path data = find_data(o.data);
   const fs::path out = o.out;
   std::error_code ec;
   fs::create_directories(out, ec);
   if (ec) throw Error(ErrorCode::kIo, out.string() + ": cannot create the output folder (" + ec.message() + ")");
   Context ctx(g.context_options());
-  nlohmann::json report;
-  report["backend"] = ctx.describe();
+  nlohmann::json report = context_json("demo", ctx);
+  report["data"] = data.string();
   auto say = [&](const std::string& line) {
     if (!g.json) std::cout << line << std::endl;
   };
@@ -107,7 +135,9 @@ int run_demo(const DemoOptions& o, const GlobalOptions& g) {
   std::snprintf(line, sizeof line, "1. SIFT      %s (%dx%d): %zu keypoints in %.1f ms -> %s", moving_path.filename().c_str(),
                 moving.width, moving.height, fm.size(), sift_ms, (out / "keypoints.png").c_str());
   say(line);
-  report["sift"] = {{"image", moving_path.string()}, {"keypoints", fm.size()}, {"time_ms", sift_ms}};
+  report["sift"] = {{"image", {{"path", moving_path.string()}, {"width", moving.width}, {"height", moving.height},
+                               {"features", fm.size()}}},
+                    {"times_ms", {{"total", sift_ms}}}};
 
   // 2. Register the object onto the scene.
   t0 = Clock::now();
@@ -132,9 +162,9 @@ int run_demo(const DemoOptions& o, const GlobalOptions& g) {
                 (out / "overlay.png").c_str());
   say(line);
   report["register"] = {{"fixed", fixed_path.string()}, {"moving", moving_path.string()},
-                        {"matches", matches.size()},    {"inliers", est.inliers},
+                        {"match_count", matches.size()}, {"inliers", est.inliers},
                         {"rms_px", est.rms_px},         {"matrix", est.matrix},
-                        {"time_ms", reg_ms}};
+                        {"times_ms", {{"total", reg_ms}}}};
 
   // 3. Spectral angle against the mean target spectrum.
   const fs::path scene = find_scene(data);
@@ -184,8 +214,8 @@ int run_demo(const DemoOptions& o, const GlobalOptions& g) {
                 std::size_t(std::count(truth.begin(), truth.end(), 1)), auc, spec_ms,
                 (out / "spectral_sam.png").c_str(), (out / "spectral_sam.hdr").c_str());
   say(line);
-  report["spectral"] = {{"cube", scene.string()}, {"metric", "sam"}, {"roc_auc", auc}, {"time_ms", spec_ms}};
-  if (g.json) std::cout << report.dump(2) << '\n';
+  report["spectral"] = {{"cube", scene.string()}, {"metric", "sam"}, {"roc_auc", auc}, {"times_ms", {{"total", spec_ms}}}};
+  if (g.json) print_json(report);
   return 0;
 }
 
@@ -195,7 +225,9 @@ void add_demo_command(CLI::App& app, GlobalOptions& g, Action& action) {
   static DemoOptions o;
   auto* sub = app.add_subcommand("demo", "run SIFT, registration and spectral matching on the bundled sample data");
   sub->add_option("--out", o.out, "folder for the pictures and outputs (default demo-out)");
-  sub->add_option("--data", o.data, "folder with the sample data (default: the source tree's data/)");
+  sub->add_option("--data", o.data,
+                  "folder with the sample data (default: $SPECTRASIFT_DATA_DIR, else ../share/spectrasift/data next to "
+                  "the executable, else data/ beside it)");
   g.add_backend_options(*sub);
   g.add_json_option(*sub, "print the figures as one JSON object");
   sub->callback([&g, &action] { action = [&g] { return run_demo(o, g); }; });

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli.hpp"
+#include "report.hpp"
 
 namespace spectrasift::cli {
 
@@ -17,6 +18,7 @@ void add_devices_command(CLI::App& app, GlobalOptions& g, Action& action) {
       const auto compiled = compiled_backends();
       if (g.json) {
         nlohmann::json j;
+        j["command"] = "devices";
         j["version"] = version();
         for (auto b : compiled) j["backends"].push_back(to_string(b));
         j["devices"] = nlohmann::json::array();
@@ -26,7 +28,7 @@ void add_devices_command(CLI::App& app, GlobalOptions& g, Action& action) {
                                   {"local_memory", d.local_memory}, {"compute_units", d.compute_units},
                                   {"max_work_group_size", d.max_work_group_size}, {"version", d.version}});
         }
-        std::cout << j.dump(2) << '\n';
+        print_json(j);
         return 0;
       }
       std::cout << "spectrasift " << version() << "; backends compiled in:";

@@ -1,11 +1,14 @@
 // spectrasift — command-line entry point. Each subcommand lives in its own file (DESIGN.md layout).
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 
 #include "cli.hpp"
+#include "report.hpp"
 #include "spectrasift/error.hpp"
 
 namespace spectrasift::cli {
@@ -19,6 +22,7 @@ void GlobalOptions::add_backend_options(CLI::App& sub) {
                  "(default: $SPECTRASIFT_MAX_PIXELS or 1073741824 = 2^30)")
       ->check(CLI::NonNegativeNumber);
   sub.add_flag("-v,--verbose", verbose, "log the backend picked and the time of each stage to stderr");
+  sub.add_flag("-q,--quiet", quiet, "no progress bar on stderr (it is shown only when stderr is a terminal)");
 }
 
 void GlobalOptions::add_json_option(CLI::App& sub, const std::string& what) { sub.add_flag("--json", json, what); }
@@ -66,20 +70,35 @@ void require_input_file(const std::filesystem::path& path) {
 }
 
 Progress::Progress(std::string label, bool enabled)
-    : label_(std::move(label)), enabled_(enabled && ::isatty(STDERR_FILENO)) {}
+    : label_(std::move(label)), enabled_(enabled && ::isatty(STDERR_FILENO)), start_(std::chrono::steady_clock::now()) {}
 Progress::~Progress() { done(); }
+void Progress::stage(const std::string& label, double fraction) {
+  label_ = label;
+  last_ = -1;
+  update(fraction);
+}
 void Progress::update(double fraction) {
   if (!enabled_) return;
-  const int pct = int(fraction * 100.0 + 0.5);
+  // Only jobs that last: nothing is drawn during the first second.
+  if (std::chrono::steady_clock::now() - start_ < std::chrono::seconds(1)) return;
+  const int pct = int(std::min(1.0, std::max(0.0, fraction)) * 100.0 + 0.5);
   if (pct == last_) return;
   last_ = pct;
   const int width = 30, filled = pct * width / 100;
-  std::fprintf(stderr, "\r%s [%.*s%*s] %3d%%", label_.c_str(), filled, "##############################",
+  std::fprintf(stderr, "\r%-24.24s [%.*s%*s] %3d%%", label_.c_str(), filled, "##############################",
                width - filled, "", pct);
   std::fflush(stderr);
+  drawn_ = true;
+}
+void Progress::clear() {
+  if (!enabled_ || !drawn_) return;
+  std::fprintf(stderr, "\r\033[K");
+  std::fflush(stderr);
+  drawn_ = false;
+  last_ = -1;
 }
 void Progress::done() {
-  if (enabled_ && last_ >= 0) std::fprintf(stderr, "\n");
+  if (enabled_ && drawn_) std::fprintf(stderr, "\n");
   enabled_ = false;
 }
 
@@ -102,6 +121,15 @@ int main(int argc, char** argv) {
   cli::GlobalOptions global;
   cli::Action action;
   cli::build_app(app, global, action);
+  // Errors are one line on stderr and, with --json, also one JSON object on stdout (README "JSON output").
+  bool json = false;
+  for (int i = 1; i < argc; ++i) json = json || std::strcmp(argv[i], "--json") == 0;
+  std::string command = argc > 1 ? argv[1] : "";
+  const auto fail = [&](const std::string& message, const std::string& code, int exit_code) {
+    std::cerr << "spectrasift: error: " << message << (code == "usage" ? " (see --help)" : "") << '\n';
+    if (json) cli::print_json(cli::error_json(command, message, code, exit_code));
+    return exit_code;
+  };
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -111,23 +139,18 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    // Usage errors: one line on stderr, like every other error of the tool.
-    std::cerr << "spectrasift: error: " << e.what() << " (see --help)\n";
-    return 2;  // usage error (1 = run-time error, 3 = no model found)
+    return fail(e.what(), "usage", cli::kExitUsage);
   } catch (const Error& e) {
-    std::cerr << "spectrasift: error: " << e.what() << '\n';
-    return 2;
+    return fail(e.what(), cli::error_code_name(e.code()), cli::kExitUsage);
   }
+  if (!app.get_subcommands().empty()) command = app.get_subcommands().front()->get_name();
   try {
-    return action ? action() : 2;
+    return action ? action() : cli::kExitUsage;
   } catch (const Error& e) {
-    std::cerr << "spectrasift: error: " << e.what() << '\n';
-    return e.code() == ErrorCode::kNoModel ? 3 : 1;
+    return fail(e.what(), cli::error_code_name(e.code()), cli::exit_code_for(e.code()));
   } catch (const std::bad_alloc&) {
-    std::cerr << "spectrasift: error: out of memory\n";
-    return 1;
+    return fail("out of memory", "out_of_memory", cli::kExitRuntime);
   } catch (const std::exception& e) {
-    std::cerr << "spectrasift: error: " << e.what() << '\n';
-    return 1;
+    return fail(e.what(), "internal", cli::kExitRuntime);
   }
 }

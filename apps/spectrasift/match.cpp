@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "match_common.hpp"
+#include "report.hpp"
 #include "spectrasift/match.hpp"
 
 namespace spectrasift::cli {
@@ -38,7 +39,8 @@ void add_match_command(CLI::App& app, GlobalOptions& g, Action& action) {
                   "largest descriptor distance kept (L2; SIFT descriptors have norm ~512; default: no limit)");
   add_sift_options(*sub, args->sift);
   g.add_backend_options(*sub);
-  g.add_json_option(*sub, "print a summary (counts, timings) as one JSON object on stdout");
+  g.add_json_option(*sub, "print one JSON object: query, train, match_count, times_ms and the matches (as in the -o "
+                          "file) unless -o is given");
   sub->callback([&g, &action, args] {
     action = [&g, args] {
       const auto t_total = std::chrono::steady_clock::now();
@@ -62,19 +64,19 @@ void add_match_command(CLI::App& app, GlobalOptions& g, Action& action) {
                         {"query_xy", {q.x, q.y}},
                         {"train_xy", {t.x, t.y}}});
       }
+      const nlohmann::json options = {
+          {"ratio", args->match.ratio},
+          {"mutual", args->match.mutual},
+          {"max_distance", std::isfinite(args->match.max_distance) ? nlohmann::json(args->match.max_distance)
+                                                                   : nlohmann::json(nullptr)}};
       double write_ms = 0;
       if (!args->output.empty()) {
         t0 = std::chrono::steady_clock::now();
         nlohmann::json doc = {{"format", "spectrasift-matches"},
                               {"version", 1},
-                              {"query", {{"path", args->a}, {"features", qa.features.size()}}},
-                              {"train", {{"path", args->b}, {"features", tb.features.size()}}},
-                              {"options",
-                               {{"ratio", args->match.ratio},
-                                {"mutual", args->match.mutual},
-                                {"max_distance", std::isfinite(args->match.max_distance)
-                                                     ? nlohmann::json(args->match.max_distance)
-                                                     : nlohmann::json(nullptr)}}},
+                              {"query", qa.describe()},
+                              {"train", tb.describe()},
+                              {"options", options},
                               {"matches", list}};
         OutputSet out;
         out.add_text(args->output, doc.dump(1) + "\n");
@@ -83,20 +85,20 @@ void add_match_command(CLI::App& app, GlobalOptions& g, Action& action) {
       }
       const double total_ms = ms_since(t_total);
       if (g.json) {
-        nlohmann::json j = {{"query_features", qa.features.size()},
-                            {"train_features", tb.features.size()},
-                            {"matches", matches.size()},
-                            {"backend", to_string(ctx.backend())},
-                            {"device", ctx.describe()},
-                            {"time_ms",
-                             {{"read", qa.read_ms + tb.read_ms},
-                              {"sift", qa.sift_ms + tb.sift_ms},
-                              {"match", match_ms},
-                              {"write", write_ms},
-                              {"total", total_ms}}}};
+        // The -o file's keys (query, train, options, matches), plus what every command prints.
+        nlohmann::json j = context_json("match", ctx);
+        j["query"] = qa.describe();
+        j["train"] = tb.describe();
+        j["options"] = options;
+        j["match_count"] = matches.size();
+        j["times_ms"] = {{"read", qa.read_ms + tb.read_ms},
+                         {"sift", qa.sift_ms + tb.sift_ms},
+                         {"match", match_ms},
+                         {"write", write_ms},
+                         {"total", total_ms}};
         if (!args->output.empty()) j["output"] = args->output;
-        else j["match_list"] = list;
-        std::cout << j.dump(2) << '\n';
+        else j["matches"] = list;
+        print_json(j);
       } else {
         std::cout << matches.size() << " matches between " << args->a << " (" << qa.features.size() << " features) and "
                   << args->b << " (" << tb.features.size() << " features); ratio " << args->match.ratio

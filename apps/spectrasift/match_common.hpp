@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -44,6 +45,15 @@ struct FeatureInput {
   bool from_image = false;
   double read_ms = 0;
   double sift_ms = 0;
+
+  /// The image's size: the image's, else the one the feature file records (0 when it records none).
+  int width() const { return from_image ? image.width : features.image_width; }
+  int height() const { return from_image ? image.height : features.image_height; }
+  /// {"path", "width", "height", "features", "kind"}: how every command's JSON describes an input.
+  nlohmann::json describe() const {
+    return {{"path", path.string()}, {"width", width()}, {"height", height()}, {"features", features.size()},
+            {"kind", from_image ? "image" : "features"}};
+  }
 };
 
 /// Reads `path` as an image and runs SIFT on it; when the file is not an image it is read as a

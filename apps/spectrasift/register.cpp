@@ -1,38 +1,242 @@
-// `spectrasift register FIXED MOVING`: SIFT on both images, matching, RANSAC model MOVING -> FIXED,
-// then optionally the warped moving image, the matches picture and an overlay. Every output is
-// written only when the whole job succeeded; no model -> one-line error and exit code 3.
+// `spectrasift register FIXED MOVING...`: SIFT on the images (or their feature files), matching with
+// query = MOVING and train = FIXED (as the library example and the demo), RANSAC model MOVING -> FIXED,
+// its verdict (spectrasift/verdict.hpp), then optionally the warped moving image, the matches picture and
+// an overlay. Every output of one MOVING is written only when its whole job succeeded. No model, or a
+// model that is not reliable (unless --accept-weak) -> one-line error and exit code 3. Several MOVING
+// inputs (or a glob) reuse one Context and FIXED's features; each gets its own result and outputs.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
 
+#include "inputs.hpp"
 #include "match_common.hpp"
+#include "report.hpp"
 #include "spectrasift/geometry.hpp"
 #include "spectrasift/match.hpp"
+#include "spectrasift/verdict.hpp"
 
 namespace spectrasift::cli {
 
 namespace {
 
+namespace fs = std::filesystem;
+
 struct RegisterArgs {
-  std::string fixed, moving, warped, draw, overlay;
+  std::string fixed, warped, draw, overlay, size;
+  std::vector<std::string> moving;
   std::string model = "homography";
   std::string overlay_style = "checkerboard";
   int tile = 32;
+  bool accept_weak = false;
   SiftOptions sift;
   MatchOptions match;
   RansacOptions ransac;
 };
+
+/// The output files of one MOVING input (empty = not asked for).
+struct Outputs {
+  fs::path warped, draw, overlay;
+};
+
+nlohmann::json verdict_json(const ModelVerdict& v) {
+  return {{"reliable", v.reliable},       {"problems", v.problems},   {"inlier_ratio", v.inlier_ratio},
+          {"log10_nfa", v.log10_nfa},     {"scale", v.scale},         {"scale_range", v.scale_range},
+          {"anisotropy", v.anisotropy},   {"folds", v.folds},         {"flips", v.flips}};
+}
+
+/// Registers one MOVING onto FIXED; prints its result; returns the exit code (throws on errors).
+/// `bar` shows the whole command; this input covers [progress0, progress1] of it.
+int register_one(Context& ctx, const RegisterArgs& a, const GlobalOptions& g, FeatureInput& fixed,
+                 const std::string& moving_path, const Outputs& out, bool first, std::pair<int, int> size,
+                 Progress& bar, double progress0, double progress1) {
+  const auto t_total = std::chrono::steady_clock::now();
+  const std::string name = fs::path(moving_path).filename().string();
+  const auto stage = [&](const char* what, double f) {
+    bar.stage(std::string(what) + " " + name, progress0 + f * (progress1 - progress0));
+  };
+  stage("sift", 0.0);
+  FeatureInput moving = load_input(ctx, moving_path, a.sift, false);
+  if (!moving.from_image && moving.features.image_width <= 0) {
+    moving.features.image_width = size.first;
+    moving.features.image_height = size.second;
+  }
+  if (!moving.from_image && (!out.warped.empty() || !out.draw.empty() || !out.overlay.empty()))
+    throw Error(ErrorCode::kInvalidArgument, moving_path + ": a feature file: -o, --draw and --overlay need the image");
+
+  // Query = MOVING, train = FIXED; the model maps MOVING points onto FIXED points.
+  stage("match", 0.5);
+  auto t0 = std::chrono::steady_clock::now();
+  const std::vector<Match> matches = match_features(ctx, moving.features, fixed.features, a.match);
+  const double match_ms = ms_since(t0);
+  std::vector<Point2> pm, pf;
+  pm.reserve(matches.size());
+  pf.reserve(matches.size());
+  for (const Match& m : matches) {
+    const Keypoint& km = moving.features.keypoints[std::size_t(m.query)];
+    const Keypoint& kf = fixed.features.keypoints[std::size_t(m.train)];
+    pm.push_back({km.x, km.y});
+    pf.push_back({kf.x, kf.y});
+  }
+  stage("ransac", 0.7);
+  t0 = std::chrono::steady_clock::now();
+  const ModelEstimate est = estimate_model(ctx, pm, pf, a.ransac);
+  const double ransac_ms = ms_since(t0);
+  const std::string between = " between " + a.fixed + " (" + std::to_string(fixed.features.size()) +
+                              " features) and " + moving_path + " (" + std::to_string(moving.features.size()) +
+                              " features)";
+  if (!est.found) {
+    throw Error(ErrorCode::kNoModel, "no " + a.model + " found" + between + ": " + std::to_string(matches.size()) +
+                                         " matches, best model " + std::to_string(est.inliers) + " inliers, " +
+                                         std::to_string(a.ransac.required_inliers()) + " needed (do the images overlap?)");
+  }
+  const ModelVerdict verdict =
+      assess_model(est, pm, pf, moving.width(), moving.height(), fixed.width(), fixed.height());
+  if (!verdict.reliable) {
+    char figures[160];
+    std::snprintf(figures, sizeof figures, " (%d inliers of %zu matches, rms %.2f px)", est.inliers, matches.size(),
+                  est.rms_px);
+    const std::string message = verdict.summary() + between + figures;
+    if (!a.accept_weak) throw Error(ErrorCode::kNoModel, message + "; --accept-weak keeps it");
+    bar.clear();
+    std::cerr << "spectrasift: warning: " << message << " (kept: --accept-weak)\n";
+  }
+
+  // Pictures, then all files at once.
+  stage("warp", 0.8);
+  t0 = std::chrono::steady_clock::now();
+  Image warped;
+  if (!out.warped.empty() || !out.overlay.empty())
+    warped = warp_image(ctx, moving.image, est.matrix, fixed.width(), fixed.height());
+  const double warp_ms = ms_since(t0);
+  stage("write", 0.9);
+  t0 = std::chrono::steady_clock::now();
+  OutputSet files;
+  if (!out.warped.empty()) files.add_image(out.warped, warped);
+  if (!out.draw.empty())
+    files.add_image(out.draw, draw_matches(moving.image, moving.features, fixed.image, fixed.features, matches,
+                                           &est.inlier_mask));
+  if (!out.overlay.empty())
+    files.add_image(out.overlay, a.overlay_style == "blend" ? overlay_blend(fixed.image, warped)
+                                                           : overlay_checkerboard(fixed.image, warped, a.tile));
+  files.commit();
+  const double write_ms = ms_since(t0);
+  bar.clear();
+  // FIXED's read and SIFT are counted in the first result (they are done once).
+  const double fixed_read = first ? fixed.read_ms : 0.0, fixed_sift = first ? fixed.sift_ms : 0.0;
+  const double total_ms = ms_since(t_total) + fixed_read + fixed_sift;
+
+  const auto& h = est.matrix;
+  if (g.json) {
+    nlohmann::json j = context_json("register", ctx);
+    j["model"] = to_string(est.model);
+    j["matrix"] = {{h[0], h[1], h[2]}, {h[3], h[4], h[5]}, {h[6], h[7], h[8]}};
+    j["matrix_maps"] = "moving -> fixed pixels, (0,0) = centre of the top-left pixel";
+    j["match_count"] = matches.size();
+    j["inliers"] = est.inliers;
+    j["rms_px"] = est.rms_px;
+    j["iterations"] = est.iterations;
+    j["threshold_px"] = a.ransac.threshold_px;
+    j["seed"] = a.ransac.seed;
+    j["reliable"] = verdict.reliable;
+    j["verdict"] = verdict_json(verdict);
+    j["fixed"] = fixed.describe();
+    j["moving"] = moving.describe();
+    j["times_ms"] = {{"read", fixed_read + moving.read_ms}, {"sift", fixed_sift + moving.sift_ms},
+                     {"match", match_ms},                   {"ransac", ransac_ms},
+                     {"warp", warp_ms},                     {"write", write_ms},
+                     {"total", total_ms}};
+    nlohmann::json outputs = nlohmann::json::object();
+    if (!out.warped.empty()) outputs["warped"] = out.warped.string();
+    if (!out.draw.empty()) outputs["draw"] = out.draw.string();
+    if (!out.overlay.empty()) outputs["overlay"] = out.overlay.string();
+    j["outputs"] = outputs;
+    print_json(j);
+  } else {
+    std::printf("%s -> %s: %s, %d inliers of %zu matches (moving %zu features, fixed %zu), rms %.3f px, %d iterations%s\n",
+                moving_path.c_str(), a.fixed.c_str(), to_string(est.model), est.inliers, matches.size(),
+                moving.features.size(), fixed.features.size(), est.rms_px, est.iterations,
+                verdict.reliable ? "" : " (NOT RELIABLE)");
+    std::printf("matrix (moving -> fixed pixels):\n");
+    for (int r = 0; r < 3; ++r) std::printf("  % .10g  % .10g  % .10g\n", h[r * 3], h[r * 3 + 1], h[r * 3 + 2]);
+    std::printf("%s; read %.1f ms, sift %.1f ms, match %.1f ms, ransac %.1f ms, warp %.1f ms, write %.1f ms, total %.1f ms\n",
+                ctx.describe().c_str(), fixed_read + moving.read_ms, fixed_sift + moving.sift_ms, match_ms, ransac_ms,
+                warp_ms, write_ms, total_ms);
+    for (const auto* p : {&out.warped, &out.draw, &out.overlay})
+      if (!p->empty()) std::printf("wrote %s\n", p->c_str());
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+int run_register(RegisterArgs& a, const GlobalOptions& g) {
+  a.ransac.model = parse_geometry_model(a.model);
+  a.ransac.check();
+  a.match.check();
+  a.sift.check();
+  if (a.overlay_style != "checkerboard" && a.overlay_style != "blend")
+    throw Error(ErrorCode::kInvalidArgument, "--overlay-style must be checkerboard or blend, got '" + a.overlay_style + "'");
+  if (a.tile < 1) throw Error(ErrorCode::kInvalidArgument, "--tile must be >= 1");
+  const std::pair<int, int> size = a.size.empty() ? std::pair<int, int>{0, 0} : parse_size(a.size);
+  const std::vector<std::string> movings = expand_inputs(a.moving);
+  const bool several = movings.size() > 1;
+  // Refuse bad output names before any work. With several MOVING inputs each output option is a folder.
+  for (const auto& [p, opt] : {std::pair{&a.warped, "-o"}, {&a.draw, "--draw"}, {&a.overlay, "--overlay"}})
+    if (!p->empty() && !several) check_image_output(*p, opt);
+  std::vector<Outputs> outs(movings.size());
+  if (several) {
+    const auto put = [&](const std::string& dir, const char* suffix, fs::path Outputs::*field) {
+      if (dir.empty()) return;
+      const auto names = outputs_in_dir(dir, movings, suffix);
+      for (std::size_t i = 0; i < names.size(); ++i) outs[i].*field = names[i];
+    };
+    put(a.warped, "_warped.png", &Outputs::warped);
+    put(a.draw, "_matches.png", &Outputs::draw);
+    put(a.overlay, "_overlay.png", &Outputs::overlay);
+  } else {
+    outs[0] = {a.warped, a.draw, a.overlay};
+  }
+
+  Context ctx(g.context_options());
+  Progress bar("sift " + fs::path(a.fixed).filename().string(), !g.quiet);
+  bar.update(0.0);
+  FeatureInput fixed = load_input(ctx, a.fixed, a.sift, false);
+  if (!fixed.from_image && fixed.features.image_width <= 0) {
+    fixed.features.image_width = size.first;
+    fixed.features.image_height = size.second;
+  }
+  if (!fixed.from_image && (!a.draw.empty() || !a.overlay.empty()))
+    throw Error(ErrorCode::kInvalidArgument, a.fixed + ": a feature file: --draw and --overlay need the image");
+  if (!a.warped.empty() && fixed.width() <= 0)
+    throw Error(ErrorCode::kInvalidArgument, a.fixed + ": the feature file records no image size: give --size WxH for -o");
+  // FIXED takes the first share of the bar, each MOVING an equal share of the rest.
+  const double share = 0.7 / double(movings.size());
+  if (!several) return register_one(ctx, a, g, fixed, movings[0], outs[0], true, size, bar, 0.3, 1.0);
+  // Several: each MOVING is reported on its own (an error does not stop the others); the exit code is
+  // the worst of them.
+  return for_each_input(movings, "register", "moving", g.json, bar, [&](std::size_t i) {
+    return register_one(ctx, a, g, fixed, movings[i], outs[i], i == 0, size, bar, 0.3 + double(i) * share,
+                        0.3 + double(i + 1) * share);
+  });
+}
 
 }  // namespace
 
 void add_register_command(CLI::App& app, GlobalOptions& g, Action& action) {
   auto args = std::make_shared<RegisterArgs>();
   auto* sub = app.add_subcommand(
-      "register", "register MOVING onto FIXED: SIFT, ratio-test matching, RANSAC model (MOVING -> FIXED pixels)");
-  sub->add_option("FIXED", args->fixed, "the reference image")->required();
-  sub->add_option("MOVING", args->moving, "the image to bring onto FIXED")->required();
+      "register", "register MOVING onto FIXED: SIFT, ratio-test matching (query = MOVING, train = FIXED), RANSAC "
+                  "model (MOVING -> FIXED pixels) and its verdict");
+  sub->add_option("FIXED", args->fixed, "the reference: an image, or a feature file (.key, .json, .bin) written by `sift`")
+      ->required();
+  sub->add_option("MOVING", args->moving,
+                  "the image(s) to bring onto FIXED, or feature files; several (or a quoted glob) reuse FIXED's "
+                  "features and write one result each")
+      ->required();
+  sub->add_option("--size", args->size,
+                  "WxH: the image size of a feature file that records none (Lowe's .key), for the verdict and -o");
   sub->add_option("--model", args->model, "homography|affine|similarity (default homography)");
   sub->add_option("--threshold", args->ransac.threshold_px,
                   "RANSAC inlier threshold: transfer error in FIXED pixels (default 3)");
@@ -43,128 +247,27 @@ void add_register_command(CLI::App& app, GlobalOptions& g, Action& action) {
   sub->add_option("--seed", args->ransac.seed, "RANSAC seed: same seed, same result (default 0)");
   sub->add_flag("--msac", args->ransac.msac,
                 "rank RANSAC models by the MSAC cost sum min(e^2, t^2) instead of the inlier count (default off)");
+  sub->add_flag("--accept-weak", args->accept_weak,
+                "keep a model whose verdict is 'not reliable' (weak support, fold, mirror, extreme scale): warning on "
+                "stderr and \"reliable\": false in --json, exit 0 (default: exit 3)");
   sub->add_option("--ratio", args->match.ratio, "Lowe's ratio for matching (default 0.8)");
   sub->add_flag("--mutual", args->match.mutual, "keep only two-way best matches (default off)");
   add_sift_options(*sub, args->sift);
-  sub->add_option("-o,--output", args->warped, "write MOVING warped into FIXED's frame (.png; .tif when built with libtiff), same sample type");
-  sub->add_option("--draw", args->draw, "write a picture of the matches (.png): FIXED left, MOVING right, inliers green, outliers red");
-  sub->add_option("--overlay", args->overlay, "write an overlay of FIXED and the warped MOVING (.png)");
+  sub->add_option("-o,--output", args->warped,
+                  "write MOVING warped into FIXED's frame (.png; .tif when built with libtiff), same sample type; "
+                  "with several MOVING: a folder, DIR/<moving stem>_warped.png");
+  sub->add_option("--draw", args->draw,
+                  "write a picture of the matches (.png): MOVING left, FIXED right, inliers green, outliers red; with "
+                  "several MOVING: a folder, DIR/<moving stem>_matches.png");
+  sub->add_option("--overlay", args->overlay,
+                  "write an overlay of FIXED and the warped MOVING (.png); with several MOVING: a folder, "
+                  "DIR/<moving stem>_overlay.png");
   sub->add_option("--overlay-style", args->overlay_style,
                   "checkerboard (tiles alternate) or blend (FIXED magenta, MOVING green) (default checkerboard)");
   sub->add_option("--tile", args->tile, "checkerboard tile size in pixels (default 32)");
   g.add_backend_options(*sub);
-  g.add_json_option(*sub, "print the result as one JSON object: model, matrix, matches, inliers, rms_px, ...");
-  sub->callback([&g, &action, args] {
-    action = [&g, args] {
-      const auto t_total = std::chrono::steady_clock::now();
-      RegisterArgs& a = *args;
-      a.ransac.model = parse_geometry_model(a.model);
-      a.ransac.check();
-      a.match.check();
-      a.sift.check();
-      if (a.overlay_style != "checkerboard" && a.overlay_style != "blend")
-        throw Error(ErrorCode::kInvalidArgument, "--overlay-style must be checkerboard or blend, got '" + a.overlay_style + "'");
-      if (a.tile < 1) throw Error(ErrorCode::kInvalidArgument, "--tile must be >= 1");
-      // Refuse bad output names before any work.
-      if (!a.warped.empty()) check_image_output(a.warped, "-o");
-      if (!a.draw.empty()) check_image_output(a.draw, "--draw");
-      if (!a.overlay.empty()) check_image_output(a.overlay, "--overlay");
-
-      Context ctx(g.context_options());
-      const FeatureInput fixed = load_input(ctx, a.fixed, a.sift, true);
-      const FeatureInput moving = load_input(ctx, a.moving, a.sift, true);
-
-      // Query = FIXED, train = MOVING (the command-line order); the model maps train -> query points.
-      auto t0 = std::chrono::steady_clock::now();
-      const std::vector<Match> matches = match_features(ctx, fixed.features, moving.features, a.match);
-      const double match_ms = ms_since(t0);
-      std::vector<Point2> pm, pf;
-      pm.reserve(matches.size());
-      pf.reserve(matches.size());
-      for (const Match& m : matches) {
-        const Keypoint& kf = fixed.features.keypoints[std::size_t(m.query)];
-        const Keypoint& km = moving.features.keypoints[std::size_t(m.train)];
-        pm.push_back({km.x, km.y});
-        pf.push_back({kf.x, kf.y});
-      }
-      t0 = std::chrono::steady_clock::now();
-      const ModelEstimate est = estimate_model(ctx, pm, pf, a.ransac);
-      const double ransac_ms = ms_since(t0);
-      if (!est.found) {
-        throw Error(ErrorCode::kNoModel,
-                    "no " + a.model + " found between " + a.fixed + " (" + std::to_string(fixed.features.size()) +
-                        " features) and " + a.moving + " (" + std::to_string(moving.features.size()) + " features): " +
-                        std::to_string(matches.size()) + " matches, best model " + std::to_string(est.inliers) +
-                        " inliers, " + std::to_string(a.ransac.required_inliers()) +
-                        " needed (do the images overlap?)");
-      }
-
-      // Pictures, then all files at once.
-      t0 = std::chrono::steady_clock::now();
-      Image warped;
-      if (!a.warped.empty() || !a.overlay.empty())
-        warped = warp_image(ctx, moving.image, est.matrix, fixed.image.width, fixed.image.height);
-      const double warp_ms = ms_since(t0);
-      t0 = std::chrono::steady_clock::now();
-      OutputSet out;
-      if (!a.warped.empty()) out.add_image(a.warped, warped);
-      if (!a.draw.empty())
-        out.add_image(a.draw, draw_matches(fixed.image, fixed.features, moving.image, moving.features, matches,
-                                           &est.inlier_mask));
-      if (!a.overlay.empty())
-        out.add_image(a.overlay, a.overlay_style == "blend" ? overlay_blend(fixed.image, warped)
-                                                            : overlay_checkerboard(fixed.image, warped, a.tile));
-      out.commit();
-      const double write_ms = ms_since(t0);
-      const double total_ms = ms_since(t_total);
-
-      const auto& h = est.matrix;
-      if (g.json) {
-        nlohmann::json j = {
-            {"model", to_string(est.model)},
-            {"matrix", {{h[0], h[1], h[2]}, {h[3], h[4], h[5]}, {h[6], h[7], h[8]}}},
-            {"matrix_maps", "moving -> fixed pixels, (0,0) = centre of the top-left pixel"},
-            {"matches", matches.size()},
-            {"inliers", est.inliers},
-            {"rms_px", est.rms_px},
-            {"iterations", est.iterations},
-            {"threshold_px", a.ransac.threshold_px},
-            {"seed", a.ransac.seed},
-            {"backend", to_string(ctx.backend())},
-            {"device", ctx.describe()},
-            {"fixed", {{"path", a.fixed}, {"width", fixed.image.width}, {"height", fixed.image.height},
-                       {"features", fixed.features.size()}}},
-            {"moving", {{"path", a.moving}, {"width", moving.image.width}, {"height", moving.image.height},
-                        {"features", moving.features.size()}}},
-            {"time_ms",
-             {{"read", fixed.read_ms + moving.read_ms},
-              {"sift", fixed.sift_ms + moving.sift_ms},
-              {"match", match_ms},
-              {"ransac", ransac_ms},
-              {"warp", warp_ms},
-              {"write", write_ms},
-              {"total", total_ms}}}};
-        nlohmann::json outputs = nlohmann::json::object();
-        if (!a.warped.empty()) outputs["warped"] = a.warped;
-        if (!a.draw.empty()) outputs["draw"] = a.draw;
-        if (!a.overlay.empty()) outputs["overlay"] = a.overlay;
-        j["outputs"] = outputs;
-        std::cout << j.dump(2) << '\n';
-      } else {
-        std::printf("%s: %d inliers of %zu matches (fixed %zu features, moving %zu), rms %.3f px, %d iterations\n",
-                    to_string(est.model), est.inliers, matches.size(), fixed.features.size(), moving.features.size(),
-                    est.rms_px, est.iterations);
-        std::printf("matrix (moving -> fixed pixels):\n");
-        for (int r = 0; r < 3; ++r) std::printf("  % .10g  % .10g  % .10g\n", h[r * 3], h[r * 3 + 1], h[r * 3 + 2]);
-        std::printf("%s; read %.1f ms, sift %.1f ms, match %.1f ms, ransac %.1f ms, warp %.1f ms, write %.1f ms, total %.1f ms\n",
-                    ctx.describe().c_str(), fixed.read_ms + moving.read_ms, fixed.sift_ms + moving.sift_ms, match_ms,
-                    ransac_ms, warp_ms, write_ms, total_ms);
-        for (const auto* p : {&a.warped, &a.draw, &a.overlay})
-          if (!p->empty()) std::printf("wrote %s\n", p->c_str());
-      }
-      return 0;
-    };
-  });
+  g.add_json_option(*sub, "print the result as one JSON object per MOVING (README \"JSON output\")");
+  sub->callback([&g, &action, args] { action = [&g, args] { return run_register(*args, g); }; });
 }
 
 }  // namespace spectrasift::cli

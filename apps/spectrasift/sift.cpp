@@ -11,6 +11,8 @@
 #include <optional>
 
 #include "cli.hpp"
+#include "inputs.hpp"
+#include "report.hpp"
 #include "spectrasift/draw.hpp"
 #include "spectrasift/error.hpp"
 #include "spectrasift/io.hpp"
@@ -56,7 +58,7 @@ Image normalise_mask(const fs::path& path, const Image& mask, int width, int hei
 }
 
 struct SiftCliOptions {
-  std::string image;
+  std::vector<std::string> images;
   std::string output;
   std::string format;
   std::string mask;
@@ -65,81 +67,62 @@ struct SiftCliOptions {
   bool no_upsample = false;
 };
 
-int run_sift(const SiftCliOptions& o, const GlobalOptions& g) {
-  // Everything that can be checked without work is checked first, so a bad option costs nothing.
-  const fs::path image_path = o.image;
+/// One image's job: read, SIFT, write its outputs (all or none), print its result.
+/// `bar` shows the whole command; this image covers [progress0, progress1] of it.
+void sift_one(Context& ctx, const SiftCliOptions& o, const GlobalOptions& g, const SiftOptions& so,
+              const std::string& image_path, const std::string& output, const std::string& draw,
+              std::optional<FeatureFormat> format, Progress& bar, double progress0, double progress1) {
+  const auto t_total = Clock::now();
   require_input_file(image_path);
-  if (!o.mask.empty()) require_input_file(o.mask);
-  SiftOptions so = o.sift;
-  so.upsample = !o.no_upsample;
-  so.check();
-  std::optional<FeatureFormat> format;
-  if (!o.format.empty()) format = parse_feature_format(o.format);
-  else if (!o.output.empty()) format = feature_format_from_path(o.output);
-  if (!o.format.empty() && o.output.empty())
-    throw Error(ErrorCode::kInvalidArgument, "--format needs an output file (-o FILE)");
-  if (!o.output.empty() && fs::is_directory(o.output))
-    throw Error(ErrorCode::kInvalidArgument, o.output + ": is a directory (-o needs a file name)");
-  if (!o.draw.empty()) {
-    const std::string e = lower_ext(o.draw);
-    if (e != ".png" && e != ".tif" && e != ".tiff")
-      throw Error(ErrorCode::kInvalidArgument, o.draw + ": --draw writes .png (or .tif/.tiff) files");
-    if ((e == ".tif" || e == ".tiff") && !tiff_supported())
-      throw Error(ErrorCode::kUnsupported, o.draw + ": this build has no libtiff, use a .png file");
-  }
-
-  const ContextOptions copt = g.context_options();
   ImageLimits limits;
-  limits.max_pixels = copt.max_pixels;
-
+  limits.max_pixels = ctx.options().max_pixels;
+  const std::string name = fs::path(image_path).filename().string();
+  const auto stage = [&](const char* what, double f) {
+    bar.stage(std::string(what) + " " + name, progress0 + f * (progress1 - progress0));
+  };
+  stage("read", 0.0);
   auto t = Clock::now();
   const Image image = read_image(image_path, limits);
   std::optional<Image> mask;
   if (!o.mask.empty()) mask = normalise_mask(o.mask, read_image(o.mask, limits), image.width, image.height);
   const double read_ms = ms_since(t);
-
-  Context ctx(copt);
   if (g.verbose)
     std::fprintf(stderr, "spectrasift: sift on %s; %s %dx%d, %d channel(s), %s; read in %.1f ms\n",
-                 ctx.describe().c_str(), o.image.c_str(), image.width, image.height, image.channels,
+                 ctx.describe().c_str(), image_path.c_str(), image.width, image.height, image.channels,
                  to_string(image.type), read_ms);
 
+  stage("sift", 0.1);
   t = Clock::now();
   const Features features = detect_and_compute(ctx, image, so, mask ? &*mask : nullptr);
   const double sift_ms = ms_since(t);
 
   // Both outputs are written under temporary names and renamed only when both are complete.
+  stage("write", 0.9);
   t = Clock::now();
   OutputSet files;
-  if (!o.output.empty()) write_features(files.add(o.output), features, *format);
-  if (!o.draw.empty()) {
+  if (!output.empty()) write_features(files.add(output), features, *format);
+  if (!draw.empty()) {
     const Image picture = draw_keypoints(image, features);
-    if (lower_ext(o.draw) == ".png") write_png(files.add(o.draw), picture);
-    else write_tiff(files.add(o.draw), picture);
+    if (lower_ext(draw) == ".png") write_png(files.add(draw), picture);
+    else write_tiff(files.add(draw), picture);
   }
   files.commit();
   const double write_ms = ms_since(t);
+  bar.clear();
 
   if (g.verbose)
     std::fprintf(stderr, "spectrasift: %zu keypoints in %.1f ms; written in %.1f ms\n", features.size(), sift_ms,
                  write_ms);
   if (g.json) {
-    nlohmann::json j;
-    j["image"] = o.image;
-    j["width"] = image.width;
-    j["height"] = image.height;
-    j["channels"] = image.channels;
-    j["type"] = to_string(image.type);
-    j["keypoints"] = features.size();
-    j["backend"] = to_string(ctx.backend());
-    j["device"] = ctx.device().name;
+    nlohmann::json j = context_json("sift", ctx);
     j["device_index"] = ctx.device().index;
-    j["time_ms"] = sift_ms;
-    j["read_ms"] = read_ms;
-    j["write_ms"] = write_ms;
-    j["output"] = o.output.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.output);
-    j["format"] = format ? nlohmann::json(format_name(*format)) : nlohmann::json(nullptr);
-    j["draw"] = o.draw.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.draw);
+    j["image"] = {{"path", image_path},          {"width", image.width},
+                  {"height", image.height},      {"channels", image.channels},
+                  {"type", to_string(image.type)}, {"features", features.size()}};
+    j["times_ms"] = {{"read", read_ms}, {"sift", sift_ms}, {"write", write_ms}, {"total", ms_since(t_total)}};
+    j["output"] = output.empty() ? nlohmann::json(nullptr) : nlohmann::json(output);
+    j["format"] = format && !output.empty() ? nlohmann::json(format_name(*format)) : nlohmann::json(nullptr);
+    j["draw"] = draw.empty() ? nlohmann::json(nullptr) : nlohmann::json(draw);
     j["options"] = {{"octave_layers", so.octave_layers},
                     {"sigma", so.sigma},
                     {"contrast_threshold", so.contrast_threshold},
@@ -148,14 +131,66 @@ int run_sift(const SiftCliOptions& o, const GlobalOptions& g) {
                     {"max_features", so.max_features},
                     {"root_sift", so.root_sift},
                     {"mask", o.mask.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.mask)}};
-    std::cout << j.dump() << '\n';
+    print_json(j);
   } else {
-    std::printf("%s: %dx%d, %zu keypoints, %.1f ms", o.image.c_str(), image.width, image.height, features.size(),
+    std::printf("%s: %dx%d, %zu keypoints, %.1f ms", image_path.c_str(), image.width, image.height, features.size(),
                 sift_ms);
-    if (!o.output.empty()) std::printf(" -> %s (%s)", o.output.c_str(), format_name(*format));
+    if (!output.empty()) std::printf(" -> %s (%s)", output.c_str(), format_name(*format));
     std::printf("\n");
+    std::fflush(stdout);
   }
-  return 0;
+}
+
+std::string format_extension(FeatureFormat f) { return std::string(".") + format_name(f); }
+
+int run_sift(const SiftCliOptions& o, const GlobalOptions& g) {
+  // Everything that can be checked without work is checked first, so a bad option costs nothing.
+  const std::vector<std::string> images = expand_inputs(o.images);
+  const bool several = images.size() > 1;
+  if (!several) require_input_file(images[0]);
+  if (!o.mask.empty()) require_input_file(o.mask);
+  SiftOptions so = o.sift;
+  so.upsample = !o.no_upsample;
+  so.check();
+  std::optional<FeatureFormat> format;
+  if (!o.format.empty()) format = parse_feature_format(o.format);
+  else if (several) format = FeatureFormat::kBinary;
+  else if (!o.output.empty()) format = feature_format_from_path(o.output);
+  if (!o.format.empty() && o.output.empty())
+    throw Error(ErrorCode::kInvalidArgument, "--format needs an output file (-o FILE)");
+  if (!several && !o.output.empty() && fs::is_directory(o.output))
+    throw Error(ErrorCode::kInvalidArgument, o.output + ": is a directory (-o needs a file name)");
+  if (!o.draw.empty() && !several) {
+    const std::string e = lower_ext(o.draw);
+    if (e != ".png" && e != ".tif" && e != ".tiff")
+      throw Error(ErrorCode::kInvalidArgument, o.draw + ": --draw writes .png (or .tif/.tiff) files");
+    if ((e == ".tif" || e == ".tiff") && !tiff_supported())
+      throw Error(ErrorCode::kUnsupported, o.draw + ": this build has no libtiff, use a .png file");
+  }
+  // With several images, -o and --draw name folders: DIR/<image stem>.<format> and DIR/<stem>_keypoints.png.
+  std::vector<std::string> outputs(images.size(), o.output), draws(images.size(), o.draw);
+  if (several) {
+    if (!o.output.empty()) {
+      const auto names = outputs_in_dir(o.output, images, format_extension(*format));
+      for (std::size_t i = 0; i < names.size(); ++i) outputs[i] = names[i].string();
+    }
+    if (!o.draw.empty()) {
+      const auto names = outputs_in_dir(o.draw, images, "_keypoints.png");
+      for (std::size_t i = 0; i < names.size(); ++i) draws[i] = names[i].string();
+    }
+  }
+
+  Context ctx(g.context_options());  // one Context (and so one plan) for every image
+  Progress bar("sift", !g.quiet);
+  const double share = 1.0 / double(images.size());
+  if (!several) {
+    sift_one(ctx, o, g, so, images[0], outputs[0], draws[0], format, bar, 0.0, 1.0);
+    return 0;
+  }
+  return for_each_input(images, "sift", "image", g.json, bar, [&](std::size_t i) {
+    sift_one(ctx, o, g, so, images[i], outputs[i], draws[i], format, bar, double(i) * share, double(i + 1) * share);
+    return 0;
+  });
 }
 
 }  // namespace
@@ -164,13 +199,14 @@ void add_sift_command(CLI::App& app, GlobalOptions& g, Action& action) {
   // Owned by the subcommand's callback, which lives as long as the app; CLI11 writes into its fields.
   auto opts = std::make_shared<SiftCliOptions>();
   SiftCliOptions& o = *opts;
-  auto* sub = app.add_subcommand("sift", "detect SIFT keypoints and compute their descriptors for one image");
-  sub->add_option("IMAGE", o.image, "input image: PNG, JPEG, PGM/PPM or TIFF (8/16-bit, float); colour is made grey "
-                                    "with OpenCV's weights")
+  auto* sub = app.add_subcommand("sift", "detect SIFT keypoints and compute their descriptors for one or more images");
+  sub->add_option("IMAGE", o.images, "input image(s): PNG, JPEG, PGM/PPM or TIFF (8/16-bit, float); colour is made "
+                                     "grey with OpenCV's weights. Several (or a quoted glob) share one Context")
       ->required();
   sub->add_option("-o,--output", o.output,
                   "feature file to write; without it only a summary is printed. Format from --format or the "
-                  "extension: .key/.sift = Lowe's text, .json = JSON, anything else = binary");
+                  "extension: .key/.sift = Lowe's text, .json = JSON, anything else = binary. With several images: "
+                  "a folder, DIR/<image stem>.bin (or .key/.json by --format)");
   sub->add_option("--format", o.format, "feature file format: key, json or bin (default: from the -o extension)");
   sub->add_option("--mask", o.mask,
                   "image of the same size; keypoints are kept only where it is not zero (default: none)");
@@ -187,8 +223,8 @@ void add_sift_command(CLI::App& app, GlobalOptions& g, Action& action) {
   sub->add_flag("--root-sift", o.sift.root_sift, "write RootSIFT descriptors (L1-normalised square roots, x512; "
                 "the .key format rounds every descriptor value to an integer 0..255)");
   sub->add_option("--draw", o.draw, "also write a .png with the keypoints drawn (circle of radius size/2, line "
-                                    "for the orientation)");
-  g.add_json_option(*sub, "print one JSON object with the image size, keypoint count, backend, device and times");
+                                    "for the orientation); with several images: a folder, DIR/<stem>_keypoints.png");
+  g.add_json_option(*sub, "print one JSON object per image: image (path, size, features), backend, device, times_ms");
   g.add_backend_options(*sub);
   sub->callback([opts, &g, &action] { action = [opts, &g] { return run_sift(*opts, g); }; });
 }

@@ -18,6 +18,7 @@
 #include <limits>
 
 #include "cli.hpp"
+#include "report.hpp"
 #include "spectrasift/draw.hpp"
 #include "spectrasift/error.hpp"
 #include "spectrasift/io.hpp"
@@ -198,10 +199,28 @@ Image make_picture(const SpectralResult& r, const SpectralOptions& o, const std:
   return canvas;
 }
 
+/// The output format follows the extension: ENVI for .hdr (OUT.hdr + OUT.img); .tif/.tiff (GeoTIFF) is refused
+/// with a clear message rather than written as ENVI bytes under a TIFF name; any other name is a usage error.
+void check_output_names(const SpectralArgs& a) {
+  std::string ext = fs::path(a.output).extension().string();
+  for (auto& c : ext) c = char(std::tolower(static_cast<unsigned char>(c)));
+  if (ext == ".tif" || ext == ".tiff")
+    throw Error(ErrorCode::kUnsupported, a.output + ": GeoTIFF output is not available in this build (no GDAL writer); "
+                                         "write ENVI instead: -o OUT.hdr (+ OUT.img), which GDAL and QGIS read");
+  if (ext != ".hdr")
+    throw Error(ErrorCode::kInvalidArgument, a.output + ": -o must name an ENVI header (OUT.hdr; the data goes to OUT.img)");
+  if (!a.png.empty()) {
+    std::string pe = fs::path(a.png).extension().string();
+    for (auto& c : pe) c = char(std::tolower(static_cast<unsigned char>(c)));
+    if (pe != ".png") throw Error(ErrorCode::kInvalidArgument, a.png + ": --png writes a .png file");
+  }
+}
+
 int run_spectral(const SpectralArgs& a, const GlobalOptions& g) {
   const auto t_start = Clock::now();
   require_input_file(a.cube);
   if (a.output.empty()) throw Error(ErrorCode::kInvalidArgument, "-o OUT.hdr is required");
+  check_output_names(a);
   SpectralOptions o;
   o.metric = parse_metric(a.metric);
   const int reductions = int(a.best) + int(a.top > 0) + int(!std::isnan(a.threshold));
@@ -226,7 +245,7 @@ int run_spectral(const SpectralArgs& a, const GlobalOptions& g) {
   const SpectralLibrary refs = load_references(a, cube, co.max_pixels, g.verbose);
   const double read_ms = ms_since(t_read);
 
-  Progress bar("spectral", !g.json);
+  Progress bar("spectral", !g.quiet);
   SpectralResult r = spectral_match(ctx, cube, refs, o, [&bar](double f) { bar.update(f); });
   bar.done();
   r.times.read_ms = read_ms;
@@ -281,11 +300,8 @@ int run_spectral(const SpectralArgs& a, const GlobalOptions& g) {
     if (!r.index.empty() && r.index[i] >= 0) ++matched;
   }
   if (g.json) {
-    nlohmann::json j;
-    j["command"] = "spectral";
+    nlohmann::json j = context_json("spectral", ctx);
     j["cube"] = a.cube;
-    j["backend"] = to_string(ctx.backend());
-    j["device"] = ctx.describe();
     j["metric"] = m;
     const char* red[] = {"all", "best", "top", "threshold"};
     j["reduction"] = red[int(o.reduction)];
@@ -301,7 +317,7 @@ int run_spectral(const SpectralArgs& a, const GlobalOptions& g) {
     j["times_ms"] = {{"read", r.times.read_ms},       {"upload", r.times.upload_ms}, {"compute", r.times.compute_ms},
                      {"download", r.times.download_ms}, {"write", r.times.write_ms},   {"match_total", r.times.total_ms},
                      {"total", total_ms}};
-    std::cout << j.dump(2) << '\n';
+    print_json(j);
   } else {
     std::printf("%s: %d x %d pixels, %d reference(s), metric %s on %s\n", a.cube.c_str(), r.samples, r.lines,
                 r.references, m.c_str(), ctx.describe().c_str());

@@ -1,0 +1,70 @@
+#include "inputs.hpp"
+
+#include <glob.h>
+
+#include <algorithm>
+#include <charconv>
+#include <set>
+
+#include "spectrasift/error.hpp"
+
+namespace spectrasift::cli {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> expand_inputs(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  for (const std::string& a : args) {
+    std::error_code ec;
+    if (fs::exists(a, ec) || a.find_first_of("*?[") == std::string::npos) {
+      out.push_back(a);
+      continue;
+    }
+    glob_t g{};
+    const int rc = ::glob(a.c_str(), 0, nullptr, &g);
+    std::vector<std::string> found;
+    if (rc == 0)
+      for (std::size_t i = 0; i < g.gl_pathc; ++i) found.emplace_back(g.gl_pathv[i]);
+    ::globfree(&g);
+    if (found.empty()) throw Error(ErrorCode::kIo, a + ": no file matches this pattern");
+    std::sort(found.begin(), found.end());
+    out.insert(out.end(), found.begin(), found.end());
+  }
+  return out;
+}
+
+std::vector<fs::path> outputs_in_dir(const fs::path& dir, const std::vector<std::string>& inputs,
+                                     const std::string& suffix) {
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    throw Error(ErrorCode::kInvalidArgument,
+                dir.string() + ": with several inputs each output option names a folder (one file per input)");
+  fs::create_directories(dir, ec);
+  if (ec) throw Error(ErrorCode::kIo, dir.string() + ": cannot create the folder (" + ec.message() + ")");
+  std::vector<fs::path> out;
+  std::set<fs::path> seen;
+  for (const std::string& in : inputs) {
+    out.push_back(dir / (fs::path(in).stem().string() + suffix));
+    if (!seen.insert(out.back()).second)
+      throw Error(ErrorCode::kInvalidArgument, "two inputs would both write " + out.back().string() +
+                                                   " (inputs with the same name in different folders: run them apart)");
+  }
+  return out;
+}
+
+std::pair<int, int> parse_size(const std::string& text) {
+  const auto fail = [&] {
+    return Error(ErrorCode::kInvalidArgument, "--size '" + text + "' is not WxH (two positive integers, e.g. 1024x768)");
+  };
+  const char* p = text.data();
+  const char* const end = p + text.size();
+  int w = 0, h = 0;
+  auto r = std::from_chars(p, end, w);
+  if (r.ec != std::errc() || r.ptr == p || r.ptr == end || (*r.ptr != 'x' && *r.ptr != 'X')) throw fail();
+  p = r.ptr + 1;
+  r = std::from_chars(p, end, h);
+  if (r.ec != std::errc() || r.ptr == p || r.ptr != end || w <= 0 || h <= 0) throw fail();
+  return {w, h};
+}
+
+}  // namespace spectrasift::cli

@@ -1,0 +1,1 @@
+// An empty translation unit: libspectrasift.so is the static library linked whole (src/CMakeLists.txt).
