@@ -14,6 +14,7 @@
 
 #ifdef SPECTRASIFT_HAVE_CUDA
 #include "backend/cuda/host/sample_packer.hpp"
+#include "core/cpu_features.hpp"
 #endif
 
 namespace {
@@ -153,6 +154,20 @@ TEST(SamplePack, BytesDoNotDependOnItemsThreadsOrInstructionSet) {
       }
   if (SamplePacker::best_isa() != PackIsa::kAvx512Gfni)
     GTEST_SKIP() << "this processor lacks AVX-512BW or VBMI+GFNI: not every packer was compared";
+}
+
+// The packer's level follows cpu_features() and the library's ISA cap: below CpuIsa::kAvx512 it is scalar.
+TEST(SamplePack, BestIsaFollowsTheCpuIsaCap) {
+  const spectrasift::CpuFeatures& f = spectrasift::cpu_features();
+  const PackIsa expected = !(f.avx512f && f.avx512bw) ? PackIsa::kScalar
+                           : (f.avx512vl && f.avx512cd && f.avx512vbmi && f.gfni) ? PackIsa::kAvx512Gfni
+                                                                                  : PackIsa::kAvx512bw;
+  EXPECT_EQ(SamplePacker::best_isa(), expected);
+  spectrasift::set_cpu_isa_cap(spectrasift::CpuIsa::kAvx2);
+  EXPECT_EQ(SamplePacker::best_isa(), PackIsa::kScalar);
+  EXPECT_EQ(SamplePacker(false, false).isa(), PackIsa::kScalar);
+  spectrasift::set_cpu_isa_cap(spectrasift::CpuIsa::kAvx512);
+  EXPECT_EQ(SamplePacker::best_isa(), expected);
 }
 
 TEST(SamplePack, RealSceneComesBackAndPacksSmall) {

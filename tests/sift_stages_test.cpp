@@ -16,6 +16,7 @@
 
 #include "backend/cpu/sift.hpp"
 #include "core/context_impl.hpp"
+#include "core/cpu_features.hpp"
 #include "core/sift_backend.hpp"
 #include "core/sift_plan.hpp"
 #include "numeric/sift_descriptor.h"
@@ -275,6 +276,52 @@ TEST(SiftStages, IntermediateListsDoNotDependOnTheThreadCount) {
     EXPECT_TRUE(same_bits(b->descriptor_values().data(), a->descriptor_values().data(),
                           a->descriptor_values().size() * sizeof(float)));
   }
+}
+
+// The AVX2 and the baseline builds of the hot loops (sift_kernels.inc, picked per image) give the same bits:
+// every Gaussian level, the refined, oriented and selected records and the descriptors.
+TEST(SiftStages, AvxAndBaselineKernelsGiveTheSameBits) {
+  if (ss::cpu_isa() < ss::CpuIsa::kAvx2) GTEST_SKIP() << "this CPU has no AVX2";
+  struct CapGuard {
+    ~CapGuard() { ss::set_cpu_isa_cap(ss::CpuIsa::kAvx512); }
+  } guard;
+  const ss::ImageF g = graf1();
+  const SiftPlan plan = ss::detail::make_sift_plan(g.width, g.height, {});
+  ss::Context ctx = cpu_context(2);
+  std::unique_ptr<ss::cpu::SiftStagesCpu> run[2];
+  std::vector<SiftKeypoint> refined[2], oriented[2];
+  const ss::CpuIsa caps[2] = {ss::CpuIsa::kBaseline, ss::CpuIsa::kAvx2};
+  for (int k = 0; k < 2; ++k) {
+    ss::set_cpu_isa_cap(caps[k]);
+    run[k] = run_cpu(ctx, g, plan, 2);
+    EXPECT_EQ(run[k]->kernel_isa(), caps[k]);
+    refined[k] = run[k]->refined();
+    oriented[k] = run[k]->keypoints();
+    run[k]->select(nullptr);
+    run[k]->descriptors();
+  }
+  const auto& a = *run[0];
+  const auto& b = *run[1];
+  for (int o = 0; o < plan.octaves; ++o) {
+    for (int l = 1; l <= plan.layers; ++l) {
+      const ss::cpu::SiftPlane& pa = a.gauss(o, l);
+      const ss::cpu::SiftPlane& pb = b.gauss(o, l);
+      ASSERT_EQ(pa.w, pb.w);
+      ASSERT_EQ(pa.h, pb.h);
+      EXPECT_TRUE(same_bits(pa.row(0), pb.row(0), std::size_t(pa.w) * std::size_t(pa.h) * sizeof(float)))
+          << "octave " << o << " level " << l;
+    }
+  }
+  ASSERT_GT(refined[0].size(), 100u);
+  ASSERT_EQ(refined[0].size(), refined[1].size());
+  EXPECT_TRUE(same_bits(refined[0].data(), refined[1].data(), refined[0].size() * sizeof(SiftKeypoint)));
+  ASSERT_EQ(oriented[0].size(), oriented[1].size());
+  EXPECT_TRUE(same_bits(oriented[0].data(), oriented[1].data(), oriented[0].size() * sizeof(SiftKeypoint)));
+  ASSERT_EQ(a.keypoints().size(), b.keypoints().size());
+  EXPECT_TRUE(same_bits(a.keypoints().data(), b.keypoints().data(), a.keypoints().size() * sizeof(SiftKeypoint)));
+  ASSERT_EQ(a.descriptor_values().size(), b.descriptor_values().size());
+  EXPECT_TRUE(same_bits(a.descriptor_values().data(), b.descriptor_values().data(),
+                        a.descriptor_values().size() * sizeof(float)));
 }
 
 // The stage sequence through the public call: counts are consistent and the features are those of the stages.

@@ -8,17 +8,21 @@
 // 11 planes of 4WH floats, instead of about 4/3 (2S + 5) for the whole pyramid and DoG.
 // orientations(), select() and descriptors() are separate passes over the records.
 //
-// Threads (SiftThreadPool, see sift_parallel.hpp): every pass runs over chunks (rows, (layer, row) pairs or
+// Threads (the calling thread's WorkPool, core/thread_pool.hpp): every pass runs over chunks (rows, (layer, row) pairs or
 // records) and each chunk writes only its own outputs; the records of each chunk are kept apart and joined in
 // chunk order, so every intermediate list is in the same order for any thread count.
+//
+// ISA: the hot loops are called through the SiftKernels picked in upload() (sift_kernels.hpp): AVX2 or
+// baseline builds, same bits.
 #pragma once
 
 #include <cstddef>
 #include <memory>
 #include <vector>
 
-#include "backend/cpu/sift_parallel.hpp"
+#include "backend/cpu/sift_kernels.hpp"
 #include "core/sift_backend.hpp"
+#include "core/thread_pool.hpp"
 #include "numeric/sift_keypoint.h"
 
 namespace spectrasift::cpu {
@@ -58,15 +62,18 @@ class SiftStagesCpu final : public detail::SiftStages {
   const std::vector<SiftKeypoint>& refined() const noexcept { return refined_; }
   const std::vector<SiftKeypoint>& keypoints() const noexcept { return keypoints_; }
   const std::vector<float>& descriptor_values() const noexcept { return descriptors_; }
+  /// The ISA level of the kernels picked by the last upload().
+  CpuIsa kernel_isa() const noexcept { return kernels_.isa; }
 
  private:
-  void build_octave_base(int octave, SiftThreadPool& pool);   // sift_pyramid.cpp
-  void build_octave_levels(int octave, SiftThreadPool& pool); // sift_pyramid.cpp
-  void scan_octave(int octave, SiftThreadPool& pool);         // sift_extrema.cpp
-  SiftThreadPool& pool();
+  void build_octave_base(int octave, WorkPool& pool);    // sift_pyramid.cpp
+  void build_octave_levels(int octave, WorkPool& pool);  // sift_pyramid.cpp
+  void scan_octave(int octave, WorkPool& pool);          // sift_extrema.cpp
+  WorkPool& pool();  // the calling thread's pool with the context's thread count
 
   detail::ContextImpl& ctx_;
   const detail::SiftPlan* plan_ = nullptr;
+  SiftKernels kernels_ = pick_sift_kernels();   // re-picked by upload() (the test cap may have changed)
   const float* grey_ = nullptr;                 // the grey input: the caller's buffer or converted_
   std::vector<float> converted_;                // the grey conversion of a non-grey input
   std::vector<std::vector<SiftPlane>> gauss_;   // [octave][layer - 1], layers 1..S
@@ -79,7 +86,6 @@ class SiftStagesCpu final : public detail::SiftStages {
   std::vector<SiftKeypoint> keypoints_;         // after orientations(): one per peak; select() filters them
   std::vector<float> descriptors_;              // after descriptors(): 128 per keypoint
   detail::SiftCounts counts_;
-  std::unique_ptr<SiftThreadPool> pool_;        // kept between calls (threads sleep when idle)
 };
 
 }  // namespace spectrasift::cpu

@@ -1,69 +1,19 @@
 // CPU SIFT descriptor stage (notes §8): the 4 x 4 x 8 descriptor of every selected keypoint on the Gaussian
 // level of its layer (numeric/sift_descriptor.h), each accumulator entry summed in sample order (the
 // determinism rule that the device kernels follow too), then RootSIFT when the plan asks for it.
-//
-// Let g++ if-convert and vectorise the per-sample loops (the selects of the polynomial atan2): with
-// no-trapping-math a select may compute both arms. It changes no result; fast-math stays off. Set for the
-// whole file (before any include) so that every inline function here is compiled with the same options.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("no-trapping-math")
-#endif
+// The per-sample loops are sift_kernels.inc's descriptor_row and descriptor_accumulate_row.
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "backend/cpu/sift.hpp"
-#include "backend/cpu/sift_isa.hpp"
 #include "numeric/sift_descriptor.h"
 #include "spectrasift/error.hpp"
 
 namespace spectrasift::cpu {
 
 namespace {
-
-// One row i of a descriptor window, for the columns j = j0 .. j0 + n - 1 that are all inside the
-// grid (vectorised): accumulator index of the integer bins and the fractions, with OpenCV's float
-// operation order, and the squared gradient magnitude.
-SIFT_CLONES void descriptor_row(const float* __restrict up, const float* __restrict mid, const float* __restrict dn,
-                                int cx, int j0, int n, float fi, float cos_t, float sin_t, float ori_kp,
-                                float bins_per_deg, int* __restrict ibin, float* __restrict rf, float* __restrict cf,
-                                float* __restrict of, float* __restrict mag2) {
-  const int nb = SIFT_DESCR_HIST_BINS;
-  for (int t = 0; t < n; ++t) {
-    const int j = j0 + t;
-    const int x = cx + j;
-    const float fj = float(j);
-    const float c_rot = fj * cos_t - fi * sin_t;
-    const float r_rot = fj * sin_t + fi * cos_t;
-    const float dx = mid[x + 1] - mid[x - 1];
-    const float dy = up[x] - dn[x];
-    float f0, f1, f2;
-    const int r0 = sift_descriptor_split(r_rot + 2.0f - 0.5f, &f0);
-    const int c0 = sift_descriptor_split(c_rot + 2.0f - 0.5f, &f1);
-    int o0 = sift_descriptor_split((sift_atan2_deg(dy, dx) - ori_kp) * bins_per_deg, &f2);
-    o0 = o0 < 0 ? o0 + nb : o0;
-    o0 = o0 >= nb ? o0 - nb : o0;
-    rf[t] = f0;
-    cf[t] = f1;
-    of[t] = f2;
-    ibin[t] = sift_descriptor_index(r0, c0, o0);
-    mag2[t] = dx * dx + dy * dy;
-  }
-}
-
-// Trilinear accumulation of n samples (weights wi * wj[t]) into the descriptor histogram, in sample
-// order (scalar: the 8 targets of a sample may be shared with the next one); the shares are
-// sift_descriptor_shares with the index precomputed.
-SIFT_CLONES void descriptor_accumulate_row(float* hist, const int* ibin, const float* rf, const float* cf,
-                                           const float* of, const float* mag2, float wi, const float* wj, int n) {
-  for (int t = 0; t < n; ++t) {
-    const float mag = std::sqrt(mag2[t]) * (wi * wj[t]);
-    const SiftDescriptorShares sh = sift_descriptor_shares(mag, rf[t], cf[t], of[t]);
-    float* h = hist + ibin[t];
-    for (int k = 0; k < 8; ++k) h[sift_descriptor_share_offset(k)] += sh.v[k];
-  }
-}
 
 // Per-thread scratch of a descriptor window.
 struct Scratch {
@@ -148,9 +98,9 @@ void SiftStagesCpu::descriptors() {
         while (j_hi > j_lo && !inside(j_hi, fi)) --j_hi;
         if (j_lo > j_hi) continue;
         const int n = j_hi - j_lo + 1;
-        descriptor_row(img.row(y - 1), img.row(y), img.row(y + 1), cx, j_lo, n, fi, cos_t, sin_t, ori, bins_per_deg,
+        kernels_.descriptor_row(img.row(y - 1), img.row(y), img.row(y + 1), cx, j_lo, n, fi, cos_t, sin_t, ori, bins_per_deg,
                        s.bin.data(), s.a.data(), s.b.data(), s.c.data(), s.d.data());
-        descriptor_accumulate_row(hist, s.bin.data(), s.a.data(), s.b.data(), s.c.data(), s.d.data(),
+        kernels_.descriptor_accumulate_row(hist, s.bin.data(), s.a.data(), s.b.data(), s.c.data(), s.d.data(),
                                   s.ex[std::size_t(i + radius)], s.ex.data() + (j_lo + radius), n);
       }
       float* row = descriptors_.data() + std::size_t(idx) * Features::kDescriptorSize;

@@ -17,20 +17,12 @@
 #include <vector>
 
 #include "backend/cpu/sift.hpp"
-#include "backend/cpu/sift_isa.hpp"
 #include "numeric/sift_extrema.h"
 #include "numeric/sift_refine.h"
 
 namespace spectrasift::cpu {
 
 namespace {
-
-// The first part of the extremum test over a row (vectorised): flags[c] = sift_extremum_in_layer for
-// c = begin .. end - 1; c0, c1, c2 are rows r-1, r, r+1 of the layer.
-SIFT_CLONES void extrema_flags(const float* __restrict c0, const float* __restrict c1, const float* __restrict c2,
-                               int begin, int end, float thr, std::uint8_t* __restrict flags) {
-  for (int c = begin; c < end; ++c) flags[c] = std::uint8_t(sift_extremum_in_layer(c0, c1, c2, c, thr));
-}
 
 // The DoG neighbourhood n[27] of (r, c) in layer l (see sift_refine.h).
 void gather27(const std::vector<SiftPlane>& dog, int l, int r, int c, float* n) {
@@ -52,7 +44,7 @@ std::size_t SiftStagesCpu::extrema() {
   dog_.resize(std::size_t(p.dog_levels));
   refined_.clear();
   counts_.candidates = 0;
-  SiftThreadPool& workers = pool();
+  WorkPool& workers = pool();
   for (int o = 0; o < p.octaves; ++o) {
     build_octave_base(o, workers);
     build_octave_levels(o, workers);
@@ -62,7 +54,7 @@ std::size_t SiftStagesCpu::extrema() {
   return counts_.candidates;
 }
 
-void SiftStagesCpu::scan_octave(int o, SiftThreadPool& pool) {
+void SiftStagesCpu::scan_octave(int o, WorkPool& pool) {
   const detail::SiftPlan& p = *plan_;
   const int s = p.layers;
   const int w = dog_[0].w, h = dog_[0].h;
@@ -94,7 +86,7 @@ void SiftStagesCpu::scan_octave(int o, SiftThreadPool& pool) {
       const SiftPlane& prv = dog_[std::size_t(layer0 - 1)];
       const SiftPlane& cur = dog_[std::size_t(layer0)];
       const SiftPlane& nxt = dog_[std::size_t(layer0 + 1)];
-      extrema_flags(cur.row(r0 - 1), cur.row(r0), cur.row(r0 + 1), border, w - border, thr, flags.data());
+      kernels_.extrema_flags(cur.row(r0 - 1), cur.row(r0), cur.row(r0 + 1), border, w - border, thr, flags.data());
       const float* cur_row = cur.row(r0);
       for (int c0 = border; c0 < w - border; ++c0) {
         if ((c0 & 7) == 0 && c0 + 8 <= w - border) {  // skip eight unflagged columns at once

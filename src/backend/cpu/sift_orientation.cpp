@@ -1,42 +1,18 @@
 // CPU SIFT orientation stage (notes §7): the 36-bin histogram of every refined point on the Gaussian level of
 // its layer, at its integer position, and one keypoint record per peak (numeric/sift_orientation.h). Each
 // bin is summed in sample order, the determinism rule that the device kernels follow too.
-//
-// Let g++ if-convert and vectorise the per-sample loops (the selects of the polynomial atan2): with
-// no-trapping-math a select may compute both arms. It changes no result; fast-math stays off. Set for the
-// whole file (before any include) so that every inline function here is compiled with the same options.
-// (sqrt stays in the scalar loop: with math-errno, which a pragma cannot turn off for the builtin, g++
-// does not vectorise it.)
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("no-trapping-math")
-#endif
+// The per-sample loop is sift_kernels.inc's orientation_row.
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "backend/cpu/sift.hpp"
-#include "backend/cpu/sift_isa.hpp"
 #include "numeric/sift_orientation.h"
 
 namespace spectrasift::cpu {
 
 namespace {
-
-// One row of an orientation window, x = x0 .. x0 + n - 1: histogram bin and squared magnitude of the
-// gradient (vectorised), then the weighted magnitudes added to raw[36] in sample order (scalar).
-SIFT_CLONES void orientation_row(const float* __restrict up, const float* __restrict mid, const float* __restrict dn,
-                                 int x0, int n, const float* __restrict wrow, int* __restrict bin,
-                                 float* __restrict mag2, float* __restrict raw) {
-  for (int t = 0; t < n; ++t) {
-    const int x = x0 + t;
-    const float dx = mid[x + 1] - mid[x - 1];
-    const float dy = up[x] - dn[x];
-    bin[t] = sift_orientation_bin(sift_atan2_deg(dy, dx));
-    mag2[t] = dx * dx + dy * dy;
-  }
-  for (int t = 0; t < n; ++t) raw[bin[t]] += wrow[t] * std::sqrt(mag2[t]);
-}
 
 // Per-thread scratch of an orientation window.
 struct Scratch {
@@ -45,7 +21,8 @@ struct Scratch {
 };
 
 // Smoothed 36-bin orientation histogram around integer (c, r) of img; returns its maximum.
-float orientation_histogram(const SiftPlane& img, int c, int r, int radius, float sigma, float* hist, Scratch& s) {
+float orientation_histogram(const SiftKernels& kern, const SiftPlane& img, int c, int r, int radius, float sigma,
+                            float* hist, Scratch& s) {
   const float scale = sift_orientation_window_scale(sigma);
   const std::size_t side = std::size_t(2 * radius + 1);
   if (s.wrow.size() < side) {
@@ -65,7 +42,7 @@ float orientation_histogram(const SiftPlane& img, int c, int r, int radius, floa
       if (y <= 0 || y >= img.h - 1) continue;
       const float wi = s.ex[std::size_t(i + radius)];
       for (int t = 0; t < n; ++t) s.wrow[std::size_t(t)] = wi * s.ex[std::size_t(x_lo + t - c + radius)];
-      orientation_row(img.row(y - 1), img.row(y), img.row(y + 1), x_lo, n, s.wrow.data(), s.bin.data(),
+      kern.orientation_row(img.row(y - 1), img.row(y), img.row(y + 1), x_lo, n, s.wrow.data(), s.bin.data(),
                       s.mag2.data(), raw);
     }
   }
@@ -87,7 +64,7 @@ void SiftStagesCpu::orientations() {
     for (int i = i0; i < i1; ++i) {
       SiftKeypoint kp = refined_[std::size_t(i)];
       const float scl_octv = kp.sigma_octave;
-      const float omax = orientation_histogram(gauss(kp.octave_index, kp.layer), kp.c, kp.r,
+      const float omax = orientation_histogram(kernels_, gauss(kp.octave_index, kp.layer), kp.c, kp.r,
                                                sift_round(SIFT_ORI_RADIUS * scl_octv), SIFT_ORI_SIG_FCTR * scl_octv,
                                                hist, scratch);
       const float mag_thr = omax * SIFT_ORI_PEAK_RATIO;

@@ -1,17 +1,17 @@
 // CPU SIFT scale space: the doubled (or plain) base image, incremental Gaussian blurs with fused
 // difference of Gaussians, and nearest-even downsampling between octaves (notes §2-3).
 //
-// Blur: separable, rows computed independently (chunks of rows on the SiftThreadPool). For one output
+// Blur: separable, rows computed independently (chunks of rows on the WorkPool). For one output
 // row the vertical pass sums the 2R+1 source rows into a padded temporary row (one contiguous
 // multiply-add per tap pair, which g++ vectorises at -O3), the padding is filled by BORDER_REFLECT_101,
-// and the horizontal pass folds the symmetric tap pairs the same way. Each output value is computed by the same sequence of float
-// operations whatever the vector width, so results do not depend on the ISA clone or the thread count.
+// and the horizontal pass folds the symmetric tap pairs the same way (the passes are in sift_kernels.inc).
+// Each output value is computed by the same sequence of float operations whatever the vector width, so
+// results do not depend on the ISA build or the thread count.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "backend/cpu/sift.hpp"
-#include "backend/cpu/sift_isa.hpp"
 
 namespace spectrasift::cpu {
 
@@ -35,80 +35,17 @@ int reflect101(int p, int len) noexcept {
   return p;
 }
 
-// Both passes work on blocks of kBlock columns held in a local accumulator, so that the compiler knows
-// that the output does not alias the inputs and vectorises the tap loop.
-constexpr int kBlock = 256;
-
-// out[x] = k0 * c[x] + sum_i k_i * (rows[2i-2][x] + rows[2i-1][x]); rows holds the pairs (y - i, y + i).
-SIFT_CLONES SIFT_NO_JAM void vertical_pass(float* out, const float* c, const float* const* rows, const float* k, int r,
-                                           int w) {
-  float acc[kBlock];
-  const float k0 = k[0];
-  for (int x0 = 0; x0 < w; x0 += kBlock) {
-    const int n = std::min(kBlock, w - x0);
-    for (int x = 0; x < n; ++x) acc[x] = k0 * c[x0 + x];
-    int i = 1;
-    // Two taps per sweep (the same left-to-right summation as one tap at a time). Written out because
-    // g++'s own unroll-and-jam of this loop pair produces scalar code.
-    for (; i + 1 <= r; i += 2) {
-      const float* a = rows[2 * i - 2] + x0;
-      const float* b = rows[2 * i - 1] + x0;
-      const float* a2 = rows[2 * i] + x0;
-      const float* b2 = rows[2 * i + 1] + x0;
-      const float ki = k[i], ki2 = k[i + 1];
-      for (int x = 0; x < n; ++x) acc[x] = (acc[x] + ki * (a[x] + b[x])) + ki2 * (a2[x] + b2[x]);
-    }
-    for (; i <= r; ++i) {
-      const float* a = rows[2 * i - 2] + x0;
-      const float* b = rows[2 * i - 1] + x0;
-      const float ki = k[i];
-      for (int x = 0; x < n; ++x) acc[x] += ki * (a[x] + b[x]);
-    }
-    for (int x = 0; x < n; ++x) out[x0 + x] = acc[x];
-  }
-}
-
-// out[x] = k0 * t[x] + sum_i k_i * (t[x - i] + t[x + i]); t is padded by r on both sides.
-SIFT_CLONES SIFT_NO_JAM void horizontal_pass(float* out, const float* t, const float* k, int r, int w) {
-  float acc[kBlock];
-  const float k0 = k[0];
-  for (int x0 = 0; x0 < w; x0 += kBlock) {
-    const int n = std::min(kBlock, w - x0);
-    const float* tb = t + x0;
-    for (int x = 0; x < n; ++x) acc[x] = k0 * tb[x];
-    int i = 1;
-    for (; i + 1 <= r; i += 2) {
-      const float* a = tb - i;
-      const float* b = tb + i;
-      const float* a2 = tb - i - 1;
-      const float* b2 = tb + i + 1;
-      const float ki = k[i], ki2 = k[i + 1];
-      for (int x = 0; x < n; ++x) acc[x] = (acc[x] + ki * (a[x] + b[x])) + ki2 * (a2[x] + b2[x]);
-    }
-    for (; i <= r; ++i) {
-      const float* a = tb - i;
-      const float* b = tb + i;
-      const float ki = k[i];
-      for (int x = 0; x < n; ++x) acc[x] += ki * (a[x] + b[x]);
-    }
-    for (int x = 0; x < n; ++x) out[x0 + x] = acc[x];
-  }
-}
-
-SIFT_CLONES void subtract_row(float* __restrict d, const float* __restrict a, const float* __restrict b, int w) {
-  for (int x = 0; x < w; ++x) d[x] = a[x] - b[x];
-}
-
 // Rows per work chunk: planes of up to 64k pixels are one chunk (run by the calling thread alone: waking a
 // worker costs more than it saves); larger ones give each thread about 8 chunks.
-int rows_per_chunk(int w, int h, const SiftThreadPool& pool) {
+int rows_per_chunk(int w, int h, const WorkPool& pool) {
   if (long(w) * long(h) <= (1L << 16)) return std::max(h, 1);
   return std::max(1, h / (8 * pool.size()));
 }
 
 // Blurs src (w x h, stride w) with the half kernel k[0..r]. dst receives the blurred image when not null;
 // dog receives blurred - src when not null.
-void blur(const float* src, int w, int h, const float* k, int r, float* dst, float* dog, SiftThreadPool& pool) {
+void blur(const SiftKernels& kern, const float* src, int w, int h, const float* k, int r, float* dst, float* dog,
+          WorkPool& pool) {
   pool.run(h, rows_per_chunk(w, h, pool), [&](int y0, int y1, int) {
     thread_local std::vector<float> tmp, out_row;
     thread_local std::vector<const float*> rows;
@@ -122,14 +59,14 @@ void blur(const float* src, int w, int h, const float* k, int r, float* dst, flo
       }
       float* t = tmp.data() + r;
       const float* center = src + std::size_t(y) * w;
-      vertical_pass(t, center, rows.data(), k, r, w);
+      kern.vertical_pass(t, center, rows.data(), k, r, w);
       for (int i = 1; i <= r; ++i) {
         t[-i] = t[reflect101(-i, w)];
         t[w - 1 + i] = t[reflect101(w - 1 + i, w)];
       }
       float* out = dst ? dst + std::size_t(y) * w : out_row.data();
-      horizontal_pass(out, t, k, r, w);
-      if (dog) subtract_row(dog + std::size_t(y) * w, out, center, w);
+      kern.horizontal_pass(out, t, k, r, w);
+      if (dog) kern.subtract_row(dog + std::size_t(y) * w, out, center, w);
     }
   });
 }
@@ -142,14 +79,9 @@ void upsample_row(const float* in, int w, float* out) {
   out[2 * w - 1] = in[w - 1];
 }
 
-SIFT_CLONES void blend_rows(float* __restrict out, const float* __restrict a, float wa, const float* __restrict b,
-                            float wb, int w) {
-  for (int x = 0; x < w; ++x) out[x] = a[x] * wa + b[x] * wb;
-}
-
 // The input doubled in both directions: output pixel X samples input (X + 0.5) / 2 - 0.5 (OpenCV's
 // INTER_LINEAR with half-pixel centres); this puts doubled pixel 2k at input k - 0.25 (notes §10).
-void upsample(const float* in, int w, int h, SiftPlane& out, SiftThreadPool& pool) {
+void upsample(const SiftKernels& kern, const float* in, int w, int h, SiftPlane& out, WorkPool& pool) {
   const int w2 = 2 * w, h2 = 2 * h;
   out.resize(w2, h2);
   pool.run(h2, rows_per_chunk(w2, h2, pool), [&](int y0, int y1, int) {
@@ -168,14 +100,14 @@ void upsample(const float* in, int w, int h, SiftPlane& out, SiftThreadPool& poo
       const float wa = (y % 2 == 0) ? 0.25f : 0.75f;
       upsample_row(in + std::size_t(ya) * w, w, ra.data());
       upsample_row(in + std::size_t(ya + 1) * w, w, rb.data());
-      blend_rows(o, ra.data(), wa, rb.data(), 1.0f - wa, w2);
+      kern.blend_rows(o, ra.data(), wa, rb.data(), 1.0f - wa, w2);
     }
   });
 }
 
 }  // namespace
 
-void SiftStagesCpu::build_octave_base(int octave, SiftThreadPool& pool) {
+void SiftStagesCpu::build_octave_base(int octave, WorkPool& pool) {
   const detail::SiftPlan& p = *plan_;
   if (octave > 0) {
     // Level 0 of octave o+1 = the even pixels of level S of octave o.
@@ -193,16 +125,17 @@ void SiftStagesCpu::build_octave_base(int octave, SiftThreadPool& pool) {
   // Kernel 0 takes the input, assumed blurred by 0.5 px already (1 px once doubled), to sigma.
   const int w = p.input_width, h = p.input_height;
   if (p.upsample) {
-    upsample(grey_, w, h, dog_[0], pool);
+    upsample(kernels_, grey_, w, h, dog_[0], pool);
     base_.resize(dog_[0].w, dog_[0].h);
-    blur(dog_[0].buffer.get(), dog_[0].w, dog_[0].h, p.kernel(0), p.tap_radius[0], base_.buffer.get(), nullptr, pool);
+    blur(kernels_, dog_[0].buffer.get(), dog_[0].w, dog_[0].h, p.kernel(0), p.tap_radius[0], base_.buffer.get(),
+         nullptr, pool);
   } else {
     base_.resize(w, h);
-    blur(grey_, w, h, p.kernel(0), p.tap_radius[0], base_.buffer.get(), nullptr, pool);
+    blur(kernels_, grey_, w, h, p.kernel(0), p.tap_radius[0], base_.buffer.get(), nullptr, pool);
   }
 }
 
-void SiftStagesCpu::build_octave_levels(int octave, SiftThreadPool& pool) {
+void SiftStagesCpu::build_octave_levels(int octave, WorkPool& pool) {
   const detail::SiftPlan& p = *plan_;
   const int s = p.layers;
   const int w = base_.w, h = base_.h;
@@ -216,7 +149,8 @@ void SiftStagesCpu::build_octave_levels(int octave, SiftThreadPool& pool) {
                        : i - 1 <= s ? g[std::size_t(i - 2)].buffer.get()
                                     : upper_.buffer.get();
     float* dst = i <= s ? g[std::size_t(i - 1)].buffer.get() : i == s + 1 ? upper_.buffer.get() : nullptr;
-    blur(src, w, h, p.kernel(i), p.tap_radius[std::size_t(i)], dst, dog_[std::size_t(i - 1)].buffer.get(), pool);
+    blur(kernels_, src, w, h, p.kernel(i), p.tap_radius[std::size_t(i)], dst, dog_[std::size_t(i - 1)].buffer.get(),
+         pool);
   }
 }
 

@@ -49,14 +49,11 @@ bool mask_set(const Image& m, int x, int y) {
 
 }  // namespace
 
-SiftThreadPool& SiftStagesCpu::pool() {
-  const int threads = std::max(ctx_.cpu_threads(), 1);
-  if (!pool_ || pool_->size() != threads) pool_ = std::make_unique<SiftThreadPool>(threads);
-  return *pool_;
-}
+WorkPool& SiftStagesCpu::pool() { return calling_thread_pool(std::max(ctx_.cpu_threads(), 1)); }
 
 void SiftStagesCpu::upload(const detail::SiftPlan& plan, const detail::SiftImageView& image) {
   plan_ = &plan;
+  kernels_ = pick_sift_kernels();
   refined_.clear();
   keypoints_.clear();
   descriptors_.clear();
@@ -66,7 +63,7 @@ void SiftStagesCpu::upload(const detail::SiftPlan& plan, const detail::SiftImage
     return;
   }
   converted_.resize(std::size_t(image.width) * std::size_t(image.height));
-  SiftThreadPool& workers = pool();
+  WorkPool& workers = pool();
   const int chunk = std::max(1, image.height / (8 * workers.size()));
   workers.run(image.height, chunk, [&](int y0, int y1, int) {
     switch (image.type) {

@@ -1,6 +1,8 @@
 // SamplePacker: see numeric/sample_pack.h for the format.
 #include "backend/cuda/host/sample_packer.hpp"
 
+#include "core/cpu_features.hpp"
+
 #if defined(__x86_64__)
 // GCC 12's AVX-512 intrinsics read undefined vectors on purpose (_mm512_undefined_*), which -Wuninitialized
 // reports at their lines in the header once inlined into a target("avx512bw") function: silenced for the header.
@@ -55,11 +57,15 @@ void planes_scalar(const std::uint8_t* p, bool swap, std::uint16_t bias, std::ui
   }
 }
 
-#if defined(__x86_64__)
+// The vector packers, one ISA region per PackIsa level (the pattern of core/cpu_features.hpp); best_isa()
+// says which of them this CPU runs.
+#if defined(SPECTRASIFT_ISA_REGIONS)
 #define SPECTRASIFT_PACK_AVX512 1
+SPECTRASIFT_ISA_BEGIN("avx512f,avx512bw")
+namespace avx512bw {
+
 // Two 512-bit vectors hold a block (2 x 32 values): the numeric values (stored bytes swapped when `swap`).
-__attribute__((target("avx512f,avx512bw"))) inline void load_values_avx512(const std::uint8_t* p, bool swap,
-                                                                           __m512i& a, __m512i& b) {
+inline void load_values(const std::uint8_t* p, bool swap, __m512i& a, __m512i& b) {
   a = _mm512_loadu_si512(p);
   b = _mm512_loadu_si512(p + 64);
   if (swap) {
@@ -69,19 +75,16 @@ __attribute__((target("avx512f,avx512bw"))) inline void load_values_avx512(const
 }
 
 // The biased values u = v ^ bias of a block.
-__attribute__((target("avx512f,avx512bw"))) inline void load_block_avx512(const std::uint8_t* p, bool swap,
-                                                                          std::uint16_t bias, __m512i& a,
-                                                                          __m512i& b) {
-  load_values_avx512(p, swap, a, b);
+inline void load_block(const std::uint8_t* p, bool swap, std::uint16_t bias, __m512i& a, __m512i& b) {
+  load_values(p, swap, a, b);
   const __m512i k = _mm512_set1_epi16(short(bias));
   a = _mm512_xor_si512(a, k);
   b = _mm512_xor_si512(b, k);
 }
 
-__attribute__((target("avx512f,avx512bw"))) void range_avx512(const std::uint8_t* p, bool swap, std::uint16_t bias,
-                                                             std::uint16_t& umin, std::uint16_t& umax) {
+void range(const std::uint8_t* p, bool swap, std::uint16_t bias, std::uint16_t& umin, std::uint16_t& umax) {
   __m512i a, b;
-  load_block_avx512(p, swap, bias, a, b);
+  load_block(p, swap, bias, a, b);
   __m512i mn = _mm512_min_epu16(a, b), mx = _mm512_max_epu16(a, b);
   // Fold the four 128-bit lanes onto lane 0 (swap the halves, then neighbouring lanes). Not with
   // _mm512_extracti64x4_epi64: GCC 12's header reads an undefined vector there (-Wuninitialized).
@@ -96,10 +99,10 @@ __attribute__((target("avx512f,avx512bw"))) void range_avx512(const std::uint8_t
   umax = std::uint16_t(~_mm_extract_epi16(_mm_minpos_epu16(_mm_xor_si128(mx1, _mm_set1_epi32(-1))), 0));
 }
 
-__attribute__((target("avx512f,avx512bw"))) void planes_avx512(const std::uint8_t* p, bool swap, std::uint16_t bias,
-                                                              std::uint16_t umin, int width, std::uint8_t* out) {
+void planes(const std::uint8_t* p, bool swap, std::uint16_t bias, std::uint16_t umin, int width,
+            std::uint8_t* out) {
   __m512i a, b;
-  load_block_avx512(p, swap, bias, a, b);
+  load_block(p, swap, bias, a, b);
   const __m512i m = _mm512_set1_epi16(short(umin));
   a = _mm512_sub_epi16(a, m);
   b = _mm512_sub_epi16(b, m);
@@ -111,7 +114,10 @@ __attribute__((target("avx512f,avx512bw"))) void planes_avx512(const std::uint8_
   }
 }
 
-/// Byte indices of the permutes of planes_gfni.
+}  // namespace avx512bw
+SPECTRASIFT_ISA_END
+
+/// Byte indices of the permutes of gfni::planes.
 struct GfniTables {
   std::uint8_t lo[64], hi[64], planes[64];
   GfniTables() {
@@ -127,13 +133,13 @@ struct GfniTables {
 };
 const GfniTables kGfni;
 
-#define SPECTRASIFT_PACK_TARGET_GFNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512cd,avx512vbmi,gfni")))
+SPECTRASIFT_ISA_BEGIN("avx512f,avx512bw,avx512vl,avx512cd,avx512vbmi,gfni")
+namespace gfni {
 
-SPECTRASIFT_PACK_TARGET_GFNI inline void planes_gfni(const std::uint8_t* p, bool swap, std::uint16_t base, int width,
-                                                    std::uint8_t* out) {
+inline void planes(const std::uint8_t* p, bool swap, std::uint16_t base, int width, std::uint8_t* out) {
   // v - base mod 2^16 equals the biased difference u - umin: no bias needed here.
   __m512i a, b;
-  load_values_avx512(p, swap, a, b);
+  avx512bw::load_values(p, swap, a, b);
   const __m512i m = _mm512_set1_epi16(short(base));
   a = _mm512_sub_epi16(a, m);
   b = _mm512_sub_epi16(b, m);
@@ -156,13 +162,13 @@ SPECTRASIFT_PACK_TARGET_GFNI inline void planes_gfni(const std::uint8_t* p, bool
 /// 128-bit lanes are paired across blocks (two shuffles and one op halve the lanes per block, twice), then
 /// each lane is folded on itself. 31 operations for 8 blocks, against 10 per block one at a time.
 template <bool kMax>
-SPECTRASIFT_PACK_TARGET_GFNI inline __m512i op16(__m512i a, __m512i b) {
+inline __m512i op16(__m512i a, __m512i b) {
   if constexpr (kMax) return _mm512_max_epu16(a, b);
   else return _mm512_min_epu16(a, b);
 }
 
 template <bool kMax>
-SPECTRASIFT_PACK_TARGET_GFNI inline __m128i fold8(const __m512i* x) {
+inline __m128i fold8(const __m512i* x) {
   constexpr auto op = op16<kMax>;
   __m512i z[4], y[2];
   for (int i = 0; i < 4; ++i)  // lanes 0-1: block 2i, lanes 2-3: block 2i+1
@@ -180,8 +186,8 @@ SPECTRASIFT_PACK_TARGET_GFNI inline __m128i fold8(const __m512i* x) {
 }
 
 /// Bases and widths of `nblocks` whole blocks at p, 8 at a time; returns their planes.
-SPECTRASIFT_PACK_TARGET_GFNI std::uint64_t ranges_gfni(const std::uint8_t* p, std::size_t nblocks, bool swap,
-                                                      std::uint16_t bias, std::uint8_t* bases, std::uint8_t* widths) {
+std::uint64_t ranges(const std::uint8_t* p, std::size_t nblocks, bool swap, std::uint16_t bias, std::uint8_t* bases,
+                     std::uint8_t* widths) {
   std::uint64_t planes = 0;
   std::size_t k = 0;
   for (; k + 8 <= nblocks; k += 8) {
@@ -191,7 +197,7 @@ SPECTRASIFT_PACK_TARGET_GFNI std::uint64_t ranges_gfni(const std::uint8_t* p, st
     __m512i mn[8], mx[8];
     for (int t = 0; t < 8; ++t) {
       __m512i a, b;
-      load_block_avx512(q + kBlockBytes * t, swap, bias, a, b);
+      avx512bw::load_block(q + kBlockBytes * t, swap, bias, a, b);
       mn[t] = _mm512_min_epu16(a, b);
       mx[t] = _mm512_max_epu16(a, b);
     }
@@ -204,7 +210,7 @@ SPECTRASIFT_PACK_TARGET_GFNI std::uint64_t ranges_gfni(const std::uint8_t* p, st
   }
   for (; k < nblocks; ++k) {
     std::uint16_t lo, hi;
-    range_avx512(p + k * kBlockBytes, swap, bias, lo, hi);
+    avx512bw::range(p + k * kBlockBytes, swap, bias, lo, hi);
     const std::uint16_t base = std::uint16_t(lo ^ bias);
     std::memcpy(bases + 2 * k, &base, 2);
     widths[k] = std::uint8_t(std::bit_width(std::uint16_t(hi - lo)));
@@ -213,20 +219,22 @@ SPECTRASIFT_PACK_TARGET_GFNI std::uint64_t ranges_gfni(const std::uint8_t* p, st
   return planes;
 }
 
-/// The planes of `nblocks` whole blocks at p (bases and widths from ranges_gfni) to out; returns the bytes.
-SPECTRASIFT_PACK_TARGET_GFNI std::size_t planes_run_gfni(const std::uint8_t* p, std::size_t nblocks, bool swap,
-                                                        const std::uint8_t* bases, const std::uint8_t* widths,
-                                                        std::uint8_t* out) {
+/// The planes of `nblocks` whole blocks at p (bases and widths from ranges) to out; returns the bytes.
+std::size_t planes_run(const std::uint8_t* p, std::size_t nblocks, bool swap, const std::uint8_t* bases,
+                       const std::uint8_t* widths, std::uint8_t* out) {
   std::size_t off = 0;
   for (std::size_t k = 0; k < nblocks; ++k) {  // width 0 writes nothing
     const int w = widths[k];
     std::uint16_t base;
     std::memcpy(&base, bases + 2 * k, 2);
-    planes_gfni(p + k * kBlockBytes, swap, base, w, out + off);
+    planes(p + k * kBlockBytes, swap, base, w, out + off);
     off += std::size_t(w) * kPackPlaneBytes;
   }
   return off;
 }
+
+}  // namespace gfni
+SPECTRASIFT_ISA_END
 #endif
 
 }  // namespace
@@ -236,14 +244,12 @@ SamplePacker::SamplePacker(bool is_signed, bool swap, PackIsa max_isa)
 
 PackIsa SamplePacker::best_isa() {
 #if defined(SPECTRASIFT_PACK_AVX512)
-  static const PackIsa isa = [] {
-    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw")) return PackIsa::kScalar;
-    if (__builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512cd") &&
-        __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("gfni"))
-      return PackIsa::kAvx512Gfni;
-    return PackIsa::kAvx512bw;
-  }();
-  return isa;
+  // Below the AVX-512 level (this CPU or the test/bench cap of set_cpu_isa_cap): the scalar packer.
+  if (cpu_isa() < CpuIsa::kAvx512) return PackIsa::kScalar;
+  const CpuFeatures& f = cpu_features();
+  if (!f.avx512f || !f.avx512bw) return PackIsa::kScalar;
+  if (f.avx512vl && f.avx512cd && f.avx512vbmi && f.gfni) return PackIsa::kAvx512Gfni;
+  return PackIsa::kAvx512bw;
 #else
   return PackIsa::kScalar;
 #endif
@@ -282,14 +288,14 @@ std::pair<std::size_t, std::size_t> SamplePacker::pack(int i, std::uint8_t* out)
   const std::uint16_t bias = signed_ ? 0x8000 : 0;
   auto range = [&](const std::uint8_t* p, std::uint16_t& lo, std::uint16_t& hi) {
 #if defined(SPECTRASIFT_PACK_AVX512)
-    if (isa_ != PackIsa::kScalar) return range_avx512(p, swap_, bias, lo, hi);
+    if (isa_ != PackIsa::kScalar) return avx512bw::range(p, swap_, bias, lo, hi);
 #endif
     range_scalar(p, swap_, bias, lo, hi);
   };
   auto planes = [&](const std::uint8_t* p, std::uint16_t base, int w, std::uint8_t* dst) {
 #if defined(SPECTRASIFT_PACK_AVX512)
-    if (isa_ == PackIsa::kAvx512Gfni) return planes_gfni(p, swap_, base, w, dst);
-    if (isa_ == PackIsa::kAvx512bw) return planes_avx512(p, swap_, bias, std::uint16_t(base ^ bias), w, dst);
+    if (isa_ == PackIsa::kAvx512Gfni) return gfni::planes(p, swap_, base, w, dst);
+    if (isa_ == PackIsa::kAvx512bw) return avx512bw::planes(p, swap_, bias, std::uint16_t(base ^ bias), w, dst);
 #endif
     planes_scalar(p, swap_, bias, std::uint16_t(base ^ bias), w, dst);
   };
@@ -321,7 +327,7 @@ std::pair<std::size_t, std::size_t> SamplePacker::pack(int i, std::uint8_t* out)
 #if defined(SPECTRASIFT_PACK_AVX512)
     if (isa_ == PackIsa::kAvx512Gfni) {
       k0 = gv / kPackBlockValues;
-      payload += kPackPlaneBytes * ranges_gfni(it.src + 2 * gv0, k0, swap_, bias, bases + 2 * slot0, widths + slot0);
+      payload += kPackPlaneBytes * gfni::ranges(it.src + 2 * gv0, k0, swap_, bias, bases + 2 * slot0, widths + slot0);
     }
 #endif
     for (std::size_t k = k0; k < std::size_t(kPackGroupBlocks); ++k) {
@@ -369,7 +375,7 @@ std::pair<std::size_t, std::size_t> SamplePacker::pack(int i, std::uint8_t* out)
 #if defined(SPECTRASIFT_PACK_AVX512)
     if (isa_ == PackIsa::kAvx512Gfni) {
       k0 = gv / kPackBlockValues;
-      off += planes_run_gfni(it.src + 2 * gv0, k0, swap_, bases + 2 * slot0, widths + slot0, out + off);
+      off += gfni::planes_run(it.src + 2 * gv0, k0, swap_, bases + 2 * slot0, widths + slot0, out + off);
     }
 #endif
     for (std::size_t k = k0; k * kPackBlockValues < gv; ++k) {
