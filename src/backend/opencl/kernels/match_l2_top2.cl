@@ -1,0 +1,150 @@
+/* match_l2_top2.cl — brute-force descriptor matching: for every query descriptor the nearest and second
+ * nearest train descriptor (squared L2), without an N x M distance matrix (src/backend/opencl/match.cpp).
+ *
+ * The distances are the CPU backend's (backend/cpu/match.cpp) bit for bit, for ANY float descriptors:
+ *   d^2(q, t) = max(0, (|q|^2 + |t|^2) - 2 q.t)
+ * with |v|^2 and q.t each summed in float from 0 in the order k = 0 .. DIM-1, one multiply and one add per
+ * term (no fma: FP_CONTRACT OFF), exactly as the CPU's lanes do. OpenCL rounds float + and * correctly, so
+ * every intermediate value is the host's. (One exception: a device that flushes subnormal floats to zero
+ * would differ on products below 2^-126, which SIFT and RootSIFT descriptors do not produce.) The square
+ * roots are taken on the host, so they round as the CPU's do.
+ * Ties: the CPU visits train descriptors in increasing index and keeps the first of equal distances, so
+ * its best two are the two smallest (distance, index) pairs in lexicographic order; here each work-item
+ * keeps that pair over its own subset of train descriptors and the subsets are merged lexicographically,
+ * which gives the same two whatever the split.
+ *
+ * Build options (set by match.cpp from the device's limits):
+ *   -DMATCH_DIM=<values per descriptor>  -DMATCH_DK=<dimensions per local-memory chunk, divides DIM>
+ *   -DMATCH_WX, -DMATCH_WY               work-group shape
+ *   -DMATCH_RX, -DMATCH_RY               train x query descriptors per work-item (register tile) */
+#pragma OPENCL FP_CONTRACT OFF
+
+#define MATCH_QT (MATCH_WY * MATCH_RY) /* queries per work-group */
+#define MATCH_TT (MATCH_WX * MATCH_RX) /* train descriptors per tile */
+
+/* Launch: 1-D, one work-item per descriptor (any work-group size). norms[i] = sum_k desc[i][k]^2 in the
+ * order k = 0 .. DIM-1 (the CPU's squared_norm). */
+__kernel void match_l2_norms(__global const float* desc, int n, __global float* norms) {
+  const int i = (int)get_global_id(0);
+  if (i >= n) return;
+  __global const float* v = desc + (size_t)i * MATCH_DIM;
+  float s = 0.0f;
+  for (int k = 0; k < MATCH_DIM; ++k) s += v[k] * v[k];
+  norms[i] = s;
+}
+
+/* Keeps (d1, i1) <= (d2, i2), the two smallest (distance, index) pairs seen; candidates must arrive in
+ * increasing index, so a strict < keeps the lower index on ties (the CPU's Best2::push). */
+inline void match_push(float d, int i, float* d1, int* i1, float* d2, int* i2) {
+  if (d < *d1) {
+    *d2 = *d1;
+    *i2 = *i1;
+    *d1 = d;
+    *i1 = i;
+  } else if (d < *d2) {
+    *d2 = d;
+    *i2 = i;
+  }
+}
+
+/* (d, i) before (e, j) in lexicographic order; an empty slot (index -1) is never before anything. */
+inline int match_before(float d, int i, float e, int j) {
+  return i >= 0 && (j < 0 || d < e || (d == e && i < j));
+}
+
+/* Launch: 2-D, work-group (MATCH_WX, MATCH_WY), global (MATCH_WX, MATCH_WY * ceil(nq / MATCH_QT)).
+ * Work-group g takes queries g*QT .. g*QT + QT-1 and streams every train descriptor through local memory
+ * in tiles of TT descriptors x DK dimensions (dimension-major, so that the inner loop reads rows). Work-item
+ * (x, y) accumulates the dot products of queries y + WY*i (i < RY) with train descriptors x + WX*j (j < RX)
+ * of each tile, in dimension order, then pushes the tile's distances into its queries' best two. At the end
+ * the WX work-items of each query merge their best two through local memory; one work-item per query writes
+ * the squared distances and indices (out_dist[2q], [2q+1]; out_index likewise; -1 / +inf when fewer).
+ * Local memory: DK * (QT + TT) floats + QT * WX * 2 (float, int) pairs. */
+__kernel __attribute__((reqd_work_group_size(MATCH_WX, MATCH_WY, 1)))
+void match_l2_top2(__global const float* query, int nq, __global const float* qnorm, __global const float* train,
+                   int nt, __global const float* tnorm, __global float* out_dist, __global int* out_index) {
+  __local float lq[MATCH_DK][MATCH_QT];
+  __local float lt[MATCH_DK][MATCH_TT];
+  __local float md[MATCH_QT][MATCH_WX][2];
+  __local int mi[MATCH_QT][MATCH_WX][2];
+  const int lx = (int)get_local_id(0), ly = (int)get_local_id(1);
+  const int flat = ly * MATCH_WX + lx;
+  const int q0 = (int)get_group_id(1) * MATCH_QT;
+
+  float qn[MATCH_RY], d1[MATCH_RY], d2[MATCH_RY];
+  int i1[MATCH_RY], i2[MATCH_RY];
+  for (int i = 0; i < MATCH_RY; ++i) {
+    const int q = q0 + ly + MATCH_WY * i;
+    qn[i] = q < nq ? qnorm[q] : 0.0f;
+    d1[i] = d2[i] = INFINITY;
+    i1[i] = i2[i] = -1;
+  }
+
+  for (int t0 = 0; t0 < nt; t0 += MATCH_TT) {
+    float acc[MATCH_RY][MATCH_RX];
+    for (int i = 0; i < MATCH_RY; ++i)
+      for (int j = 0; j < MATCH_RX; ++j) acc[i][j] = 0.0f;
+    for (int k0 = 0; k0 < MATCH_DIM; k0 += MATCH_DK) {
+      barrier(CLK_LOCAL_MEM_FENCE);
+      /* Consecutive work-items read consecutive dimensions of a descriptor; rows past the end read 0. */
+      for (int e = flat; e < MATCH_QT * MATCH_DK; e += MATCH_WX * MATCH_WY) {
+        const int r = e / MATCH_DK, c = e % MATCH_DK;
+        lq[c][r] = q0 + r < nq ? query[(size_t)(q0 + r) * MATCH_DIM + k0 + c] : 0.0f;
+      }
+      for (int e = flat; e < MATCH_TT * MATCH_DK; e += MATCH_WX * MATCH_WY) {
+        const int r = e / MATCH_DK, c = e % MATCH_DK;
+        lt[c][r] = t0 + r < nt ? train[(size_t)(t0 + r) * MATCH_DIM + k0 + c] : 0.0f;
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+      for (int k = 0; k < MATCH_DK; ++k) {
+        float a[MATCH_RY], b[MATCH_RX];
+        for (int i = 0; i < MATCH_RY; ++i) a[i] = lq[k][ly + MATCH_WY * i];
+        for (int j = 0; j < MATCH_RX; ++j) b[j] = lt[k][lx + MATCH_WX * j];
+        for (int i = 0; i < MATCH_RY; ++i)
+          for (int j = 0; j < MATCH_RX; ++j) acc[i][j] = acc[i][j] + a[i] * b[j];
+      }
+    }
+    for (int j = 0; j < MATCH_RX; ++j) {
+      const int t = t0 + lx + MATCH_WX * j;
+      if (t >= nt) break;
+      const float tn = tnorm[t];
+      for (int i = 0; i < MATCH_RY; ++i) {
+        const float d = (qn[i] + tn) - 2.0f * acc[i][j];
+        match_push(0.0f < d ? d : 0.0f, t, &d1[i], &i1[i], &d2[i], &i2[i]);  /* std::max(0.0f, d) */
+      }
+    }
+  }
+
+  for (int i = 0; i < MATCH_RY; ++i) {
+    const int r = ly + MATCH_WY * i;
+    md[r][lx][0] = d1[i];
+    md[r][lx][1] = d2[i];
+    mi[r][lx][0] = i1[i];
+    mi[r][lx][1] = i2[i];
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int r = flat; r < MATCH_QT; r += MATCH_WX * MATCH_WY) {
+    if (q0 + r >= nq) break;
+    float b1 = INFINITY, b2 = INFINITY;
+    int j1 = -1, j2 = -1;
+    for (int x = 0; x < MATCH_WX; ++x)
+      for (int s = 0; s < 2; ++s) {
+        const float d = md[r][x][s];
+        const int id = mi[r][x][s];
+        if (match_before(d, id, b1, j1)) {
+          b2 = b1;
+          j2 = j1;
+          b1 = d;
+          j1 = id;
+        } else if (match_before(d, id, b2, j2)) {
+          b2 = d;
+          j2 = id;
+        }
+      }
+    const size_t q = (size_t)(q0 + r);
+    out_dist[2 * q] = b1;
+    out_dist[2 * q + 1] = b2;
+    out_index[2 * q] = j1;
+    out_index[2 * q + 1] = j2;
+  }
+}
