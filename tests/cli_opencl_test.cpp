@@ -93,6 +93,10 @@ TEST_F(CliOpenCL, MatchImagesEqualsCpu) {
   const auto cpu = nlohmann::json::parse(run(args, false));
   const auto ocl = nlohmann::json::parse(run(args, true));
   EXPECT_EQ(ocl["backend"], "opencl");
+  // The process left its compiled programs in the cache folder for the next one.
+  std::size_t cached = 0;
+  for (const auto& e : fs::directory_iterator(dir_ / "cache")) cached += e.path().extension() == ".clbin";
+  EXPECT_GE(cached, 2u);  // sift.cl and match_l2_top2.cl
   if (cpu_device_) {
     EXPECT_EQ(ocl["query_features"], cpu["query_features"]);
     EXPECT_EQ(ocl["train_features"], cpu["train_features"]);
