@@ -230,6 +230,28 @@ TEST(MatchOpenCL, LargeRandomSetsWithPlantedTies) {
   }
 }
 
+TEST(MatchOpenCL, BothKernelFormsGiveTheCpuBits) {
+  REQUIRE_OPENCL();
+  // The tiled GPU kernel and the CPU-device row kernel on any device, on sizes that are not multiples of
+  // their tiles (16 queries per row work-item, 64 x 64 tiles), with ties.
+  auto& st = dynamic_cast<ss::opencl::State&>(*gpu().impl().backend_impl);
+  for (bool integer : {true, false}) {
+    ss::Features q = random_features(333, 21, integer), t = random_features(517, 22, integer);
+    for (int i = 0; i < 20; ++i) {
+      std::memcpy(&t.descriptors[std::size_t(500 - i) * kDim], &t.descriptors[std::size_t(i) * kDim], kDim * sizeof(float));
+      std::memcpy(&q.descriptors[std::size_t(i * 5) * kDim], &t.descriptors[std::size_t(i) * kDim], kDim * sizeof(float));
+    }
+    const auto want = ss::nearest_two(cpu(), q, t);
+    for (int variant : {0, 1}) {
+      st.match_variant = variant;
+      expect_same_top2(ss::nearest_two(gpu(), q, t), want, variant ? "rows" : "tiled");
+      const ss::Features t3 = random_features(3, 23, integer);  // fewer train descriptors than a step of 4
+      expect_same_top2(ss::nearest_two(gpu(), q, t3), ss::nearest_two(cpu(), q, t3), variant ? "rows, 3" : "tiled, 3");
+    }
+    st.match_variant = -1;
+  }
+}
+
 #else
 TEST(MatchOpenCL, Skipped) { GTEST_SKIP() << "built without OpenCL"; }
 #endif

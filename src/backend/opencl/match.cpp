@@ -66,6 +66,9 @@ cl_kernel top2_kernel(State& st, int dim, MatchShape& shape, std::string& option
               "opencl");
 }
 
+/// Whether the row form (match_l2_top2_rows) runs: on CPU devices unless State::match_variant says otherwise.
+bool use_rows(const State& st) { return st.match_variant == 1 || (st.match_variant < 0 && st.is_cpu); }
+
 /// The device buffer of one side: its device copy when dispatch passed one, else an upload (enqueued on
 /// the in-order queue; the blocking read at the end orders it before the caller's memory can change).
 cl_mem descriptors_on_device(State& st, const detail::FeatureView& v, const char* name) {
@@ -107,11 +110,27 @@ void match_top2(detail::ContextImpl& ctx, const detail::FeatureView& query, cons
   const cl_mem tn = squared_norms(st, options, t, nt, "match.train_norms");
   const cl_mem dist = st.buffer("match.distance", 2 * std::size_t(nq) * sizeof(float));
   const cl_mem index = st.buffer("match.index", 2 * std::size_t(nq) * sizeof(cl_int));
-  set_args(k, q, cl_int(nq), qn, t, cl_int(nt), tn, dist, index);
-  const std::size_t qt = std::size_t(shape.wy) * std::size_t(shape.ry);
-  const std::size_t local[2] = {std::size_t(shape.wx), std::size_t(shape.wy)};
-  const std::size_t global[2] = {local[0], (std::size_t(nq) + qt - 1) / qt * local[1]};
-  SPECTRASIFT_CL_CHECK(clEnqueueNDRangeKernel(st.queue, k, 2, nullptr, global, local, 0, nullptr, nullptr));
+  if (use_rows(st)) {
+    // CPU devices: the queries dimension-major, then one work-item per 16 queries (kernels/match_l2_top2.cl).
+    cl_kernel tr = st.kernel(kProgram, "match_l2_transpose", options);
+    cl_kernel rows = st.kernel(kProgram, "match_l2_top2_rows", options);
+    const std::size_t local = st.work_group_1d(rows, 4);
+    const std::size_t items = round_up((std::size_t(nq) + 15) / 16, local);
+    const std::size_t stride = items * 16;
+    const cl_mem qt = st.buffer("match.query_t", stride * std::size_t(dim) * sizeof(float));
+    set_args(tr, q, cl_int(nq), cl_int(stride), qt);
+    const std::size_t tr_local = st.work_group_1d(tr, 16);
+    const std::size_t tr_global = round_up(std::size_t(nq), tr_local);
+    SPECTRASIFT_CL_CHECK(clEnqueueNDRangeKernel(st.queue, tr, 1, nullptr, &tr_global, &tr_local, 0, nullptr, nullptr));
+    set_args(rows, qt, cl_int(nq), cl_int(stride), qn, t, cl_int(nt), tn, dist, index);
+    SPECTRASIFT_CL_CHECK(clEnqueueNDRangeKernel(st.queue, rows, 1, nullptr, &items, &local, 0, nullptr, nullptr));
+  } else {
+    set_args(k, q, cl_int(nq), qn, t, cl_int(nt), tn, dist, index);
+    const std::size_t qt = std::size_t(shape.wy) * std::size_t(shape.ry);
+    const std::size_t local[2] = {std::size_t(shape.wx), std::size_t(shape.wy)};
+    const std::size_t global[2] = {local[0], (std::size_t(nq) + qt - 1) / qt * local[1]};
+    SPECTRASIFT_CL_CHECK(clEnqueueNDRangeKernel(st.queue, k, 2, nullptr, global, local, 0, nullptr, nullptr));
+  }
   std::vector<float> d(2 * std::size_t(nq));
   std::vector<cl_int> i(2 * std::size_t(nq));
   SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(st.queue, index, CL_FALSE, 0, i.size() * sizeof(cl_int), i.data(), 0,

@@ -16,7 +16,8 @@
  * Build options (set by match.cpp from the device's limits):
  *   -DMATCH_DIM=<values per descriptor>  -DMATCH_DK=<dimensions per local-memory chunk, divides DIM>
  *   -DMATCH_WX, -DMATCH_WY               work-group shape
- *   -DMATCH_RX, -DMATCH_RY               train x query descriptors per work-item (register tile) */
+ *   -DMATCH_RX, -DMATCH_RY               train x query descriptors per work-item (register tile)
+ * CPU devices (PoCL) take match_l2_top2_rows instead (no local memory, no barrier; see there). */
 #pragma OPENCL FP_CONTRACT OFF
 
 #define MATCH_QT (MATCH_WY * MATCH_RY) /* queries per work-group */
@@ -146,5 +147,71 @@ void match_l2_top2(__global const float* query, int nq, __global const float* qn
     out_dist[2 * q + 1] = b2;
     out_index[2 * q] = j1;
     out_index[2 * q + 1] = j2;
+  }
+}
+
+/* Launch: 1-D, one work-item per descriptor, global >= n. dst[k * stride + i] = src[i][k]: the queries
+ * dimension-major for match_l2_top2_rows (columns n .. stride-1 are left as they are: never pushed). */
+__kernel void match_l2_transpose(__global const float* src, int n, int stride, __global float* dst) {
+  const int i = (int)get_global_id(0);
+  if (i >= n) return;
+  for (int k = 0; k < MATCH_DIM; ++k) dst[(size_t)k * stride + i] = src[(size_t)i * MATCH_DIM + k];
+}
+
+/* The CPU-device form (PoCL). Launch: 1-D, one work-item per 16 queries (global = ceil(nq / 16) rounded
+ * up to the work-group size, any work-group size). PoCL runs a work-group as a loop over its work-items and
+ * does not vectorise this loop nest well by itself, so the vectors are explicit: the queries are read
+ * dimension-major (qt[k * stride + q], from match_l2_transpose; stride a multiple of 16), 16 queries in the
+ * lanes of a float16, against 4 train descriptors at a time whose values are broadcast (4 accumulators:
+ * one query load per 4 vector multiply-adds, as the CPU backend's micro-kernel with the roles swapped).
+ * Each lane's dot product is summed in dimension order with one multiply and one add per term and pushed
+ * in train order: the same bits as match_l2_top2 and the CPU backend. */
+__kernel void match_l2_top2_rows(__global const float* qt, int nq, int stride, __global const float* qnorm,
+                                 __global const float* train, int nt, __global const float* tnorm,
+                                 __global float* out_dist, __global int* out_index) {
+  const int q0 = (int)get_global_id(0) * 16;
+  if (q0 >= nq) return;
+  float d1[16], d2[16], qn[16];
+  int i1[16], i2[16];
+  for (int l = 0; l < 16; ++l) {
+    qn[l] = q0 + l < nq ? qnorm[q0 + l] : 0.0f;
+    d1[l] = d2[l] = INFINITY;
+    i1[l] = i2[l] = -1;
+  }
+  int t = 0;
+  for (; t < nt; t += 4) {
+    const int live = nt - t < 4 ? nt - t : 4;
+    /* a tail of fewer than 4 train descriptors reads the last one again (its results are not pushed) */
+    __global const float* r0 = train + (size_t)t * MATCH_DIM;
+    __global const float* r1 = train + (size_t)(live > 1 ? t + 1 : t) * MATCH_DIM;
+    __global const float* r2 = train + (size_t)(live > 2 ? t + 2 : t) * MATCH_DIM;
+    __global const float* r3 = train + (size_t)(live > 3 ? t + 3 : t) * MATCH_DIM;
+    float16 a0 = (float16)(0.0f), a1 = (float16)(0.0f), a2 = (float16)(0.0f), a3 = (float16)(0.0f);
+    for (int k = 0; k < MATCH_DIM; ++k) {
+      const float16 v = vload16(0, qt + (size_t)k * stride + q0);
+      a0 = a0 + v * (float16)(r0[k]);
+      a1 = a1 + v * (float16)(r1[k]);
+      a2 = a2 + v * (float16)(r2[k]);
+      a3 = a3 + v * (float16)(r3[k]);
+    }
+    float acc[4][16];
+    vstore16(a0, 0, acc[0]);
+    vstore16(a1, 0, acc[1]);
+    vstore16(a2, 0, acc[2]);
+    vstore16(a3, 0, acc[3]);
+    for (int j = 0; j < live; ++j) {
+      const float tn = tnorm[t + j];
+      for (int l = 0; l < 16; ++l) {
+        const float d = (qn[l] + tn) - 2.0f * acc[j][l];
+        match_push(0.0f < d ? d : 0.0f, t + j, &d1[l], &i1[l], &d2[l], &i2[l]);
+      }
+    }
+  }
+  for (int l = 0; l < 16 && q0 + l < nq; ++l) {
+    const size_t q = (size_t)(q0 + l);
+    out_dist[2 * q] = d1[l];
+    out_dist[2 * q + 1] = d2[l];
+    out_index[2 * q] = i1[l];
+    out_index[2 * q + 1] = i2[l];
   }
 }
