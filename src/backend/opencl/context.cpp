@@ -217,6 +217,8 @@ std::unique_ptr<detail::BackendImpl> create_state(int device, DeviceInfo& info) 
   s->max_alloc = std::size_t(device_value<cl_ulong>(s->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE));
   s->host_staging = !s->is_cpu;
   s->cache_dir = program_cache_dir();
+  s->device_identity = {platform_string(s->platform, CL_PLATFORM_NAME), platform_string(s->platform, CL_PLATFORM_VERSION),
+                        device_string(s->device, CL_DEVICE_NAME), device_string(s->device, CL_DRIVER_VERSION)};
   return s;
 }
 
@@ -251,7 +253,7 @@ cl_program State::program(const std::string& source_name, const std::string& opt
   cl_int err = CL_SUCCESS;
   // 1. The disk cache: a binary made for this device, driver, options and source. Any failure to create or
   //    build it falls through to the source build (the file is then replaced).
-  const std::string disk_key = cache_dir.empty() ? std::string() : program_cache_key(platform, device, opts, src);
+  const std::string disk_key = cache_dir.empty() ? std::string() : program_cache_key(device_identity, opts, src);
   if (!disk_key.empty()) {
     const std::vector<unsigned char> bin = load_program_binary(cache_dir, disk_key);
     if (!bin.empty()) {

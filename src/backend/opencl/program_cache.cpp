@@ -31,22 +31,6 @@ std::string hex64(std::uint64_t v) {
   return b;
 }
 
-std::string platform_text(cl_platform_id p, cl_platform_info what) {
-  std::size_t n = 0;
-  if (clGetPlatformInfo(p, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return {};
-  std::string s(n, '\0');
-  clGetPlatformInfo(p, what, n, s.data(), nullptr);
-  return s;
-}
-
-std::string device_text(cl_device_id d, cl_device_info what) {
-  std::size_t n = 0;
-  if (clGetDeviceInfo(d, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return {};
-  std::string s(n, '\0');
-  clGetDeviceInfo(d, what, n, s.data(), nullptr);
-  return s;
-}
-
 /// The file's header: magic, the key's 32 characters, the payload size and its checksum.
 struct Header {
   char magic[8];
@@ -67,15 +51,12 @@ std::string program_cache_dir() {
   return {};
 }
 
-std::string program_cache_key(cl_platform_id platform, cl_device_id device, const std::string& options,
+std::string program_cache_key(const std::vector<std::string>& identity, const std::string& options,
                               const std::string& source) {
   // Each part is framed by its length, so that no two different tuples give the same byte stream.
   std::string id;
-  for (const std::string& part : {platform_text(platform, CL_PLATFORM_NAME), platform_text(platform, CL_PLATFORM_VERSION),
-                                  device_text(device, CL_DEVICE_NAME), device_text(device, CL_DRIVER_VERSION), options}) {
-    id += std::to_string(part.size()) + ':' + part + '\n';
-  }
-  id += std::to_string(source.size()) + ':';
+  for (const std::string& part : identity) id += std::to_string(part.size()) + ':' + part + '\n';
+  id += std::to_string(options.size()) + ':' + options + '\n' + std::to_string(source.size()) + ':';
   std::uint64_t a = fnv1a(id.data(), id.size(), 0xcbf29ce484222325ull);
   std::uint64_t b = fnv1a(id.data(), id.size(), 0x84222325cbf29ce4ull);
   a = fnv1a(source.data(), source.size(), a);

@@ -15,15 +15,15 @@
 #include <string>
 #include <vector>
 
-#include "backend/opencl/check.hpp"
 
 namespace spectrasift::opencl {
 
 /// The cache folder from the environment (read at each call), or "" when disabled.
 std::string program_cache_dir();
 
-/// The cache key (32 hex digits) of a program: the device's identity, the options and the source.
-std::string program_cache_key(cl_platform_id platform, cl_device_id device, const std::string& options,
+/// The cache key (32 hex digits) of a program: the device's identity (platform name and version, device
+/// name, driver version: State::device_identity), the build options and the source.
+std::string program_cache_key(const std::vector<std::string>& identity, const std::string& options,
                               const std::string& source);
 
 /// The binary stored under `key` in `dir`, or empty when there is none or the file does not check out.

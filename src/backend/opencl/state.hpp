@@ -103,6 +103,8 @@ struct State final : detail::BackendImpl {
   /// The on-disk program cache (program_cache.hpp), read from the environment when the State is created;
   /// empty: disabled.
   std::string cache_dir;
+  /// What a cached binary must have been built for: platform name and version, device name, driver version.
+  std::vector<std::string> device_identity;
   std::map<std::string, cl_program> programs;  ///< key: source name + '\n' + options
   std::map<std::string, cl_kernel> kernels;    ///< key: program key + '\n' + kernel name
   std::map<std::string, Buffer> buffers;
