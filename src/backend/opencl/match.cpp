@@ -1,7 +1,8 @@
 // OpenCL descriptor matching: the nearest and second nearest train descriptor of every query on the device,
 // distance and best-two in one kernel (kernels/match_l2_top2.cl), no distance matrix in memory. The results
 // are the CPU backend's bit for bit (indices, ties to the lower train index, and distances: the kernel
-// returns squared distances summed in the CPU's order and the square roots are taken here).
+// returns squared distances summed in the CPU's order and the square roots are taken here). Descriptors of
+// small integers (SIFT's) take fused multiply-adds, exact for them (a device-side check decides, see the kernel).
 //
 // Descriptors that the OpenCL SIFT left on this device (FeatureView::device, a DeviceDescriptors) are read
 // in place; others are uploaded into named buffers reused across calls. The ratio test and the mutual check
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/opencl/device_features.hpp"
@@ -33,7 +35,10 @@ struct MatchShape {
 };
 
 std::string shape_options(const MatchShape& s, int dim) {
-  return "-DMATCH_DIM=" + std::to_string(dim) + " -DMATCH_DK=" + std::to_string(s.dk) + " -DMATCH_WX=" +
+  // The largest magnitude of integer values whose products and partial sums stay below 2^24 (exact in float).
+  int exact_max = 0;
+  while (double(exact_max + 1) * double(exact_max + 1) * dim <= double(1 << 24)) ++exact_max;
+  return "-DMATCH_EXACT_MAX=" + std::to_string(exact_max) + ".0f -DMATCH_DIM=" + std::to_string(dim) + " -DMATCH_DK=" + std::to_string(s.dk) + " -DMATCH_WX=" +
          std::to_string(s.wx) + " -DMATCH_WY=" + std::to_string(s.wy) + " -DMATCH_RX=" + std::to_string(s.rx) +
          " -DMATCH_RY=" + std::to_string(s.ry);
 }
@@ -79,6 +84,21 @@ cl_mem descriptors_on_device(State& st, const detail::FeatureView& v, const char
   return m;
 }
 
+/// Sets `flag` (zeroed first) when a descriptor value of either side is not a small integer (see the kernel).
+void check_exact(State& st, const std::string& options, cl_mem flag, cl_mem q, std::size_t q_values, cl_mem t,
+                 std::size_t t_values) {
+  const cl_int zero = 0;
+  SPECTRASIFT_CL_CHECK(clEnqueueFillBuffer(st.queue, flag, &zero, sizeof zero, 0, sizeof zero, 0, nullptr, nullptr));
+  cl_kernel k = st.kernel(kProgram, "match_l2_exact_check", options);
+  const std::size_t local = st.work_group_1d(k, 256);
+  for (const auto& [mem, values] : {std::pair{q, q_values}, std::pair{t, t_values}}) {
+    set_args(k, mem, cl_long(values), flag);
+    // A grid of at most 1024 work-groups, each work-item striding over the rest.
+    const std::size_t global = std::min(round_up(values, local), local * 1024);
+    SPECTRASIFT_CL_CHECK(clEnqueueNDRangeKernel(st.queue, k, 1, nullptr, &global, &local, 0, nullptr, nullptr));
+  }
+}
+
 /// The squared norms of `count` descriptors (match_l2_norms of the same program as the top-2 kernel).
 cl_mem squared_norms(State& st, const std::string& options, cl_mem desc, int count, const char* name) {
   const cl_mem norms = st.buffer(name, std::size_t(count) * sizeof(float));
@@ -110,6 +130,8 @@ void match_top2(detail::ContextImpl& ctx, const detail::FeatureView& query, cons
   const cl_mem tn = squared_norms(st, options, t, nt, "match.train_norms");
   const cl_mem dist = st.buffer("match.distance", 2 * std::size_t(nq) * sizeof(float));
   const cl_mem index = st.buffer("match.index", 2 * std::size_t(nq) * sizeof(cl_int));
+  const cl_mem inexact = st.buffer("match.inexact", sizeof(cl_int));
+  check_exact(st, options, inexact, q, std::size_t(nq) * std::size_t(dim), t, std::size_t(nt) * std::size_t(dim));
   if (use_rows(st)) {
     // CPU devices: the queries dimension-major, then one work-item per 16 queries (kernels/match_l2_top2.cl).
     cl_kernel tr = st.kernel(kProgram, "match_l2_transpose", options);
@@ -122,10 +144,10 @@ void match_top2(detail::ContextImpl& ctx, const detail::FeatureView& query, cons
     const std::size_t tr_local = st.work_group_1d(tr, 16);
     const std::size_t tr_global = round_up(std::size_t(nq), tr_local);
     SPECTRASIFT_CL_CHECK(clEnqueueNDRangeKernel(st.queue, tr, 1, nullptr, &tr_global, &tr_local, 0, nullptr, nullptr));
-    set_args(rows, qt, cl_int(nq), cl_int(stride), qn, t, cl_int(nt), tn, dist, index);
+    set_args(rows, qt, cl_int(nq), cl_int(stride), qn, t, cl_int(nt), tn, inexact, dist, index);
     SPECTRASIFT_CL_CHECK(clEnqueueNDRangeKernel(st.queue, rows, 1, nullptr, &items, &local, 0, nullptr, nullptr));
   } else {
-    set_args(k, q, cl_int(nq), qn, t, cl_int(nt), tn, dist, index);
+    set_args(k, q, cl_int(nq), qn, t, cl_int(nt), tn, inexact, dist, index);
     const std::size_t qt = std::size_t(shape.wy) * std::size_t(shape.ry);
     const std::size_t local[2] = {std::size_t(shape.wx), std::size_t(shape.wy)};
     const std::size_t global[2] = {local[0], (std::size_t(nq) + qt - 1) / qt * local[1]};

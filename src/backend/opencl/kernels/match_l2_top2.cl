@@ -8,6 +8,12 @@
  * every intermediate value is the host's. (One exception: a device that flushes subnormal floats to zero
  * would differ on products below 2^-126, which SIFT and RootSIFT descriptors do not produce.) The square
  * roots are taken on the host, so they round as the CPU's do.
+ * Exact integers: when every descriptor value of both sides is an integer of magnitude <= MATCH_EXACT_MAX
+ * (floor(sqrt(2^24 / DIM)): 362 for 128, so SIFT's 0..255 always), every product and partial sum is an
+ * integer below 2^24, hence exact in float whatever the rounding of its steps: a fused multiply-add then
+ * gives the same bits as the separate multiply and add (and as the CPU), at half the instructions. The host
+ * runs match_l2_exact_check over both sides first (a flag in device memory: no read-back) and the kernels
+ * take the fma loops only when the flag stays 0; other descriptors (RootSIFT) take the multiply-add loops.
  * Ties: the CPU visits train descriptors in increasing index and keeps the first of equal distances, so
  * its best two are the two smallest (distance, index) pairs in lexicographic order; here each work-item
  * keeps that pair over its own subset of train descriptors and the subsets are merged lexicographically,
@@ -34,6 +40,15 @@ __kernel void match_l2_norms(__global const float* desc, int n, __global float* 
   norms[i] = s;
 }
 
+/* Launch: 1-D, any size (grid-stride loop). Sets *inexact to 1 when a value of desc[0 .. n) is not an
+ * integer of magnitude <= MATCH_EXACT_MAX (NaN and infinities included); the host zeroes it before. */
+__kernel void match_l2_exact_check(__global const float* desc, long n, __global int* inexact) {
+  for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
+    const float v = desc[i];
+    if (!(fabs(v) <= MATCH_EXACT_MAX && v == rint(v))) atomic_or(inexact, 1);
+  }
+}
+
 /* Keeps (d1, i1) <= (d2, i2), the two smallest (distance, index) pairs seen; candidates must arrive in
  * increasing index, so a strict < keeps the lower index on ties (the CPU's Best2::push). */
 inline void match_push(float d, int i, float* d1, int* i1, float* d2, int* i2) {
@@ -53,6 +68,17 @@ inline int match_before(float d, int i, float e, int j) {
   return i >= 0 && (j < 0 || d < e || (d == e && i < j));
 }
 
+/* The DK dimensions of one local-memory chunk: acc[i][j] = UPDATE for every query i and train j of the
+ * work-item (UPDATE: the fused or the separate multiply-add of a[i] and b[j] into acc[i][j]). */
+#define MATCH_TILE_STEPS(UPDATE)                                                  \
+  for (int k = 0; k < MATCH_DK; ++k) {                                            \
+    float a[MATCH_RY], b[MATCH_RX];                                               \
+    for (int i = 0; i < MATCH_RY; ++i) a[i] = lq[k][ly + MATCH_WY * i];           \
+    for (int j = 0; j < MATCH_RX; ++j) b[j] = lt[k][lx + MATCH_WX * j];           \
+    for (int i = 0; i < MATCH_RY; ++i)                                            \
+      for (int j = 0; j < MATCH_RX; ++j) acc[i][j] = UPDATE;                      \
+  }
+
 /* Launch: 2-D, work-group (MATCH_WX, MATCH_WY), global (MATCH_WX, MATCH_WY * ceil(nq / MATCH_QT)).
  * Work-group g takes queries g*QT .. g*QT + QT-1 and streams every train descriptor through local memory
  * in tiles of TT descriptors x DK dimensions (dimension-major, so that the inner loop reads rows). Work-item
@@ -63,7 +89,9 @@ inline int match_before(float d, int i, float e, int j) {
  * Local memory: DK * (QT + TT) floats + QT * WX * 2 (float, int) pairs. */
 __kernel __attribute__((reqd_work_group_size(MATCH_WX, MATCH_WY, 1)))
 void match_l2_top2(__global const float* query, int nq, __global const float* qnorm, __global const float* train,
-                   int nt, __global const float* tnorm, __global float* out_dist, __global int* out_index) {
+                   int nt, __global const float* tnorm, __global const int* inexact, __global float* out_dist,
+                   __global int* out_index) {
+  const int exact = inexact[0] == 0;
   __local float lq[MATCH_DK][MATCH_QT];
   __local float lt[MATCH_DK][MATCH_TT];
   __local float md[MATCH_QT][MATCH_WX][2];
@@ -97,12 +125,10 @@ void match_l2_top2(__global const float* query, int nq, __global const float* qn
         lt[c][r] = t0 + r < nt ? train[(size_t)(t0 + r) * MATCH_DIM + k0 + c] : 0.0f;
       }
       barrier(CLK_LOCAL_MEM_FENCE);
-      for (int k = 0; k < MATCH_DK; ++k) {
-        float a[MATCH_RY], b[MATCH_RX];
-        for (int i = 0; i < MATCH_RY; ++i) a[i] = lq[k][ly + MATCH_WY * i];
-        for (int j = 0; j < MATCH_RX; ++j) b[j] = lt[k][lx + MATCH_WX * j];
-        for (int i = 0; i < MATCH_RY; ++i)
-          for (int j = 0; j < MATCH_RX; ++j) acc[i][j] = acc[i][j] + a[i] * b[j];
+      if (exact) {
+        MATCH_TILE_STEPS(fma(a[i], b[j], acc[i][j]))
+      } else {
+        MATCH_TILE_STEPS(acc[i][j] + a[i] * b[j])
       }
     }
     for (int j = 0; j < MATCH_RX; ++j) {
@@ -158,6 +184,16 @@ __kernel void match_l2_transpose(__global const float* src, int n, int stride, _
   for (int k = 0; k < MATCH_DIM; ++k) dst[(size_t)k * stride + i] = src[(size_t)i * MATCH_DIM + k];
 }
 
+/* Every dimension k for 16 queries (v) and 4 train descriptors: a0 .. a3 = U0 .. U3. */
+#define MATCH_ROW_STEPS(U0, U1, U2, U3)                          \
+  for (int k = 0; k < MATCH_DIM; ++k) {                          \
+    const float16 v = vload16(0, qt + (size_t)k * stride + q0);  \
+    a0 = U0;                                                     \
+    a1 = U1;                                                     \
+    a2 = U2;                                                     \
+    a3 = U3;                                                     \
+  }
+
 /* The CPU-device form (PoCL). Launch: 1-D, one work-item per 16 queries (global = ceil(nq / 16) rounded
  * up to the work-group size, any work-group size). PoCL runs a work-group as a loop over its work-items and
  * does not vectorise this loop nest well by itself, so the vectors are explicit: the queries are read
@@ -168,7 +204,8 @@ __kernel void match_l2_transpose(__global const float* src, int n, int stride, _
  * in train order: the same bits as match_l2_top2 and the CPU backend. */
 __kernel void match_l2_top2_rows(__global const float* qt, int nq, int stride, __global const float* qnorm,
                                  __global const float* train, int nt, __global const float* tnorm,
-                                 __global float* out_dist, __global int* out_index) {
+                                 __global const int* inexact, __global float* out_dist, __global int* out_index) {
+  const int exact = inexact[0] == 0;
   const int q0 = (int)get_global_id(0) * 16;
   if (q0 >= nq) return;
   float d1[16], d2[16], qn[16];
@@ -187,12 +224,12 @@ __kernel void match_l2_top2_rows(__global const float* qt, int nq, int stride, _
     __global const float* r2 = train + (size_t)(live > 2 ? t + 2 : t) * MATCH_DIM;
     __global const float* r3 = train + (size_t)(live > 3 ? t + 3 : t) * MATCH_DIM;
     float16 a0 = (float16)(0.0f), a1 = (float16)(0.0f), a2 = (float16)(0.0f), a3 = (float16)(0.0f);
-    for (int k = 0; k < MATCH_DIM; ++k) {
-      const float16 v = vload16(0, qt + (size_t)k * stride + q0);
-      a0 = a0 + v * (float16)(r0[k]);
-      a1 = a1 + v * (float16)(r1[k]);
-      a2 = a2 + v * (float16)(r2[k]);
-      a3 = a3 + v * (float16)(r3[k]);
+    if (exact) {
+      MATCH_ROW_STEPS(fma(v, (float16)(r0[k]), a0), fma(v, (float16)(r1[k]), a1), fma(v, (float16)(r2[k]), a2),
+                      fma(v, (float16)(r3[k]), a3))
+    } else {
+      MATCH_ROW_STEPS(a0 + v * (float16)(r0[k]), a1 + v * (float16)(r1[k]), a2 + v * (float16)(r2[k]),
+                      a3 + v * (float16)(r3[k]))
     }
     float acc[4][16];
     vstore16(a0, 0, acc[0]);
