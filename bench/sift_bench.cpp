@@ -4,7 +4,7 @@
 // OpenCV's cv2.SIFT on the same images in the same table format.
 //
 //   sift_bench [--backend cpu|opencl|cuda|all] [--device N] [--runs N] [--warmup N] [--threads N]
-//              [--photos DIR] [--match-size N] [--quick] [--vs-opencv [IMAGE...]]
+//              [--photos DIR] [--match-size N] [--match-only] [--quick] [--vs-opencv [IMAGE...]]
 //
 // End to end = detect_and_compute on an 8-bit grey host image (upload, the whole pipeline, the features
 // back on the host), steady clock, median of --runs after --warmup runs. Per stage (OpenCL): the device
@@ -12,7 +12,7 @@
 // stays out of the end-to-end figure), medians per stage. Matching: nearest_two (distance + best two) and
 // match_features (ratio 0.8) on 16384 query and 16384 train descriptors: elephants 4K's features (query:
 // the first 16384, train: the same image without upsampling), topped up with random integer descriptors
-// when fewer. --quick: 3 runs, 1 warm-up, 4096 descriptors. --vs-opencv: the former table, our CPU
+// when fewer. --match-only: the matching table alone. --quick: 3 runs, 1 warm-up, 4096 descriptors. --vs-opencv: the former table, our CPU
 // backend against OpenCV C++ cv::SIFT in child processes with their peak RSS (bench/sift_bench_vs_opencv.inc).
 #include <algorithm>
 #include <chrono>
@@ -193,7 +193,7 @@ int vs_opencv(int argc, char** argv);  // bench/sift_bench_vs_opencv.inc
 
 int main(int argc, char** argv) {
   Config cfg;
-  bool quick = false;
+  bool quick = false, match_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--vs-opencv") return vs_opencv(argc - i - 1, argv + i + 1);
@@ -221,10 +221,11 @@ int main(int argc, char** argv) {
     else if (a == "--photos") cfg.photos = next();
     else if (a == "--match-size") cfg.match_size = std::max(1, std::atoi(next().c_str()));
     else if (a == "--quick") quick = true;
+    else if (a == "--match-only") match_only = true;
     else if (a == "-h" || a == "--help") {
       std::printf("usage: sift_bench [--backend cpu|opencl|cuda|all (all)] [--device N (0)] [--runs N (7)] [--warmup N (2)]\n"
                   "                  [--threads N (0 = all)] [--photos DIR (../shared/data/photos)] [--match-size N (16384)]\n"
-                  "                  [--quick] | --vs-opencv [--threads N] [--runs N] [--warmup N] [--large FILE] [IMAGE...]\n");
+                  "                  [--match-only] [--quick] | --vs-opencv [--threads N] [--runs N] [--warmup N] [--large FILE] [IMAGE...]\n");
       return 0;
     } else {
       std::fprintf(stderr, "sift_bench: unknown argument %s (--help)\n", a.c_str());
@@ -250,6 +251,13 @@ int main(int argc, char** argv) {
   }
   if (photos.empty()) std::printf("NO PHOTOS FOUND in %s: SIFT not timed, matching on random descriptors only\n",
                                   cfg.photos.c_str());
+  const ss::Image* elephants = nullptr;
+  for (const auto& [name, im] : photos)
+    if (name == "elephants_3840x2160.jpg") elephants = &im;
+  if (match_only) {
+    bench_matching(cfg.backends, cfg, elephants);
+    return 0;
+  }
   std::printf("SIFT end to end (8-bit grey host image -> features on the host), median of %d runs after %d warm-up "
               "runs; stages: device time per stage (OpenCL profiling events, medians)\n\n",
               cfg.runs, cfg.warmup);
@@ -266,9 +274,6 @@ int main(int argc, char** argv) {
       std::printf("| - | - | - | spectrasift %s | - | - | - | %s |\n", ss::to_string(b), e.what());
     }
   }
-  const ss::Image* elephants = nullptr;
-  for (const auto& [name, im] : photos)
-    if (name == "elephants_3840x2160.jpg") elephants = &im;
   bench_matching(usable, cfg, elephants);
   return 0;
 }

@@ -38,16 +38,18 @@ std::string shape_options(const MatchShape& s, int dim) {
   // The largest magnitude of integer values whose products and partial sums stay below 2^24 (exact in float).
   int exact_max = 0;
   while (double(exact_max + 1) * double(exact_max + 1) * dim <= double(1 << 24)) ++exact_max;
-  return "-DMATCH_EXACT_MAX=" + std::to_string(exact_max) + ".0f -DMATCH_DIM=" + std::to_string(dim) + " -DMATCH_DK=" + std::to_string(s.dk) + " -DMATCH_WX=" +
-         std::to_string(s.wx) + " -DMATCH_WY=" + std::to_string(s.wy) + " -DMATCH_RX=" + std::to_string(s.rx) +
+  return "-DMATCH_EXACT_MAX=" + std::to_string(exact_max) + ".0f -DMATCH_DIM=" + std::to_string(dim) +
+         " -DMATCH_DK=" + std::to_string(s.dk) + " -DMATCH_WX=" + std::to_string(s.wx) +
+         " -DMATCH_WY=" + std::to_string(s.wy) + " -DMATCH_RX=" + std::to_string(s.rx) +
          " -DMATCH_RY=" + std::to_string(s.ry);
 }
 
-/// The match_l2_top2 kernel for this device and its shape: the first candidate whose work-group and local
-/// memory the device (and then the compiled kernel) allows. GPUs: 16 x 16 work-items with 4 x 4 register
-/// tiles (64 queries per work-group against tiles of 64 train descriptors: 8 local loads per 16 multiply-
-/// adds). CPU devices (PoCL): 8 x 8 work-items (the work-group loop is one core's; a smaller group keeps
-/// its accumulators and local tiles in L1). Smaller shapes follow for devices with small limits.
+/// The match_l2_top2 kernel for this device and its shape (its program also holds the other matching
+/// kernels): the first candidate whose work-group and local memory the device (and then the compiled kernel)
+/// allows. GPUs: 16 x 16 work-items with 4 x 4 register tiles (64 queries per work-group against tiles of 64
+/// train descriptors: 8 local loads per 16 multiply-adds; 16384 queries make 256 work-groups). CPU devices run
+/// match_l2_top2_rows by default; their tiled shape (tests) starts at 8 x 8. Smaller shapes follow for
+/// devices with small limits.
 cl_kernel top2_kernel(State& st, int dim, MatchShape& shape, std::string& options) {
   int dk = 16;
   while (dim % dk != 0) dk /= 2;
