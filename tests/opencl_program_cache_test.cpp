@@ -29,7 +29,8 @@ namespace {
 
 // A small program (the matcher's, with a tiny shape) so that PoCL builds it in about a second.
 const char* const kSource = "match_l2_top2.cl";
-const std::string kOptions = "-DMATCH_DIM=128 -DMATCH_DK=16 -DMATCH_WX=2 -DMATCH_WY=2 -DMATCH_RX=1 -DMATCH_RY=1";
+const std::string kOptions =
+    "-DMATCH_EXACT_MAX=362.0f -DMATCH_DIM=128 -DMATCH_DK=16 -DMATCH_WX=2 -DMATCH_WY=2 -DMATCH_RX=1 -DMATCH_RY=1";
 
 ss::opencl::State& state_of(ss::Context& c) { return dynamic_cast<ss::opencl::State&>(*c.impl().backend_impl); }
 
