@@ -51,7 +51,15 @@ struct Config {
   int warmup = 2;
   int threads = 0;
   int match_size = 16384;
-  std::string photos = std::string(SPECTRASIFT_DATA_DIR) + "/../../shared/data/photos";
+  std::string photos = default_photos();
+
+  /// ../shared/data/photos beside the repository root, else shared/data/photos inside it (the device
+  /// machine's copy of the working tree carries shared/ there).
+  static std::string default_photos() {
+    const std::string beside = std::string(SPECTRASIFT_DATA_DIR) + "/../../shared/data/photos";
+    const std::string inside = std::string(SPECTRASIFT_DATA_DIR) + "/../shared/data/photos";
+    return std::filesystem::exists(beside) || !std::filesystem::exists(inside) ? beside : inside;
+  }
 };
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
@@ -224,7 +232,7 @@ int main(int argc, char** argv) {
     else if (a == "--match-only") match_only = true;
     else if (a == "-h" || a == "--help") {
       std::printf("usage: sift_bench [--backend cpu|opencl|cuda|all (all)] [--device N (0)] [--runs N (7)] [--warmup N (2)]\n"
-                  "                  [--threads N (0 = all)] [--photos DIR (../shared/data/photos)] [--match-size N (16384)]\n"
+                  "                  [--threads N (0 = all)] [--photos DIR (../shared/data/photos, else ./shared/...)] [--match-size N (16384)]\n"
                   "                  [--match-only] [--quick] | --vs-opencv [--threads N] [--runs N] [--warmup N] [--large FILE] [IMAGE...]\n");
       return 0;
     } else {

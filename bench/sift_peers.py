@@ -24,7 +24,10 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_PHOTOS = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "data", "photos"))
+# ../shared/data/photos beside the repository root, else shared/data/photos inside it (the device machine's copy).
+DEFAULT_PHOTOS = next((p for p in (os.path.normpath(os.path.join(HERE, "..", "..", "shared", "data", "photos")),
+                                   os.path.normpath(os.path.join(HERE, "..", "shared", "data", "photos")))
+                       if os.path.isdir(p)), os.path.normpath(os.path.join(HERE, "..", "..", "shared", "data", "photos")))
 NAMES = ["kleiber_1920x1080.jpg", "elephants_1920x1080.jpg", "kleiber_3840x2160.jpg", "elephants_3840x2160.jpg"]
 
 
