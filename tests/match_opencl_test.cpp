@@ -233,7 +233,7 @@ TEST(MatchOpenCL, LargeRandomSetsWithPlantedTies) {
 TEST(MatchOpenCL, BothKernelFormsGiveTheCpuBits) {
   REQUIRE_OPENCL();
   // The tiled GPU kernel and the CPU-device row kernel on any device, on sizes that are not multiples of
-  // their tiles (16 queries per row work-item, 64 x 64 tiles), with ties.
+  // their tiles (32 queries per row work-item, 64 x 64 tiles), with ties.
   auto& st = dynamic_cast<ss::opencl::State&>(*gpu().impl().backend_impl);
   for (bool integer : {true, false}) {
     ss::Features q = random_features(333, 21, integer), t = random_features(517, 22, integer);

@@ -184,67 +184,78 @@ __kernel void match_l2_transpose(__global const float* src, int n, int stride, _
   for (int k = 0; k < MATCH_DIM; ++k) dst[(size_t)k * stride + i] = src[(size_t)i * MATCH_DIM + k];
 }
 
-/* Every dimension k for 16 queries (v) and 4 train descriptors: a0 .. a3 = U0 .. U3. */
-#define MATCH_ROW_STEPS(U0, U1, U2, U3)                          \
-  for (int k = 0; k < MATCH_DIM; ++k) {                          \
-    const float16 v = vload16(0, qt + (size_t)k * stride + q0);  \
-    a0 = U0;                                                     \
-    a1 = U1;                                                     \
-    a2 = U2;                                                     \
-    a3 = U3;                                                     \
+/* Every dimension k for 32 queries (two float16, v and w) and 4 train descriptors: a0 .. a3 (queries 0-15)
+ * and b0 .. b3 (queries 16-31) = UPDATE(accumulator, query vector, train value). */
+#define MATCH_ROW_STEPS(UPDATE)                                   \
+  for (int k = 0; k < MATCH_DIM; ++k) {                           \
+    const float16 v = vload16(0, qt + (size_t)k * stride + q0);   \
+    const float16 w = vload16(1, qt + (size_t)k * stride + q0);   \
+    const float16 s0 = (float16)(r0[k]), s1 = (float16)(r1[k]);   \
+    const float16 s2 = (float16)(r2[k]), s3 = (float16)(r3[k]);   \
+    a0 = UPDATE(a0, v, s0);                                       \
+    a1 = UPDATE(a1, v, s1);                                       \
+    a2 = UPDATE(a2, v, s2);                                       \
+    a3 = UPDATE(a3, v, s3);                                       \
+    b0 = UPDATE(b0, w, s0);                                       \
+    b1 = UPDATE(b1, w, s1);                                       \
+    b2 = UPDATE(b2, w, s2);                                       \
+    b3 = UPDATE(b3, w, s3);                                       \
   }
+#define MATCH_FMA(acc, x, y) fma(x, y, acc)
+#define MATCH_MUL_ADD(acc, x, y) ((acc) + (x) * (y))
 
-/* The CPU-device form (PoCL). Launch: 1-D, one work-item per 16 queries (global = ceil(nq / 16) rounded
+/* The CPU-device form (PoCL). Launch: 1-D, one work-item per 32 queries (global = ceil(nq / 32) rounded
  * up to the work-group size, any work-group size). PoCL runs a work-group as a loop over its work-items and
  * does not vectorise this loop nest well by itself, so the vectors are explicit: the queries are read
- * dimension-major (qt[k * stride + q], from match_l2_transpose; stride a multiple of 16), 16 queries in the
- * lanes of a float16, against 4 train descriptors at a time whose values are broadcast (4 accumulators:
- * one query load per 4 vector multiply-adds, as the CPU backend's micro-kernel with the roles swapped).
- * Each lane's dot product is summed in dimension order with one multiply and one add per term and pushed
- * in train order: the same bits as match_l2_top2 and the CPU backend. */
+ * dimension-major (qt[k * stride + q], from match_l2_transpose; stride a multiple of 32), 32 queries in the
+ * lanes of two float16, against 4 train descriptors at a time whose values are broadcast (8 accumulators:
+ * two query loads and four broadcasts per 8 vector multiply-adds; each pass over the train set serves 32
+ * queries, which halves the train traffic of 16). Each lane's dot product is summed in dimension order and
+ * pushed in train order: the same bits as match_l2_top2 and the CPU backend. */
 __kernel void match_l2_top2_rows(__global const float* qt, int nq, int stride, __global const float* qnorm,
                                  __global const float* train, int nt, __global const float* tnorm,
                                  __global const int* inexact, __global float* out_dist, __global int* out_index) {
   const int exact = inexact[0] == 0;
-  const int q0 = (int)get_global_id(0) * 16;
+  const int q0 = (int)get_global_id(0) * 32;
   if (q0 >= nq) return;
-  float d1[16], d2[16], qn[16];
-  int i1[16], i2[16];
-  for (int l = 0; l < 16; ++l) {
+  float d1[32], d2[32], qn[32];
+  int i1[32], i2[32];
+  for (int l = 0; l < 32; ++l) {
     qn[l] = q0 + l < nq ? qnorm[q0 + l] : 0.0f;
     d1[l] = d2[l] = INFINITY;
     i1[l] = i2[l] = -1;
   }
-  int t = 0;
-  for (; t < nt; t += 4) {
+  for (int t = 0; t < nt; t += 4) {
     const int live = nt - t < 4 ? nt - t : 4;
-    /* a tail of fewer than 4 train descriptors reads the last one again (its results are not pushed) */
+    /* a tail of fewer than 4 train descriptors reads the first one again (its results are not pushed) */
     __global const float* r0 = train + (size_t)t * MATCH_DIM;
     __global const float* r1 = train + (size_t)(live > 1 ? t + 1 : t) * MATCH_DIM;
     __global const float* r2 = train + (size_t)(live > 2 ? t + 2 : t) * MATCH_DIM;
     __global const float* r3 = train + (size_t)(live > 3 ? t + 3 : t) * MATCH_DIM;
-    float16 a0 = (float16)(0.0f), a1 = (float16)(0.0f), a2 = (float16)(0.0f), a3 = (float16)(0.0f);
+    float16 a0 = (float16)(0.0f), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
     if (exact) {
-      MATCH_ROW_STEPS(fma(v, (float16)(r0[k]), a0), fma(v, (float16)(r1[k]), a1), fma(v, (float16)(r2[k]), a2),
-                      fma(v, (float16)(r3[k]), a3))
+      MATCH_ROW_STEPS(MATCH_FMA)
     } else {
-      MATCH_ROW_STEPS(a0 + v * (float16)(r0[k]), a1 + v * (float16)(r1[k]), a2 + v * (float16)(r2[k]),
-                      a3 + v * (float16)(r3[k]))
+      MATCH_ROW_STEPS(MATCH_MUL_ADD)
     }
-    float acc[4][16];
+    float acc[4][32];
     vstore16(a0, 0, acc[0]);
+    vstore16(b0, 1, acc[0]);
     vstore16(a1, 0, acc[1]);
+    vstore16(b1, 1, acc[1]);
     vstore16(a2, 0, acc[2]);
+    vstore16(b2, 1, acc[2]);
     vstore16(a3, 0, acc[3]);
+    vstore16(b3, 1, acc[3]);
     for (int j = 0; j < live; ++j) {
       const float tn = tnorm[t + j];
-      for (int l = 0; l < 16; ++l) {
+      for (int l = 0; l < 32; ++l) {
         const float d = (qn[l] + tn) - 2.0f * acc[j][l];
         match_push(0.0f < d ? d : 0.0f, t + j, &d1[l], &i1[l], &d2[l], &i2[l]);
       }
     }
   }
-  for (int l = 0; l < 16 && q0 + l < nq; ++l) {
+  for (int l = 0; l < 32 && q0 + l < nq; ++l) {
     const size_t q = (size_t)(q0 + l);
     out_dist[2 * q] = d1[l];
     out_dist[2 * q + 1] = d2[l];
