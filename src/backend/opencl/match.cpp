@@ -23,6 +23,7 @@ namespace spectrasift::opencl {
 namespace {
 
 constexpr const char* kProgram = "match_l2_top2.cl";
+constexpr std::size_t kRowQueries = 64;  // queries per work-item of match_l2_top2_rows (MATCH_ROW_Q)
 
 /// The kernel's shape: work-group (wx, wy), a register tile of rx train x ry query descriptors per
 /// work-item, dk dimensions per local-memory chunk.
@@ -135,12 +136,12 @@ void match_top2(detail::ContextImpl& ctx, const detail::FeatureView& query, cons
   const cl_mem inexact = st.buffer("match.inexact", sizeof(cl_int));
   check_exact(st, options, inexact, q, std::size_t(nq) * std::size_t(dim), t, std::size_t(nt) * std::size_t(dim));
   if (use_rows(st)) {
-    // CPU devices: the queries dimension-major, then one work-item per 32 queries (kernels/match_l2_top2.cl).
+    // CPU devices: the queries dimension-major, then one work-item per 64 queries (kernels/match_l2_top2.cl).
     cl_kernel tr = st.kernel(kProgram, "match_l2_transpose", options);
     cl_kernel rows = st.kernel(kProgram, "match_l2_top2_rows", options);
     const std::size_t local = st.work_group_1d(rows, 4);
-    const std::size_t items = round_up((std::size_t(nq) + 31) / 32, local);
-    const std::size_t stride = items * 32;
+    const std::size_t items = round_up((std::size_t(nq) + kRowQueries - 1) / kRowQueries, local);
+    const std::size_t stride = items * kRowQueries;
     const cl_mem qt = st.buffer("match.query_t", stride * std::size_t(dim) * sizeof(float));
     set_args(tr, q, cl_int(nq), cl_int(stride), qt);
     const std::size_t tr_local = st.work_group_1d(tr, 16);
