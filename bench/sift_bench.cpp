@@ -1,176 +1,210 @@
-// sift_bench — CPU SIFT of spectrasift against OpenCV's cv::SIFT at equal settings, in one run.
+// sift_bench — SIFT of spectrasift's backends, per stage and end to end, on the four photos of
+// ../shared/data/photos (kleiber and elephants, 1920x1080 and 3840x2160), with and without the upsampled
+// first octave; then matching 16384 x 16384 descriptors on each backend. bench/sift_peers.py prints silx and
+// OpenCV's cv2.SIFT on the same images in the same table format.
 //
-//   sift_bench [--threads N] [--runs N] [--warmup N] [--large FILE] [IMAGE...]
+//   sift_bench [--backend cpu|opencl|cuda|all] [--device N] [--runs N] [--warmup N] [--threads N]
+//              [--photos DIR] [--match-size N] [--match-only] [--quick] [--vs-opencv [IMAGE...]]
 //
-// Default images: box.png and graf1.png from opencv-doc, and a 1920x1080 image made from aloeL.jpg
-// (opencv-doc): its central 16:9 crop resized with INTER_AREA/LINEAR. Each (library, image) pair runs in
-// its own forked child process: its peak RSS (getrusage ru_maxrss) is then that library's alone, and the
-// two libraries' thread pools never compete for the cores. Both get the same 8-bit grey input (ours
-// through the Image overload, so the u8 -> float conversion is timed as OpenCV's is). Times are the
-// median of --runs runs after --warmup runs, with a steady clock around detect-and-compute.
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
+// End to end = detect_and_compute on an 8-bit grey host image (upload, the whole pipeline, the features
+// back on the host), steady clock, median of --runs after --warmup runs. Per stage (OpenCL): the device
+// time of each stage from the stages' profiling events (a separate set of runs, so that the events' cost
+// stays out of the end-to-end figure), medians per stage. Matching: nearest_two (distance + best two) and
+// match_features (ratio 0.8) on 16384 query and 16384 train descriptors: elephants 4K's features (query:
+// the first 16384, train: the same image without upsampling), topped up with random integer descriptors
+// when fewer. --match-only: the matching table alone. --quick: 3 runs, 1 warm-up, 4096 descriptors. --vs-opencv: the former table, our CPU
+// backend against OpenCV C++ cv::SIFT in child processes with their peak RSS (bench/sift_bench_vs_opencv.inc).
 #include <algorithm>
-#include <filesystem>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "core/context_impl.hpp"
 #include "spectrasift/context.hpp"
 #include "spectrasift/error.hpp"
 #include "spectrasift/io.hpp"
+#include "spectrasift/match.hpp"
 #include "spectrasift/sift.hpp"
 
+#ifdef SPECTRASIFT_HAVE_OPENCL
+#include "hooks/opencl_hooks.hpp"
+#endif
 #ifdef SPECTRASIFT_HAVE_OPENCV
 #include <opencv2/core.hpp>
-#include <opencv2/features2d.hpp>
 #include <opencv2/imgcodecs.hpp>
-#include <opencv2/imgproc.hpp>
 #endif
+
+namespace ss = spectrasift;
 
 namespace {
 
-const char* kOpenCVData = "/usr/share/doc/opencv-doc/examples/data";
-
-struct Result {
-  double median_ms = 0;
-  double min_ms = 0;
-  long keypoints = 0;
-  long peak_rss_kb = 0;
-  int width = 0;
-  int height = 0;
-  int ok = 0;
-};
-
 struct Config {
-  int threads = 2;
+  std::vector<ss::Backend> backends{ss::Backend::kCpu, ss::Backend::kOpenCL, ss::Backend::kCuda};
+  int device = 0;
   int runs = 7;
   int warmup = 2;
-  std::string large = std::string(kOpenCVData) + "/aloeL.jpg";
-};
+  int threads = 0;
+  int match_size = 16384;
+  std::string photos = default_photos();
 
-// The 8-bit grey image a benchmark entry stands for ("@large" = the 1920x1080 image).
-spectrasift::Image load_gray_u8(const std::string& name, const Config& cfg) {
-#ifdef SPECTRASIFT_HAVE_OPENCV
-  cv::Mat g;
-  if (name == "@large") {
-    cv::Mat src = cv::imread(cfg.large, cv::IMREAD_GRAYSCALE);
-    if (src.empty()) throw spectrasift::Error(spectrasift::ErrorCode::kIo, cfg.large + ": cannot read");
-    const int ch = std::min(src.rows, src.cols * 9 / 16), cw = ch * 16 / 9;
-    cv::Mat crop = src(cv::Rect((src.cols - cw) / 2, (src.rows - ch) / 2, cw, ch));
-    cv::resize(crop, g, cv::Size(1920, 1080), 0, 0, cw > 1920 ? cv::INTER_AREA : cv::INTER_LINEAR);
-  } else {
-    g = cv::imread(name, cv::IMREAD_GRAYSCALE);
-    if (g.empty()) throw spectrasift::Error(spectrasift::ErrorCode::kIo, name + ": cannot read");
+  /// ../shared/data/photos beside the repository root, else shared/data/photos inside it (the device
+  /// machine's copy of the working tree carries shared/ there).
+  static std::string default_photos() {
+    const std::string beside = std::string(SPECTRASIFT_DATA_DIR) + "/../../shared/data/photos";
+    const std::string inside = std::string(SPECTRASIFT_DATA_DIR) + "/../shared/data/photos";
+    return std::filesystem::exists(beside) || !std::filesystem::exists(inside) ? beside : inside;
   }
-  auto im = spectrasift::Image::allocate(g.cols, g.rows, 1, spectrasift::PixelType::kU8);
-  for (int y = 0; y < g.rows; ++y) std::memcpy(im.data.data() + std::size_t(y) * g.cols, g.ptr(y), std::size_t(g.cols));
-  return im;
-#else
-  const std::string file = name == "@large" ? cfg.large : name;
-  const spectrasift::ImageF f = spectrasift::to_gray_float(spectrasift::read_image(file));
-  return spectrasift::to_u8(f);
-#endif
-}
+};
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-template <class F>
-void time_runs(const Config& cfg, Result& r, F&& once) {
-  for (int i = 0; i < cfg.warmup; ++i) once();
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+/// The 8-bit grey image of a photo (OpenCV's imread when built with it, as sift_peers.py reads them).
+ss::Image load_gray_u8(const std::string& file) {
+#ifdef SPECTRASIFT_HAVE_OPENCV
+  cv::Mat g = cv::imread(file, cv::IMREAD_GRAYSCALE);
+  if (g.empty()) throw ss::Error(ss::ErrorCode::kIo, file + ": cannot read");
+  auto im = ss::Image::allocate(g.cols, g.rows, 1, ss::PixelType::kU8);
+  for (int y = 0; y < g.rows; ++y) std::memcpy(im.data.data() + std::size_t(y) * g.cols, g.ptr(y), std::size_t(g.cols));
+  return im;
+#else
+  return ss::to_u8(ss::to_gray_float(ss::read_image(file)));
+#endif
+}
+
+ss::ContextOptions context_options(ss::Backend b, const Config& cfg) {
+  ss::ContextOptions o;
+  o.backend = b;
+  o.device = b == ss::Backend::kCpu ? 0 : cfg.device;
+  o.threads = cfg.threads;
+  return o;
+}
+
+/// One table row (the format sift_peers.py prints too).
+void row(const std::string& image, int w, int h, bool up, const std::string& impl, const std::string& device,
+         double ms, long kps, const std::string& stages) {
+  std::printf("| %s | %dx%d | %s | %s | %s | %.2f | %ld | %s |\n", image.c_str(), w, h, up ? "yes" : "no", impl.c_str(),
+              device.c_str(), ms, kps, stages.c_str());
+  std::fflush(stdout);
+}
+
+std::string stage_text(const std::vector<std::vector<std::pair<std::string, double>>>& runs) {
+  if (runs.empty() || runs.front().empty()) return "-";
+  std::string out;
+  for (std::size_t s = 0; s < runs.front().size(); ++s) {
+    std::vector<double> v;
+    for (const auto& r : runs) v.push_back(r[s].second);
+    char b[64];
+    std::snprintf(b, sizeof b, "%s%s %.2f", out.empty() ? "" : ", ", runs.front()[s].first.c_str(), median(v));
+    out += b;
+  }
+  return out;
+}
+
+/// End to end and (OpenCL) per stage for one backend, image and upsample setting.
+void bench_sift(ss::Context& ctx, ss::Backend b, const std::string& name, const ss::Image& im, bool up,
+                const Config& cfg) {
+  ss::SiftOptions o;
+  o.upsample = up;
+  long kps = 0;
+  for (int i = 0; i < cfg.warmup; ++i) kps = long(ss::detect_and_compute(ctx, im, o).size());
   std::vector<double> t;
   for (int i = 0; i < cfg.runs; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
-    r.keypoints = once();
+    kps = long(ss::detect_and_compute(ctx, im, o).size());
     t.push_back(ms_since(t0));
   }
-  std::sort(t.begin(), t.end());
-  r.median_ms = t[t.size() / 2];
-  r.min_ms = t.front();
-}
-
-Result run_ours(const std::string& name, const Config& cfg) {
-  Result r;
-  const spectrasift::Image im = load_gray_u8(name, cfg);
-  r.width = im.width;
-  r.height = im.height;
-  spectrasift::ContextOptions co;
-  co.backend = spectrasift::Backend::kCpu;
-  co.threads = cfg.threads;
-  spectrasift::Context ctx(co);
-  time_runs(cfg, r, [&] { return long(spectrasift::detect_and_compute(ctx, im).size()); });
-  r.ok = 1;
-  return r;
-}
-
-Result run_opencv(const std::string& name, const Config& cfg) {
-  Result r;
-#ifdef SPECTRASIFT_HAVE_OPENCV
-  const spectrasift::Image im = load_gray_u8(name, cfg);
-  r.width = im.width;
-  r.height = im.height;
-  cv::Mat g(im.height, im.width, CV_8UC1, const_cast<std::uint8_t*>(im.data.data()));
-  cv::setNumThreads(cfg.threads);
-  auto sift = cv::SIFT::create();
-  time_runs(cfg, r, [&] {
-    std::vector<cv::KeyPoint> k;
-    cv::Mat d;
-    sift->detectAndCompute(g, cv::noArray(), k, d);
-    return long(k.size());
-  });
-  r.ok = 1;
-#else
-  (void)name;
-  (void)cfg;
-#endif
-  return r;
-}
-
-// Runs f in a child process and returns its Result (with the child's peak RSS).
-template <class F>
-Result in_child(F&& f) {
-  int fd[2];
-  if (pipe(fd) != 0) return {};
-  const pid_t pid = fork();
-  if (pid == 0) {
-    close(fd[0]);
-    Result r;
-    try {
-      r = f();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "sift_bench: %s\n", e.what());
-      r.ok = 0;
+  std::vector<std::vector<std::pair<std::string, double>>> stages;
+#ifdef SPECTRASIFT_HAVE_OPENCL
+  if (b == ss::Backend::kOpenCL && ss::opencl::bench::set_sift_profiling(ctx.impl(), true)) {
+    for (int i = 0; i < cfg.runs; ++i) {
+      ss::detect_and_compute(ctx, im, o);
+      stages.push_back(ss::opencl::bench::sift_stage_ms(ctx.impl()));
     }
-    rusage ru{};
-    getrusage(RUSAGE_SELF, &ru);
-    r.peak_rss_kb = ru.ru_maxrss;
-    const ssize_t n = write(fd[1], &r, sizeof r);
-    _exit(n == ssize_t(sizeof r) ? 0 : 1);
+    ss::opencl::bench::set_sift_profiling(ctx.impl(), false);
   }
-  close(fd[1]);
-  Result r;
-  const ssize_t n = read(fd[0], &r, sizeof r);
-  close(fd[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (n != ssize_t(sizeof r)) r = Result{};
-  return r;
+#endif
+  row(name, im.width, im.height, up, std::string("spectrasift ") + ss::to_string(b), ctx.describe(), median(t), kps,
+      stage_text(stages));
 }
+
+/// n descriptors: those of `f` first, then random integer ones (0..255, as SIFT's).
+ss::Features descriptors_of(const ss::Features& f, int n, std::uint64_t seed) {
+  ss::Features out;
+  out.keypoints.resize(std::size_t(n));
+  out.descriptors.resize(std::size_t(n) * ss::Features::kDescriptorSize);
+  const std::size_t have = std::min(f.descriptors.size(), out.descriptors.size());
+  std::copy(f.descriptors.begin(), f.descriptors.begin() + std::ptrdiff_t(have), out.descriptors.begin());
+  std::mt19937_64 g(seed);
+  for (std::size_t i = have; i < out.descriptors.size(); ++i) out.descriptors[i] = float(g() % 256);
+  return out;
+}
+
+void bench_matching(const std::vector<ss::Backend>& backends, const Config& cfg, const ss::Image* elephants) {
+  ss::Features fq, ft;
+  std::string source = "random integer descriptors";
+  if (elephants) {
+    ss::Context cpu(context_options(ss::Backend::kCpu, cfg));
+    ss::SiftOptions o;
+    fq = ss::detect_and_compute(cpu, *elephants, o);
+    o.upsample = false;
+    ft = ss::detect_and_compute(cpu, *elephants, o);
+    source = "elephants 4K features (" + std::to_string(fq.size()) + " / " + std::to_string(ft.size()) +
+             "), random integer descriptors beyond";
+  }
+  const ss::Features q = descriptors_of(fq, cfg.match_size, 1), t = descriptors_of(ft, cfg.match_size, 2);
+  std::printf("\nMatching %d x %d descriptors (%s); median of %d runs after %d warm-up runs, host to host\n\n",
+              cfg.match_size, cfg.match_size, source.c_str(), cfg.runs, cfg.warmup);
+  std::printf("| implementation | device | nearest_two ms | match_features ms | matches |\n|---|---|---:|---:|---:|\n");
+  for (ss::Backend b : backends) {
+    try {
+      ss::Context ctx(context_options(b, cfg));
+      auto time = [&](auto&& f) {
+        for (int i = 0; i < std::max(1, cfg.warmup); ++i) f();
+        std::vector<double> v;
+        for (int i = 0; i < cfg.runs; ++i) {
+          const auto t0 = std::chrono::steady_clock::now();
+          f();
+          v.push_back(ms_since(t0));
+        }
+        return median(v);
+      };
+      std::size_t matches = 0;
+      const double top2 = time([&] { ss::nearest_two(ctx, q, t); });
+      const double full = time([&] { matches = ss::match_features(ctx, q, t).size(); });
+      std::printf("| spectrasift %s | %s | %.2f | %.2f | %zu |\n", ss::to_string(b), ctx.describe().c_str(), top2, full,
+                  matches);
+    } catch (const ss::Error& e) {
+      std::printf("| spectrasift %s | - | - | - | %s |\n", ss::to_string(b), e.what());
+    }
+    std::fflush(stdout);
+  }
+}
+
+int vs_opencv(int argc, char** argv);  // bench/sift_bench_vs_opencv.inc
 
 }  // namespace
 
+#include "sift_bench_vs_opencv.inc"
+
 int main(int argc, char** argv) {
   Config cfg;
-  std::vector<std::string> images;
+  bool quick = false, match_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
+    if (a == "--vs-opencv") return vs_opencv(argc - i - 1, argv + i + 1);
     auto next = [&]() -> std::string {
       if (i + 1 >= argc) {
         std::fprintf(stderr, "sift_bench: %s needs a value\n", a.c_str());
@@ -178,50 +212,76 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--threads") cfg.threads = std::atoi(next().c_str());
+    if (a == "--backend") {
+      const std::string v = next();
+      if (v == "all") cfg.backends = {ss::Backend::kCpu, ss::Backend::kOpenCL, ss::Backend::kCuda};
+      else if (v == "cpu") cfg.backends = {ss::Backend::kCpu};
+      else if (v == "opencl") cfg.backends = {ss::Backend::kOpenCL};
+      else if (v == "cuda") cfg.backends = {ss::Backend::kCuda};
+      else {
+        std::fprintf(stderr, "sift_bench: --backend cpu|opencl|cuda|all, not %s\n", v.c_str());
+        return 2;
+      }
+    } else if (a == "--device") cfg.device = std::atoi(next().c_str());
     else if (a == "--runs") cfg.runs = std::max(1, std::atoi(next().c_str()));
     else if (a == "--warmup") cfg.warmup = std::max(0, std::atoi(next().c_str()));
-    else if (a == "--large") cfg.large = next();
+    else if (a == "--threads") cfg.threads = std::max(0, std::atoi(next().c_str()));
+    else if (a == "--photos") cfg.photos = next();
+    else if (a == "--match-size") cfg.match_size = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--quick") quick = true;
+    else if (a == "--match-only") match_only = true;
     else if (a == "-h" || a == "--help") {
-      std::printf("usage: sift_bench [--threads N (2)] [--runs N (7)] [--warmup N (2)] [--large FILE] [IMAGE...]\n");
+      std::printf("usage: sift_bench [--backend cpu|opencl|cuda|all (all)] [--device N (0)] [--runs N (7)] [--warmup N (2)]\n"
+                  "                  [--threads N (0 = all)] [--photos DIR (../shared/data/photos, else ./shared/...)] [--match-size N (16384)]\n"
+                  "                  [--match-only] [--quick] | --vs-opencv [--threads N] [--runs N] [--warmup N] [--large FILE] [IMAGE...]\n");
       return 0;
-    } else images.push_back(a);
-  }
-  if (images.empty()) {
-    if (std::filesystem::exists(std::string(kOpenCVData) + "/graf1.png")) {
-      images = {std::string(kOpenCVData) + "/box.png", std::string(kOpenCVData) + "/graf1.png", "@large"};
     } else {
-      // Machines without opencv-doc (the GPU machine): the copies bundled in the repository.
-      images = {std::string(SPECTRASIFT_DATA_DIR) + "/box.png", std::string(SPECTRASIFT_TEST_DATA) + "/graf1_gray.png"};
-      std::printf("opencv-doc not found: timing the bundled box.png and graf1_gray.png (no 1920x1080 image)\n");
+      std::fprintf(stderr, "sift_bench: unknown argument %s (--help)\n", a.c_str());
+      return 2;
     }
   }
-#ifndef SPECTRASIFT_HAVE_OPENCV
-  std::printf("OpenCV C++ not found: timing spectrasift only\n");
-#endif
-  std::printf("threads %d, median of %d runs after %d warm-up runs, one child process per library and image\n\n",
-              cfg.threads, cfg.runs, cfg.warmup);
-  std::printf("| image | size | spectrasift ms | OpenCV ms | ratio | spectrasift kps | OpenCV kps | "
-              "spectrasift peak RSS MB | OpenCV peak RSS MB |\n");
-  std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
-  for (const auto& name : images) {
-    const Result ours = in_child([&] { return run_ours(name, cfg); });
-    const Result cv = in_child([&] { return run_opencv(name, cfg); });
-    std::string shown = name == "@large" ? "aloeL.jpg crop 1920x1080" : name.substr(name.find_last_of('/') + 1);
-    if (!ours.ok) {
-      std::printf("| %s | failed | | | | | | | |\n", shown.c_str());
+  if (quick) {
+    cfg.runs = std::min(cfg.runs, 3);
+    cfg.warmup = std::min(cfg.warmup, 1);
+    cfg.match_size = std::min(cfg.match_size, 4096);
+  }
+  const char* names[] = {"kleiber_1920x1080.jpg", "elephants_1920x1080.jpg", "kleiber_3840x2160.jpg",
+                         "elephants_3840x2160.jpg"};
+  std::vector<std::pair<std::string, ss::Image>> photos;
+  for (const char* n : names) {
+    const std::string file = cfg.photos + "/" + n;
+    if (!std::filesystem::exists(file)) {
+      std::printf("PHOTO MISSING: %s (pass --photos DIR; the photos live in ../shared/data/photos) -- not timed\n",
+                  file.c_str());
       continue;
     }
-    char cvms[32] = "-", ratio[32] = "-", cvk[32] = "-", cvrss[32] = "-";
-    if (cv.ok) {
-      std::snprintf(cvms, sizeof cvms, "%.1f", cv.median_ms);
-      std::snprintf(ratio, sizeof ratio, "%.2f", ours.median_ms / cv.median_ms);
-      std::snprintf(cvk, sizeof cvk, "%ld", cv.keypoints);
-      std::snprintf(cvrss, sizeof cvrss, "%.0f", cv.peak_rss_kb / 1024.0);
-    }
-    std::printf("| %s | %dx%d | %.1f | %s | %s | %ld | %s | %.0f | %s |\n", shown.c_str(), ours.width, ours.height,
-                ours.median_ms, cvms, ratio, ours.keypoints, cvk, ours.peak_rss_kb / 1024.0, cvrss);
-    std::fflush(stdout);
+    photos.emplace_back(n, load_gray_u8(file));
   }
+  if (photos.empty()) std::printf("NO PHOTOS FOUND in %s: SIFT not timed, matching on random descriptors only\n",
+                                  cfg.photos.c_str());
+  const ss::Image* elephants = nullptr;
+  for (const auto& [name, im] : photos)
+    if (name == "elephants_3840x2160.jpg") elephants = &im;
+  if (match_only) {
+    bench_matching(cfg.backends, cfg, elephants);
+    return 0;
+  }
+  std::printf("SIFT end to end (8-bit grey host image -> features on the host), median of %d runs after %d warm-up "
+              "runs; stages: device time per stage (OpenCL profiling events, medians)\n\n",
+              cfg.runs, cfg.warmup);
+  std::printf("| image | size | upsample | implementation | device | end-to-end ms | keypoints | stages (ms) |\n");
+  std::printf("|---|---|---|---|---|---:|---:|---|\n");
+  std::vector<ss::Backend> usable;
+  for (ss::Backend b : cfg.backends) {
+    try {
+      ss::Context ctx(context_options(b, cfg));
+      usable.push_back(b);
+      for (const auto& [name, im] : photos)
+        for (bool up : {true, false}) bench_sift(ctx, b, name, im, up, cfg);
+    } catch (const ss::Error& e) {
+      std::printf("| - | - | - | spectrasift %s | - | - | - | %s |\n", ss::to_string(b), e.what());
+    }
+  }
+  bench_matching(usable, cfg, elephants);
   return 0;
 }

@@ -119,7 +119,7 @@ bench_args() {
     spectral_gpu_bench) if [ $quick = 1 ]; then echo "--quick --reps 5"; else echo "--reps 20"; fi ;;
     spectral_opencl_bench) if [ $quick = 1 ]; then echo "--quick --reps 5"; else echo "--reps 10"; fi ;;
     spectral_bench) echo "--backend all --repeat 3" ;;  # median of 3: one run gave 13.7x and 20.6x vs SPy
-    sift_bench) echo "--runs 3 --warmup 1" ;;
+    sift_bench) if [ $quick = 1 ]; then echo "--quick --backend all"; else echo "--runs 5 --warmup 2 --backend all"; fi ;;
     match_bench) echo "--runs 3" ;;
     *) echo "" ;;
   esac
@@ -135,6 +135,8 @@ if [ $run_bench = 1 ]; then
     limit=${BENCH_TIMEOUT:-150}
     # spectral_gpu_bench prints its sections as they finish and needs about a minute.
     [ "$name" = spectral_gpu_bench ] && [ "$limit" -lt 150 ] && limit=150
+    # sift_bench: four photos (1080p, 4K) x 2 settings x 3 backends, then 16384 x 16384 matching on each.
+    [ "$name" = sift_bench ] && [ "$limit" -lt 400 ] && limit=400
     echo "## $name $args" >>"$tables"
     tmp=$(mktemp)
     # shellcheck disable=SC2086
@@ -159,6 +161,19 @@ if [ $run_bench = 1 ]; then
     [ -x "$b" ] && run_bench_bin "$b"
   done
   [ $found = 1 ] || skip "benchmarks (none built)"
+  # The SIFT peers of sift_bench on the same photos: OpenCV's cv2.SIFT on the host cores and silx on every
+  # OpenCL platform (pyopencl and silx from the wheels on PYTHONPATH); a missing peer is reported as such.
+  if [ -f bench/sift_peers.py ] && python3 -c 'import numpy, cv2' 2>/dev/null; then
+    peers_args="--platform all"; [ $quick = 1 ] && peers_args="--quick --platform all"
+    echo "## bench/sift_peers.py $peers_args" >>"$tables"
+    tmp=$(mktemp)
+    # shellcheck disable=SC2086
+    step sift_peers "$bench_log" bash -o pipefail -c "PYTHONUNBUFFERED=1 timeout 400 python3 bench/sift_peers.py $peers_args 2>&1 | tee '$tmp'"
+    grep -E '^\||^[A-Z].*:' "$tmp" >>"$tables"; echo >>"$tables"
+    rm -f "$tmp"
+  else
+    skip "sift_peers.py (python3 has no numpy or cv2)"
+  fi
 else
   skip "benchmarks (--no-bench)"
 fi

@@ -18,6 +18,7 @@
 #include "core/context_impl.hpp"
 #include "core/sift_backend.hpp"
 #include "core/sift_plan.hpp"
+#include "opencl_test_util.hpp"
 #include "spectrasift/context.hpp"
 #include "spectrasift/error.hpp"
 #include "spectrasift/io.hpp"
@@ -40,30 +41,8 @@ ss::Image load(const char* name) { return ss::test::load_test_image(name); }
 using ss::test::cpu_sift;
 using ss::test::run_stages;
 
-// The first OpenCL device, or the one SPECTRASIFT_TEST_OPENCL_DEVICE names (an index of `spectrasift devices`'s
-// OpenCL list), so that a machine with two platforms (NVIDIA and PoCL) can run the suite on each.
-int opencl_device() {
-  static const int index = [] {
-    std::vector<int> found;
-    for (const auto& d : ss::list_devices())
-      if (d.backend == ss::Backend::kOpenCL) found.push_back(d.index);
-    if (found.empty()) return -1;
-    const char* want = std::getenv("SPECTRASIFT_TEST_OPENCL_DEVICE");
-    if (!want || !*want) return found.front();
-    const int i = std::atoi(want);
-    for (int f : found)
-      if (f == i) return f;
-    return -1;
-  }();
-  return index;
-}
-
-ss::ContextOptions opencl_options() {
-  ss::ContextOptions o;
-  o.backend = ss::Backend::kOpenCL;
-  o.device = opencl_device();
-  return o;
-}
+using ss::test::opencl_device;
+using ss::test::opencl_options;
 
 #define REQUIRE_OPENCL()                                                      \
   const int device_index = opencl_device();                                   \

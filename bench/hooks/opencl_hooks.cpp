@@ -1,9 +1,11 @@
-// Ceilings for the benchmarks: device copy bandwidth and pinned upload time (see opencl_hooks.hpp).
+// Ceilings for the benchmarks: device copy bandwidth and pinned upload time; the SIFT stage profile (see
+// opencl_hooks.hpp).
 #include "hooks/opencl_hooks.hpp"
 
 #include <algorithm>
 #include <vector>
 
+#include "backend/opencl/sift.hpp"
 #include "backend/opencl/state.hpp"
 
 namespace spectrasift::opencl::bench {
@@ -49,6 +51,30 @@ double pinned_upload_ms(detail::ContextImpl& ctx, std::size_t bytes, int reps) {
   }
   s.buffers.erase("bench.upload");
   return median(ms);
+}
+
+namespace {
+/// The OpenCL SIFT stages core keeps in the context (core/sift.cpp, slot "sift.stages.opencl"), or null.
+SiftStagesOpenCL* sift_stages_of(detail::ContextImpl& ctx) {
+  const auto it = ctx.plans.find("sift.stages.opencl");
+  if (it == ctx.plans.end()) return nullptr;
+  const auto* p = std::any_cast<std::shared_ptr<detail::SiftStages>>(&it->second);
+  return p ? dynamic_cast<SiftStagesOpenCL*>(p->get()) : nullptr;
+}
+}  // namespace
+
+bool set_sift_profiling(detail::ContextImpl& ctx, bool on) {
+  SiftStagesOpenCL* st = sift_stages_of(ctx);
+  if (st) st->set_profiling(on);
+  return st != nullptr;
+}
+
+std::vector<std::pair<std::string, double>> sift_stage_ms(detail::ContextImpl& ctx) {
+  std::vector<std::pair<std::string, double>> out;
+  if (SiftStagesOpenCL* st = sift_stages_of(ctx))
+    for (int s = 0; s < SiftStagesOpenCL::kStages; ++s)
+      out.emplace_back(SiftStagesOpenCL::stage_name(s), st->stage_ms()[std::size_t(s)]);
+  return out;
 }
 
 }  // namespace spectrasift::opencl::bench

@@ -1,9 +1,12 @@
-// Measurement hooks of the OpenCL backend for the benchmarks (bench/spectral_opencl_bench.cpp): the
-// ceilings that the spectral figures are quoted against. No OpenCL type appears here. Defined in
+// Measurement hooks of the OpenCL backend for the benchmarks (bench/spectral_opencl_bench.cpp: the
+// ceilings that the spectral figures are quoted against; bench/sift_bench.cpp: SIFT time per stage). No OpenCL type appears here. Defined in
 // opencl_hooks.cpp, in the spectrasift_bench_hooks library (OpenCL builds only), which the library never links.
 #pragma once
 
 #include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "core/context_impl.hpp"
 
@@ -16,5 +19,13 @@ double device_copy_gbps(detail::ContextImpl& ctx, std::size_t bytes, int reps);
 /// Milliseconds to upload `bytes` from a pinned host buffer (CL_MEM_ALLOC_HOST_PTR, mapped) to a device
 /// buffer (one clEnqueueWriteBuffer; profiling events, median of `reps` after one warm-up).
 double pinned_upload_ms(detail::ContextImpl& ctx, std::size_t bytes, int reps);
+
+/// Turns the device-time profile of the context's OpenCL SIFT stages on or off (the stages are the ones core
+/// keeps in the context: run detect_and_compute once before). Returns false when the context has none.
+bool set_sift_profiling(detail::ContextImpl& ctx, bool on);
+
+/// The device time per stage of the last OpenCL SIFT run with profiling on, in ms (stage name, time), in
+/// pipeline order; empty when the context has no OpenCL SIFT stages.
+std::vector<std::pair<std::string, double>> sift_stage_ms(detail::ContextImpl& ctx);
 
 }  // namespace spectrasift::opencl::bench

@@ -36,9 +36,10 @@ detail::FeatureView view_of(const Features& f, const detail::BackendImpl& backen
                              detail::device_copy_for(f, backend)};
 }
 
-std::vector<Top2> top2(Context& ctx, const Features& query, const Features& train) {
+std::vector<Top2> top2(Context& ctx, const Features& query, const Features& train, Backend* ran_on = nullptr) {
   std::vector<Top2> out(query.size());
   detail::BackendImpl& backend = detail::backend_for(ctx.impl(), detail::Operation::kMatch);
+  if (ran_on) *ran_on = backend.kind();
   backend.match_top2(ctx.impl(), view_of(query, backend), view_of(train, backend), out.data());
   return out;
 }
@@ -61,7 +62,8 @@ std::vector<Match> match_features(Context& ctx, const Features& query, const Fea
   std::vector<Match> matches;
   if (query.size() == 0 || train.size() == 0) return matches;
   const auto t0 = std::chrono::steady_clock::now();
-  const std::vector<Top2> fwd = top2(ctx, query, train);
+  Backend ran_on = Backend::kCpu;
+  const std::vector<Top2> fwd = top2(ctx, query, train, &ran_on);
   std::vector<Top2> bwd;
   if (options.mutual) bwd = top2(ctx, train, query);
   matches.reserve(fwd.size());
@@ -76,8 +78,8 @@ std::vector<Match> match_features(Context& ctx, const Features& query, const Fea
     matches.push_back(Match{int(q), t.best1, t.distance1, t.distance2});
   }
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  ctx.impl().log("match: " + std::to_string(query.size()) + " x " + std::to_string(train.size()) + " descriptors on cpu (" +
-                 std::to_string(ctx.impl().cpu_threads()) + " threads), " + std::to_string(matches.size()) + " matches, " +
+  ctx.impl().log("match: " + std::to_string(query.size()) + " x " + std::to_string(train.size()) + " descriptors on " +
+                 to_string(ran_on) + (ran_on == Backend::kCpu ? " (" + std::to_string(ctx.impl().cpu_threads()) + " threads)" : "") + ", " + std::to_string(matches.size()) + " matches, " +
                  std::to_string(ms) + " ms");
   return matches;
 }

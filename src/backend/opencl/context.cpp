@@ -1,10 +1,13 @@
-// OpenCL device enumeration, per-context state and the program cache.
+// OpenCL device enumeration, per-context state and the program cache (in-process; on disk through
+// program_cache.hpp).
 #include <algorithm>
 #include <regex>
 #include <sstream>
 #include <vector>
 
 #include "backend/opencl/state.hpp"
+
+#include "backend/opencl/program_cache.hpp"
 
 namespace spectrasift::opencl {
 
@@ -213,6 +216,9 @@ std::unique_ptr<detail::BackendImpl> create_state(int device, DeviceInfo& info) 
   s->global_mem = std::size_t(info.global_memory);
   s->max_alloc = std::size_t(device_value<cl_ulong>(s->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE));
   s->host_staging = !s->is_cpu;
+  s->cache_dir = program_cache_dir();
+  s->device_identity = {platform_string(s->platform, CL_PLATFORM_NAME), platform_string(s->platform, CL_PLATFORM_VERSION),
+                        device_string(s->device, CL_DEVICE_NAME), device_string(s->device, CL_DRIVER_VERSION)};
   return s;
 }
 
@@ -222,6 +228,20 @@ State& state(detail::ContextImpl& ctx) {
   return *s;
 }
 
+namespace {
+
+/// The program's binary for the device (CL_PROGRAM_BINARIES), empty if the driver gives none.
+std::vector<unsigned char> program_binary(cl_program prog) {
+  std::size_t size = 0;
+  if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) != CL_SUCCESS || size == 0) return {};
+  std::vector<unsigned char> bin(size);
+  unsigned char* p = bin.data();
+  if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof p, &p, nullptr) != CL_SUCCESS) return {};
+  return bin;
+}
+
+}  // namespace
+
 cl_program State::program(const std::string& source_name, const std::string& options) {
   const std::string key = source_name + '\n' + options;
   if (auto it = programs.find(key); it != programs.end()) return it->second;
@@ -229,12 +249,32 @@ cl_program State::program(const std::string& source_name, const std::string& opt
   if (text.empty()) throw Error(ErrorCode::kInternal, "no embedded OpenCL source named " + source_name, "opencl");
   std::vector<std::string> seen;
   const std::string src = inline_includes(text, seen);
+  const std::string opts = "-cl-std=CL1.2 " + options;
+  cl_int err = CL_SUCCESS;
+  // 1. The disk cache: a binary made for this device, driver, options and source. Any failure to create or
+  //    build it falls through to the source build (the file is then replaced).
+  const std::string disk_key = cache_dir.empty() ? std::string() : program_cache_key(device_identity, opts, src);
+  if (!disk_key.empty()) {
+    const std::vector<unsigned char> bin = load_program_binary(cache_dir, disk_key);
+    if (!bin.empty()) {
+      const unsigned char* b = bin.data();
+      const std::size_t n = bin.size();
+      cl_int status = CL_SUCCESS;
+      cl_program prog = clCreateProgramWithBinary(context, 1, &device, &n, &b, &status, &err);
+      if (err == CL_SUCCESS && status == CL_SUCCESS &&
+          clBuildProgram(prog, 1, &device, opts.c_str(), nullptr, nullptr) == CL_SUCCESS) {
+        ++program_binary_loads;
+        programs.emplace(key, prog);
+        return prog;
+      }
+      if (prog) clReleaseProgram(prog);
+    }
+  }
+  // 2. The source.
   const char* p = src.c_str();
   const std::size_t len = src.size();
-  cl_int err = CL_SUCCESS;
   cl_program prog = clCreateProgramWithSource(context, 1, &p, &len, &err);
   SPECTRASIFT_CL_CHECK(err);
-  const std::string opts = "-cl-std=CL1.2 " + options;
   ++program_builds;
   err = clBuildProgram(prog, 1, &device, opts.c_str(), nullptr, nullptr);
   if (err != CL_SUCCESS) {
@@ -249,6 +289,7 @@ cl_program State::program(const std::string& source_name, const std::string& opt
                     "); build log:\n" + log,
                 "opencl", long(err));
   }
+  if (!disk_key.empty()) store_program_binary(cache_dir, disk_key, program_binary(prog));
   programs.emplace(key, prog);
   return prog;
 }

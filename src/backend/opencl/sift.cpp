@@ -3,6 +3,8 @@
 // select and descriptors in sift_features.cpp.
 #include "backend/opencl/sift.hpp"
 
+#include "backend/opencl/device_features.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -261,11 +263,29 @@ void SiftStagesOpenCL::download(Features& out, detail::SiftCounts& counts) {
     const SiftKeypoint& s = records[i];
     out.keypoints[i] = Keypoint{s.x, s.y, s.size, s.angle, s.response, s.octave, s.layer, s.layer_offset};
   }
+  attach_device_copy(out, kept);
   counts.candidates = candidates_;
   counts.refined = counters_[1];
   counts.oriented = counters_[2];
   counts.kept = kept;
   finish_profile();
+}
+
+// The descriptors stay on the device for matching on this backend (Features::device): a copy of the kept
+// rows of "sift.desc" (which the next image overwrites) into a buffer of their own, device to device on the
+// queue; no upload when they are matched here.
+void SiftStagesOpenCL::attach_device_copy(Features& out, std::size_t kept) {
+  out.device.reset();
+  if (kept == 0) return;
+  const std::size_t bytes = kept * Features::kDescriptorSize * sizeof(float);
+  cl_int err = CL_SUCCESS;
+  Buffer copy;
+  copy.mem = clCreateBuffer(st_.context, CL_MEM_READ_ONLY, bytes, nullptr, &err);
+  SPECTRASIFT_CL_CHECK(err);
+  copy.bytes = bytes;
+  SPECTRASIFT_CL_CHECK(clEnqueueCopyBuffer(st_.queue, st_.buffer("sift.desc", bytes), copy.mem, 0, 0, bytes, 0, nullptr,
+                                           nullptr));
+  out.device = std::make_shared<DeviceDescriptors>(st_, kept, out.descriptors.data(), out.descriptors.size(), copy.mem);
 }
 
 std::unique_ptr<detail::SiftStages> make_sift_stages(detail::ContextImpl& ctx) {

@@ -71,6 +71,7 @@ class SiftStagesOpenCL final : public detail::SiftStages {
   void launch_1d(cl_kernel k, std::size_t items, std::size_t want_local, Stage stage);
   void launch_2d(cl_kernel k, std::size_t x, std::size_t y, Stage stage);
   void finish_profile();
+  void attach_device_copy(Features& out, std::size_t kept);
   // The named buffers every stage reads (sized from the plan).
   cl_mem levels();          // "sift.gauss": every Gaussian level of every octave
   cl_mem octave_table();    // "sift.info": octave_info_

@@ -1,6 +1,7 @@
 // The OpenCL backend's part of a Context, and its BackendImpl (backend/backend.hpp): one device, an in-order
 // queue (profiling enabled), the programs built from the embedded sources (cached per source name and build
-// options) and named buffers. It implements SIFT (sift*.cpp) and spectral matching (spectral.cpp).
+// options) and named buffers. It implements SIFT (sift*.cpp), descriptor matching (match.cpp) and spectral
+// matching (spectral.cpp).
 #pragma once
 
 #include <cstddef>
@@ -67,8 +68,10 @@ struct State final : detail::BackendImpl {
 
   Backend kind() const noexcept override { return Backend::kOpenCL; }
   bool implements(detail::Operation op) const noexcept override {
-    return op == detail::Operation::kSift || op == detail::Operation::kSpectral;
+    return op == detail::Operation::kSift || op == detail::Operation::kMatch || op == detail::Operation::kSpectral;
   }
+  void match_top2(detail::ContextImpl& ctx, const detail::FeatureView& query, const detail::FeatureView& train,
+                  Top2* out) override;
   std::unique_ptr<detail::SiftStages> make_sift_stages(detail::ContextImpl& ctx) override;
   void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, const detail::PreparedReferences& refs,
                       const SpectralOptions& options, SpectralResult& result, const ProgressFn& progress) override;
@@ -89,10 +92,19 @@ struct State final : detail::BackendImpl {
   /// Which spectral product kernel: -1 = by device (the row kernel on CPU devices, the tiled one otherwise),
   /// 0 = tiled, 1 = rows. Both give the same bits; tests run both on any device.
   int gemm_variant = -1;
+  /// Which matching kernel: -1 = by device (match_l2_top2_rows on CPU devices, the tiled match_l2_top2
+  /// otherwise), 0 = tiled, 1 = rows. Both give the same bits; the tests run both on any device.
+  int match_variant = -1;
   /// Whether spectral_one_ref / spectral_prepare stage the samples through __local memory: -1 = by device
   /// and layout (GPUs reading bip), 0 = never, 1 = always. The results are the same bits either way.
   int stage_samples = -1;
-  std::size_t program_builds = 0;             ///< clBuildProgram calls so far (the cache is tested with it)
+  std::size_t program_builds = 0;             ///< builds from source so far (the caches are tested with it)
+  std::size_t program_binary_loads = 0;       ///< programs created from a binary of the disk cache
+  /// The on-disk program cache (program_cache.hpp), read from the environment when the State is created;
+  /// empty: disabled.
+  std::string cache_dir;
+  /// What a cached binary must have been built for: platform name and version, device name, driver version.
+  std::vector<std::string> device_identity;
   std::map<std::string, cl_program> programs;  ///< key: source name + '\n' + options
   std::map<std::string, cl_kernel> kernels;    ///< key: program key + '\n' + kernel name
   std::map<std::string, Buffer> buffers;
@@ -100,7 +112,8 @@ struct State final : detail::BackendImpl {
 
   /// Builds (once) the program of an embedded .cl source with the given -D options. Every program
   /// gets "-cl-std=CL1.2", the numeric headers inlined in place of their #include lines, and no
-  /// fast-math flag (DESIGN.md: strict numerics). A build failure throws with the build log.
+  /// fast-math flag (DESIGN.md: strict numerics). A build failure throws with the build log. With a
+  /// cache folder, the binary is loaded from it when it holds this program, and stored there after a build.
   cl_program program(const std::string& source_name, const std::string& options = {});
   /// A kernel of that program, created once and reused (set its arguments before every launch).
   cl_kernel kernel(const std::string& source_name, const std::string& kernel_name, const std::string& options = {});
@@ -119,6 +132,9 @@ struct State final : detail::BackendImpl {
 
 /// The OpenCL state of a context, or Error(kInternal) if the context is not an OpenCL one.
 State& state(detail::ContextImpl& ctx);
+
+/// match.cpp: the nearest two train descriptors of every query (State::match_top2 forwards to it).
+void match_top2(detail::ContextImpl& ctx, const detail::FeatureView& query, const detail::FeatureView& train, Top2* out);
 
 /// spectral.cpp: the spectral entry (State::spectral_match forwards to it).
 void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, const detail::PreparedReferences& refs,

@@ -1,0 +1,259 @@
+// OpenCL descriptor matching (issue 18, item 3) against the CPU backend: the same Top2 bits (indices and
+// distances) and the same matches on real pairs (box / box_in_scene, graf1 / graf3), with the ratio test
+// and the mutual check, from host descriptors and from the device copies the OpenCL SIFT leaves; self-match,
+// empty sets, and large random sets with planted ties, integer-valued (SIFT) and not (RootSIFT-like). Skips
+// with a message when the machine has no OpenCL device.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/context_impl.hpp"
+#include "core/dispatch.hpp"
+#include "opencl_test_util.hpp"
+#include "spectrasift/context.hpp"
+#include "spectrasift/io.hpp"
+#include "spectrasift/match.hpp"
+#include "spectrasift/sift.hpp"
+
+#ifdef SPECTRASIFT_HAVE_OPENCL
+#include "backend/opencl/device_features.hpp"
+#include "backend/opencl/state.hpp"
+#endif
+
+namespace ss = spectrasift;
+
+namespace {
+
+#ifdef SPECTRASIFT_HAVE_OPENCL
+
+constexpr int kDim = ss::Features::kDescriptorSize;
+
+ss::Context& cpu() {
+  static ss::Context c = [] {
+    ss::ContextOptions o;
+    o.backend = ss::Backend::kCpu;
+    o.threads = 2;
+    return ss::Context(o);
+  }();
+  return c;
+}
+
+ss::Context& gpu() {
+  static ss::Context c(ss::test::opencl_options());
+  return c;
+}
+
+/// A test image: the demo pair box / box_in_scene from data/, the others from tests/data/.
+ss::Image load(const std::string& name) {
+  const bool demo = name == "box.png" || name == "box_in_scene.png";
+  return ss::read_image(std::string(demo ? SPECTRASIFT_DATA_DIR : SPECTRASIFT_TEST_DATA) + "/" + name);
+}
+
+ss::Features cpu_features(const char* name) {
+  ss::SiftOptions o;
+  return ss::detect_and_compute(cpu(), load(name), o);
+}
+
+/// Bitwise equality of two Top2 lists (a NaN-free float compare would hide -0 / +0 and ulp changes).
+void expect_same_top2(const std::vector<ss::Top2>& a, const std::vector<ss::Top2>& b, const char* what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  int bad = 0;
+  for (std::size_t i = 0; i < a.size() && bad < 5; ++i) {
+    const bool same = a[i].best1 == b[i].best1 && a[i].best2 == b[i].best2 &&
+                      std::memcmp(&a[i].distance1, &b[i].distance1, sizeof(float)) == 0 &&
+                      std::memcmp(&a[i].distance2, &b[i].distance2, sizeof(float)) == 0;
+    if (!same) {
+      ++bad;
+      ADD_FAILURE() << what << ": query " << i << ": opencl (" << a[i].best1 << ", " << a[i].best2 << ", "
+                    << a[i].distance1 << ", " << a[i].distance2 << ") cpu (" << b[i].best1 << ", " << b[i].best2
+                    << ", " << b[i].distance1 << ", " << b[i].distance2 << ")";
+    }
+  }
+}
+
+void expect_same_matches(const std::vector<ss::Match>& a, const std::vector<ss::Match>& b, const char* what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].query, b[i].query) << what << " " << i;
+    EXPECT_EQ(a[i].train, b[i].train) << what << " " << i;
+    EXPECT_EQ(a[i].distance, b[i].distance) << what << " " << i;
+    EXPECT_EQ(a[i].second_distance, b[i].second_distance) << what << " " << i;
+  }
+}
+
+/// Both backends on the same host descriptors: nearest_two, and match_features with and without the
+/// mutual check.
+void expect_backends_agree(const ss::Features& q, const ss::Features& t, const char* what) {
+  expect_same_top2(ss::nearest_two(gpu(), q, t), ss::nearest_two(cpu(), q, t), what);
+  for (bool mutual : {false, true}) {
+    ss::MatchOptions o;
+    o.mutual = mutual;
+    const auto m = ss::match_features(gpu(), q, t, o);
+    expect_same_matches(m, ss::match_features(cpu(), q, t, o), what);
+    if (q.size() > 100 && t.size() > 100) {
+      EXPECT_GT(m.size(), 20u) << what;  // a real pair has matches
+    }
+  }
+}
+
+/// n random descriptors: integer-valued 0..255 (SIFT's) or RootSIFT-like (square roots of values summing to 1).
+ss::Features random_features(int n, std::uint64_t seed, bool integer) {
+  std::mt19937_64 g(seed);
+  ss::Features f;
+  f.keypoints.resize(std::size_t(n));
+  f.descriptors.resize(std::size_t(n) * kDim);
+  for (int i = 0; i < n; ++i) {
+    float* d = f.descriptors.data() + std::size_t(i) * kDim;
+    double sum = 0;
+    for (int k = 0; k < kDim; ++k) {
+      d[k] = float(g() % 256);
+      sum += d[k];
+    }
+    if (!integer)
+      for (int k = 0; k < kDim; ++k) d[k] = float(std::sqrt(double(d[k]) / sum));
+  }
+  return f;
+}
+
+#define REQUIRE_OPENCL() \
+  if (ss::test::opencl_device() < 0) GTEST_SKIP() << "no OpenCL device on this machine"
+
+TEST(MatchOpenCL, RunsOnTheDevice) {
+  REQUIRE_OPENCL();
+  EXPECT_EQ(&ss::detail::backend_for(gpu().impl(), ss::detail::Operation::kMatch), gpu().impl().backend_impl.get());
+}
+
+TEST(MatchOpenCL, RealPairsEqualTheCpuBackend) {
+  REQUIRE_OPENCL();
+  const ss::Features box = cpu_features("box.png"), scene = cpu_features("box_in_scene.png");
+  expect_backends_agree(box, scene, "box -> box_in_scene");
+  expect_backends_agree(scene, box, "box_in_scene -> box");
+  const ss::Features g1 = cpu_features("graf1_gray.png"), g3 = cpu_features("graf3_gray.png");
+  expect_backends_agree(g1, g3, "graf1 -> graf3");
+}
+
+TEST(MatchOpenCL, DeviceCopiesFromOpenclSift) {
+  REQUIRE_OPENCL();
+  ss::SiftOptions so;
+  const ss::Features q = ss::detect_and_compute(gpu(), load("box.png"), so);
+  const ss::Features t = ss::detect_and_compute(gpu(), load("box_in_scene.png"), so);
+  auto& backend = *gpu().impl().backend_impl;
+  ASSERT_NE(ss::detail::device_copy_for(q, backend), nullptr) << "the OpenCL SIFT left no device copy";
+  ASSERT_NE(ss::detail::device_copy_for(t, backend), nullptr);
+  EXPECT_EQ(ss::detail::device_copy_for(q, *cpu().impl().backend_impl), nullptr);
+  expect_backends_agree(q, t, "device copies");
+  // An edited descriptor: the copy no longer mirrors the host values, the host path matches the edit.
+  ss::Features edited = t;
+  edited.descriptors[5 * kDim + 3] += 7.0f;
+  ASSERT_EQ(ss::detail::device_copy_for(edited, backend), nullptr);
+  expect_backends_agree(q, edited, "edited train");
+  // The copy stays valid when its Context is gone.
+  ss::Features survivor;
+  {
+    ss::Context other(ss::test::opencl_options());
+    survivor = ss::detect_and_compute(other, load("box.png"), so);
+  }
+  ASSERT_NE(survivor.device, nullptr);
+  EXPECT_EQ(ss::detail::device_copy_for(survivor, backend), nullptr);  // another backend instance's copy
+  expect_backends_agree(survivor, t, "copy of a destroyed context");
+}
+
+TEST(MatchOpenCL, DeviceCopyIsWhatTheKernelReads) {
+  REQUIRE_OPENCL();
+  // A device copy holding OTHER values than the host array it claims to mirror: the device path must match
+  // the device values (proof that no upload happened), the host path the host values.
+  const ss::Features host = random_features(300, 7, true), on_device = random_features(300, 8, true);
+  const ss::Features train = random_features(500, 9, true);
+  auto& st = dynamic_cast<ss::opencl::State&>(*gpu().impl().backend_impl);
+  cl_int err = CL_SUCCESS;
+  const std::size_t bytes = on_device.descriptors.size() * sizeof(float);
+  cl_mem m = clCreateBuffer(st.context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes,
+                            const_cast<float*>(on_device.descriptors.data()), &err);
+  ASSERT_EQ(err, CL_SUCCESS);
+  ss::Features claimed = host;
+  claimed.device = std::make_shared<ss::opencl::DeviceDescriptors>(st, host.size(), host.descriptors.data(),
+                                                                  host.descriptors.size(), m);
+  clReleaseMemObject(m);
+  expect_same_top2(ss::nearest_two(gpu(), claimed, train), ss::nearest_two(cpu(), on_device, train), "device values");
+  ss::Features edited = claimed;
+  edited.descriptors[0] += 1.0f;
+  expect_same_top2(ss::nearest_two(gpu(), edited, train), ss::nearest_two(cpu(), edited, train), "host values");
+}
+
+TEST(MatchOpenCL, SelfMatchAndEmptySets) {
+  REQUIRE_OPENCL();
+  const ss::Features f = cpu_features("box.png");
+  const auto self = ss::nearest_two(gpu(), f, f);
+  expect_same_top2(self, ss::nearest_two(cpu(), f, f), "self");
+  int exact = 0;
+  for (std::size_t i = 0; i < self.size(); ++i) exact += self[i].distance1 == 0.0f;
+  EXPECT_EQ(exact, int(self.size()));  // every descriptor finds a copy of itself at distance 0
+  const ss::Features empty;
+  EXPECT_TRUE(ss::nearest_two(gpu(), empty, f).empty());
+  expect_same_top2(ss::nearest_two(gpu(), f, empty), ss::nearest_two(cpu(), f, empty), "empty train");
+  EXPECT_EQ(ss::nearest_two(gpu(), f, empty).front().best1, -1);
+  EXPECT_TRUE(ss::match_features(gpu(), empty, empty).empty());
+  const ss::Features one = random_features(1, 3, true);
+  expect_same_top2(ss::nearest_two(gpu(), f, one), ss::nearest_two(cpu(), f, one), "one train descriptor");
+}
+
+TEST(MatchOpenCL, LargeRandomSetsWithPlantedTies) {
+  REQUIRE_OPENCL();
+  for (bool integer : {true, false}) {
+    // 3000 x 5000 SIFT-like descriptors; the RootSIFT-like set smaller (the same code path, half the time).
+    ss::Features q = random_features(integer ? 3000 : 1500, 11, integer), t = random_features(integer ? 5000 : 2500, 12, integer);
+    // Planted ties: train rows duplicated at other indices (equal best distances: the lower index wins),
+    // queries equal to train rows (distance 0, tied with the duplicate), and a block of identical queries.
+    for (int i = 0; i < 200; ++i) {
+      std::memcpy(&t.descriptors[(t.size() - 1 - std::size_t(i)) * kDim], &t.descriptors[std::size_t(i * 7) * kDim], kDim * sizeof(float));
+      std::memcpy(&q.descriptors[std::size_t(i * 3) * kDim], &t.descriptors[std::size_t(i * 7) * kDim], kDim * sizeof(float));
+    }
+    for (int i = 1000; i < 1100; ++i)
+      std::memcpy(&q.descriptors[std::size_t(i) * kDim], &q.descriptors[std::size_t(999) * kDim], kDim * sizeof(float));
+    const char* what = integer ? "integer descriptors" : "RootSIFT-like descriptors";
+    const auto dev = ss::nearest_two(gpu(), q, t);
+    expect_same_top2(dev, ss::nearest_two(cpu(), q, t), what);
+    for (int i = 0; i < 200; ++i) {  // the planted ties themselves
+      EXPECT_EQ(dev[std::size_t(i * 3)].best1, i * 7) << what;
+      EXPECT_EQ(dev[std::size_t(i * 3)].best2, int(t.size()) - 1 - i) << what;
+      EXPECT_EQ(dev[std::size_t(i * 3)].distance2, 0.0f) << what;
+    }
+    ss::MatchOptions o;
+    o.mutual = true;
+    expect_same_matches(ss::match_features(gpu(), q, t, o), ss::match_features(cpu(), q, t, o), what);
+  }
+}
+
+TEST(MatchOpenCL, BothKernelFormsGiveTheCpuBits) {
+  REQUIRE_OPENCL();
+  // The tiled GPU kernel and the CPU-device row kernel on any device, on sizes that are not multiples of
+  // their tiles (32 queries per row work-item, 64 x 64 tiles), with ties.
+  auto& st = dynamic_cast<ss::opencl::State&>(*gpu().impl().backend_impl);
+  for (bool integer : {true, false}) {
+    ss::Features q = random_features(333, 21, integer), t = random_features(517, 22, integer);
+    for (int i = 0; i < 20; ++i) {
+      std::memcpy(&t.descriptors[std::size_t(500 - i) * kDim], &t.descriptors[std::size_t(i) * kDim], kDim * sizeof(float));
+      std::memcpy(&q.descriptors[std::size_t(i * 5) * kDim], &t.descriptors[std::size_t(i) * kDim], kDim * sizeof(float));
+    }
+    const auto want = ss::nearest_two(cpu(), q, t);
+    for (int variant : {0, 1}) {
+      st.match_variant = variant;
+      expect_same_top2(ss::nearest_two(gpu(), q, t), want, variant ? "rows" : "tiled");
+      const ss::Features t3 = random_features(3, 23, integer);  // fewer train descriptors than a step of 4
+      expect_same_top2(ss::nearest_two(gpu(), q, t3), ss::nearest_two(cpu(), q, t3), variant ? "rows, 3" : "tiled, 3");
+    }
+    st.match_variant = -1;
+  }
+}
+
+#else
+TEST(MatchOpenCL, Skipped) { GTEST_SKIP() << "built without OpenCL"; }
+#endif
+
+}  // namespace
