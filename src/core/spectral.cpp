@@ -177,7 +177,9 @@ SpectralResult spectral_match(Context& ctx, const EnviCube& cube, const Spectral
   const detail::ContextUse use(ctx.impl(), "spectral_match");  // re-entrant: the call below claims it again
   options.check();
   if (!cube.data()) throw Error(ErrorCode::kInvalidArgument, "spectral_match: the cube is not open");
-  return spectral_match(ctx, cube_ref(cube), references, options, progress);
+  SpectralResult result = spectral_match(ctx, cube_ref(cube), references, options, progress);
+  cube.check_intact();  // a data file truncated while it was read: an error, not scores of zeros
+  return result;
 }
 
 SpectralResult spectral_match(Context& ctx, const CubeRef& cube, const SpectralLibrary& references,
