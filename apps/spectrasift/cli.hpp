@@ -43,6 +43,19 @@ void add_demo_command(CLI::App& app, GlobalOptions& g, Action& action);
 /// cli_args fuzzer builds the same parser with it).
 void build_app(CLI::App& app, GlobalOptions& g, Action& action);
 
+// Validators for numeric options (issue 21, item 6): they read the text before CLI11 converts it, so that
+// a value out of range is a usage error with the range in plain numbers (never a 300-digit double bound),
+// and -1 or 1e23 never wraps into an unsigned option.
+
+/// A decimal integer (digits, a '-' only when lo < 0) in [lo, hi].
+CLI::Validator integer_in(long long lo, long long hi);
+/// A decimal integer in [0, 2^64 - 1] (digits only: no sign, exponent or fraction).
+CLI::Validator unsigned_64();
+/// A finite number (not nan or inf); positive: > 0 as well.
+CLI::Validator finite_number(bool positive = false);
+/// The largest --threads: 4 x the hardware threads (beyond that libgomp fails or crashes).
+int max_threads();
+
 /// Parses a pixel position "X,Y" (two decimal integers in int range, nothing else; spaces around the numbers
 /// are allowed). Throws Error(kInvalidArgument) quoting the text otherwise. Used by spectral --ref-pixel.
 std::pair<int, int> parse_pixel_xy(const std::string& text);
