@@ -252,6 +252,39 @@ TEST_F(Hostile, Item1_TinyTiffIsComparedWithItsFileSize) {
   EXPECT_NE(e.find("header promises"), std::string::npos) << e;
 }
 
+// ---- 2. limits that protect the machine ------------------------------------------------------------
+
+TEST_F(Hostile, Item2_JobsOverTheMemoryBudgetAreRefusedWithHowToLowerThem) {
+  // A tiny valid PNG (64 x 64 grey, constant) and a 16 x 16 x 4 cube, each well under 1 KB.
+  const Image flat = Image::allocate(64, 64, 1, PixelType::kU8);
+  write_png(dir_ / "small.png", flat);
+  ASSERT_LT(fs::file_size(dir_ / "small.png"), 1024u);
+  std::vector<float> data(16 * 16 * 4, 0.5f);
+  write_envi_f32(dir_ / "cube.hdr", 16, 16, {"a", "b", "c", "d"}, data.data());
+  ASSERT_LT(fs::file_size(dir_ / "cube.img"), 8192u);
+
+  const auto [s1, e1] = cli("sift '" + (dir_ / "small.png").string() + "' --max-memory 100K");
+  EXPECT_EQ(s1, 1) << e1;
+  EXPECT_NE(e1.find("sift: image of 64 x 64 needs about"), std::string::npos) << e1;
+  EXPECT_NE(e1.find("--no-upsample"), std::string::npos) << e1;
+  EXPECT_NE(e1.find("--max-memory"), std::string::npos) << e1;
+
+  const std::string cube = "'" + (dir_ / "cube.hdr").string() + "'";
+  const auto [s2, e2] = cli("spectral " + cube + " --ref-pixel 0,0 --ref-pixel 1,1 --ref-pixel 2,2 --top 3 -o '" +
+                            (dir_ / "out.hdr").string() + "' --max-memory 4K");
+  EXPECT_EQ(s2, 1) << e2;
+  EXPECT_NE(e2.find("spectral: 16 x 16 pixels x 3 score band(s) needs about"), std::string::npos) << e2;
+  EXPECT_NE(e2.find("smaller K"), std::string::npos) << e2;
+  EXPECT_FALSE(fs::exists(dir_ / "out.hdr"));
+
+  // The default budget (half of the physical memory) admits them.
+  const auto [s3, e3] = cli("spectral " + cube + " --ref-pixel 0,0 --top 1 -o '" + (dir_ / "out.hdr").string() + "'");
+  EXPECT_EQ(s3, 0) << e3;
+  const auto [s4, e4] = cli("sift x.png --max-memory 12Q");
+  EXPECT_EQ(s4, 2) << e4;
+  EXPECT_NE(e4.find("'12Q' is not a memory size"), std::string::npos) << e4;
+}
+
 // ---- 3. temporary files that cannot be redirected ----------------------------------------------------
 
 TEST_F(Hostile, Item3_PlantedLinksAtTemporaryNamesAreNeverFollowed) {

@@ -3,6 +3,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
+
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -18,6 +20,7 @@ struct GlobalOptions {
   int device = -1;      ///< -1: SPECTRASIFT_DEVICE or the first
   int threads = 0;
   long long max_pixels = -1;  ///< -1: SPECTRASIFT_MAX_PIXELS or ContextOptions' default (2^30); 0 = no limit
+  std::string max_memory;     ///< --max-memory: empty = the default budget (half of the physical memory)
   bool verbose = false;
   bool json = false;
 
@@ -53,6 +56,10 @@ CLI::Validator integer_in(long long lo, long long hi);
 CLI::Validator unsigned_64();
 /// A finite number (not nan or inf); positive: > 0 as well.
 CLI::Validator finite_number(bool positive = false);
+/// --max-memory's value: BYTES with an optional K, M, G or T suffix (powers of 1024), or "none" (no
+/// limit, UINT64_MAX). Throws Error(kInvalidArgument) quoting the text otherwise; 0 is refused.
+std::uint64_t parse_memory_size(const std::string& text);
+
 /// The largest --threads: 4 x the hardware threads (beyond that libgomp fails or crashes).
 int max_threads();
 

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -26,6 +27,19 @@ void GlobalOptions::add_backend_options(CLI::App& sub) {
                  "largest image or cube read, in pixels (width x height), checked before allocating; 0 = no limit "
                  "(default: $SPECTRASIFT_MAX_PIXELS or 1073741824 = 2^30)")
       ->check(integer_in(0, std::numeric_limits<long long>::max()));
+  sub.add_option("--max-memory", max_memory,
+                 "working-memory budget of one job (SIFT pyramid, spectral output), checked before allocating: "
+                 "BYTES with an optional K/M/G/T suffix, or none (default: half of the physical memory)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            try {
+              parse_memory_size(text);
+            } catch (const Error& e) {
+              return e.what();
+            }
+            return {};
+          },
+          "SIZE"));
   sub.add_flag("-v,--verbose", verbose, "log the backend picked and the time of each stage to stderr");
 }
 
@@ -37,6 +51,7 @@ ContextOptions GlobalOptions::context_options() const {
   if (device >= 0) o.device = device;
   o.threads = threads;
   if (max_pixels >= 0) o.max_pixels = std::uint64_t(max_pixels);
+  if (!max_memory.empty()) o.max_memory = parse_memory_size(max_memory);
   o.verbose = verbose;
   return o;
 }
@@ -87,6 +102,26 @@ CLI::Validator finite_number(bool positive) {
         return {};
       },
       positive ? "POSITIVE NUMBER" : "NUMBER");
+}
+
+std::uint64_t parse_memory_size(const std::string& text) {
+  if (text == "none") return std::numeric_limits<std::uint64_t>::max();
+  std::string digits = text;
+  std::uint64_t unit = 1;
+  if (!digits.empty()) {
+    const char s = char(std::toupper(static_cast<unsigned char>(digits.back())));
+    const std::string suffixes = "KMGT";
+    if (const auto i = suffixes.find(s); i != std::string::npos) {
+      unit = std::uint64_t(1) << (10 * (i + 1));
+      digits.pop_back();
+    }
+  }
+  const auto v = whole_integer<std::uint64_t>(digits);
+  std::uint64_t bytes = 0;
+  if (!v || digits[0] == '-' || *v == 0 || __builtin_mul_overflow(*v, unit, &bytes))
+    throw Error(ErrorCode::kInvalidArgument,
+                "'" + text + "' is not a memory size (BYTES > 0 with an optional K, M, G or T suffix, or none)");
+  return bytes;
 }
 
 int max_threads() {
