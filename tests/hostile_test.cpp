@@ -475,6 +475,26 @@ TEST_F(Hostile, Item6_CubeTruncatedWhileMappedIsAnErrorNotSigbus) {
   EXPECT_NE(r.message.find("shrank while it was read"), std::string::npos) << r.message;
 }
 
+TEST_F(Hostile, Item6_QuotedCommaInACsvHeaderIsPartOfTheName) {
+  const fs::path p = text("lib.csv", "wavelength (nm),\"grass, dry\",\"say \"\"hi\"\"\"\n400,0.1,0.2\n500,0.3,0.4\n");
+  const SpectralLibrary lib = read_csv_library(p);
+  ASSERT_EQ(lib.count, 2);
+  EXPECT_EQ(lib.names[0], "grass, dry");
+  EXPECT_EQ(lib.names[1], "say \"hi\"");
+  EXPECT_EQ(lib.bands, 2);
+  EXPECT_EQ(lib.wavelength_units, "nm");
+}
+
+TEST_F(Hostile, Item6_ReadOnlyFolderSaysWhyItCannotWrite) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root writes into read-only folders";
+  fs::create_directory(dir_ / "ro");
+  fs::permissions(dir_ / "ro", fs::perms::owner_read | fs::perms::owner_exec);
+  const ChildResult r = in_child([&] { return error_of([&] { write_features(dir_ / "ro" / "m.json", Features{}, FeatureFormat::kJson); }); });
+  fs::permissions(dir_ / "ro", fs::perms::owner_all);
+  EXPECT_NE(r.message.find("m.json: cannot create a file in"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find(std::strerror(EACCES)), std::string::npos) << r.message;
+}
+
 TEST_F(Hostile, Item6_EnviBraceListParsesInLinearTime) {
   std::string hdr = "ENVI\nsamples = 1\nlines = 1\nbands = 1\ndata type = 4\ninterleave = bsq\ndescription = {\n";
   for (int i = 0; i < 1000000; ++i) hdr += "x\n";  // was quadratic: 2 million lines took 45 s

@@ -424,15 +424,14 @@ SpectralLibrary read_csv_library(const fs::path& path) {
   while (std::getline(in, line)) {
     ++line_no;
     if (!trim(line).empty()) {
-      head = split_list(line);
+      head = split_csv_row(line);  // a quoted name may hold a comma
       break;
     }
   }
   if (head.empty()) bad(path, "empty CSV file (expected a header row)");
   // First column "wavelength" (any case; "wavelength (nm)" gives the units) or a spectrum of its own.
   SpectralLibrary lib;
-  std::string first = lower(trim(head[0]));
-  if (!first.empty() && first.front() == '"') first = first.substr(1, first.size() - 2);
+  const std::string first = lower(trim(head[0]));
   const bool has_wl = first.rfind("wavelength", 0) == 0;
   if (has_wl) {
     const auto a = first.find('('), b = first.find(')');
@@ -441,8 +440,7 @@ SpectralLibrary read_csv_library(const fs::path& path) {
   const std::size_t first_spectrum = has_wl ? 1 : 0;
   if (head.size() <= first_spectrum) bad(path, "line 1: no spectrum column after the wavelength column");
   for (std::size_t i = first_spectrum; i < head.size(); ++i) {
-    std::string n = trim(head[i]);
-    if (n.size() >= 2 && n.front() == '"' && n.back() == '"') n = n.substr(1, n.size() - 2);
+    const std::string n = trim(head[i]);
     lib.names.push_back(n.empty() ? "spectrum " + std::to_string(i - first_spectrum + 1) : n);
   }
   lib.count = int(lib.names.size());
@@ -450,7 +448,7 @@ SpectralLibrary read_csv_library(const fs::path& path) {
   while (std::getline(in, line)) {
     ++line_no;
     if (trim(line).empty() || trim(line)[0] == '#') continue;
-    const auto cells = split_list(line);
+    const auto cells = split_csv_row(line);
     if (cells.size() != head.size())
       bad(path, "line " + std::to_string(line_no) + ": " + std::to_string(cells.size()) + " values, the header has " +
                     std::to_string(head.size()) + " columns");
