@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -19,6 +20,7 @@ struct GlobalOptions {
   int device = -1;      ///< -1: SPECTRASIFT_DEVICE or the first
   int threads = 0;
   long long max_pixels = -1;  ///< -1: SPECTRASIFT_MAX_PIXELS or ContextOptions' default (2^30); 0 = no limit
+  std::string max_memory;     ///< --max-memory: empty = the default budget (half of the physical memory)
   bool verbose = false;
   bool quiet = false;  ///< --quiet: no progress bar
   bool json = false;
@@ -44,6 +46,23 @@ void add_demo_command(CLI::App& app, GlobalOptions& g, Action& action);
 /// The whole command line: --version, one required subcommand, every subcommand above (main.cpp; the
 /// cli_args fuzzer builds the same parser with it).
 void build_app(CLI::App& app, GlobalOptions& g, Action& action);
+
+// Validators for numeric options (issue 21, item 6): they read the text before CLI11 converts it, so that
+// a value out of range is a usage error with the range in plain numbers (never a 300-digit double bound),
+// and -1 or 1e23 never wraps into an unsigned option.
+
+/// A decimal integer (digits, a '-' only when lo < 0) in [lo, hi].
+CLI::Validator integer_in(long long lo, long long hi);
+/// A decimal integer in [0, 2^64 - 1] (digits only: no sign, exponent or fraction).
+CLI::Validator unsigned_64();
+/// A finite number (not nan or inf); positive: > 0 as well.
+CLI::Validator finite_number(bool positive = false);
+/// --max-memory's value: BYTES with an optional K, M, G or T suffix (powers of 1024), or "none" (no
+/// limit, UINT64_MAX). Throws Error(kInvalidArgument) quoting the text otherwise; 0 is refused.
+std::uint64_t parse_memory_size(const std::string& text);
+
+/// The largest --threads: 4 x the hardware threads (beyond that libgomp fails or crashes).
+int max_threads();
 
 /// Parses a pixel position "X,Y" (two decimal integers in int range, nothing else; spaces around the numbers
 /// are allowed). Throws Error(kInvalidArgument) quoting the text otherwise. Used by spectral --ref-pixel.

@@ -2,7 +2,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <thread>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -15,12 +21,27 @@ namespace spectrasift::cli {
 
 void GlobalOptions::add_backend_options(CLI::App& sub) {
   sub.add_option("--backend", backend, "auto|cpu|cuda|opencl (default: $SPECTRASIFT_BACKEND or auto)");
-  sub.add_option("--device", device, "device index within the backend (default: $SPECTRASIFT_DEVICE or 0)");
-  sub.add_option("--threads", threads, "CPU threads, 0 = all (default 0)");
+  sub.add_option("--device", device, "device index within the backend (default: $SPECTRASIFT_DEVICE or 0)")
+      ->check(integer_in(0, std::numeric_limits<int>::max()));
+  sub.add_option("--threads", threads, "CPU threads, 0 = all (default 0; at most 4 x the hardware threads)")
+      ->check(integer_in(0, max_threads()));
   sub.add_option("--max-pixels", max_pixels,
                  "largest image or cube read, in pixels (width x height), checked before allocating; 0 = no limit "
                  "(default: $SPECTRASIFT_MAX_PIXELS or 1073741824 = 2^30)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(integer_in(0, std::numeric_limits<long long>::max()));
+  sub.add_option("--max-memory", max_memory,
+                 "working-memory budget of one job (SIFT pyramid, spectral output), checked before allocating: "
+                 "BYTES with an optional K/M/G/T suffix, or none (default: half of the physical memory)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            try {
+              parse_memory_size(text);
+            } catch (const Error& e) {
+              return e.what();
+            }
+            return {};
+          },
+          "SIZE"));
   sub.add_flag("-v,--verbose", verbose, "log the backend picked and the time of each stage to stderr");
   sub.add_flag("-q,--quiet", quiet, "no progress bar on stderr (it is shown only when stderr is a terminal)");
 }
@@ -33,8 +54,82 @@ ContextOptions GlobalOptions::context_options() const {
   if (device >= 0) o.device = device;
   o.threads = threads;
   if (max_pixels >= 0) o.max_pixels = std::uint64_t(max_pixels);
+  if (!max_memory.empty()) o.max_memory = parse_memory_size(max_memory);
   o.verbose = verbose;
   return o;
+}
+
+namespace {
+
+/// The decimal integer `text` holds entirely, or nullopt (also when it is outside long long or uint64).
+template <class T>
+std::optional<T> whole_integer(const std::string& text) {
+  T v{};
+  const char* end = text.data() + text.size();
+  const auto r = std::from_chars(text.data(), end, v);
+  if (r.ec != std::errc() || r.ptr != end || text.empty() || text[0] == '+') return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+CLI::Validator integer_in(long long lo, long long hi) {
+  const std::string range = std::to_string(lo) + ".." + std::to_string(hi);
+  return CLI::Validator(
+      [lo, hi, range](std::string& text) -> std::string {
+        const auto v = whole_integer<long long>(text);
+        if (!v || *v < lo || *v > hi) return "'" + text + "' is not an integer in " + range;
+        return {};
+      },
+      "INT in " + range);
+}
+
+CLI::Validator unsigned_64() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        if (!whole_integer<std::uint64_t>(text) || text[0] == '-')
+          return "'" + text + "' is not an integer in 0..18446744073709551615";
+        return {};
+      },
+      "UINT64");
+}
+
+CLI::Validator finite_number(bool positive) {
+  return CLI::Validator(
+      [positive](std::string& text) -> std::string {
+        double v = 0;
+        const char* end = text.data() + text.size();
+        const auto r = std::from_chars(text.data(), end, v);
+        if (r.ec != std::errc() || r.ptr != end || !std::isfinite(v) || (positive && !(v > 0)))
+          return "'" + text + "' is not a " + (positive ? "positive " : "") + "finite number";
+        return {};
+      },
+      positive ? "POSITIVE NUMBER" : "NUMBER");
+}
+
+std::uint64_t parse_memory_size(const std::string& text) {
+  if (text == "none") return std::numeric_limits<std::uint64_t>::max();
+  std::string digits = text;
+  std::uint64_t unit = 1;
+  if (!digits.empty()) {
+    const char s = char(std::toupper(static_cast<unsigned char>(digits.back())));
+    const std::string suffixes = "KMGT";
+    if (const auto i = suffixes.find(s); i != std::string::npos) {
+      unit = std::uint64_t(1) << (10 * (i + 1));
+      digits.pop_back();
+    }
+  }
+  const auto v = whole_integer<std::uint64_t>(digits);
+  std::uint64_t bytes = 0;
+  if (!v || digits[0] == '-' || *v == 0 || __builtin_mul_overflow(*v, unit, &bytes))
+    throw Error(ErrorCode::kInvalidArgument,
+                "'" + text + "' is not a memory size (BYTES > 0 with an optional K, M, G or T suffix, or none)");
+  return bytes;
+}
+
+int max_threads() {
+  const unsigned hw = std::thread::hardware_concurrency();
+  return int(4 * std::max(1u, hw));
 }
 
 std::pair<int, int> parse_pixel_xy(const std::string& text) {

@@ -239,12 +239,13 @@ void add_register_command(CLI::App& app, GlobalOptions& g, Action& action) {
                   "WxH: the image size of a feature file that records none (Lowe's .key), for the verdict and -o");
   sub->add_option("--model", args->model, "homography|affine|similarity (default homography)");
   sub->add_option("--threshold", args->ransac.threshold_px,
-                  "RANSAC inlier threshold: transfer error in FIXED pixels (default 3)");
+                  "RANSAC inlier threshold: transfer error in FIXED pixels (default 3)")
+      ->check(finite_number(true));
   sub->add_option("--confidence", args->ransac.confidence, "RANSAC confidence for the adaptive count (default 0.999)");
   sub->add_option("--max-iterations", args->ransac.max_iterations, "RANSAC iteration cap (default 10000)");
   sub->add_option("--min-inliers", args->ransac.min_inliers,
                   "fewest inliers to accept a model, 0 = 2 x sample size (default 0)");
-  sub->add_option("--seed", args->ransac.seed, "RANSAC seed: same seed, same result (default 0)");
+  sub->add_option("--seed", args->ransac.seed, "RANSAC seed: same seed, same result (default 0)")->check(unsigned_64());
   sub->add_flag("--msac", args->ransac.msac,
                 "rank RANSAC models by the MSAC cost sum min(e^2, t^2) instead of the inlier count (default off)");
   sub->add_flag("--accept-weak", args->accept_weak,

@@ -356,9 +356,11 @@ void add_spectral_command(CLI::App& app, GlobalOptions& g, Action& action) {
   sub->add_option("-o,--output", args->output, "output ENVI header OUT.hdr (+ OUT.img; OUT_index.hdr with --best/--top/--threshold)")
       ->required();
   auto* best = sub->add_flag("--best", args->best, "keep the best reference per pixel (index + score)");
-  auto* top = sub->add_option("--top", args->top, "keep the K best references per pixel, best first")->check(CLI::PositiveNumber);
+  auto* top = sub->add_option("--top", args->top, "keep the K best references per pixel, best first")
+                  ->check(integer_in(1, std::numeric_limits<int>::max()));
   auto* thr = sub->add_option("--threshold", args->threshold,
-                              "like --best, but pixels whose best score fails T get index -1 (sam/ed/sid: score <= T; scc: score >= T)");
+                              "like --best, but pixels whose best score fails T get index -1 (sam/ed/sid: score <= T; scc: score >= T)")
+                  ->check(finite_number());
   best->excludes(top)->excludes(thr);
   top->excludes(thr);
   sub->add_option("--png", args->png, "picture: heat map of the first score band with a colour bar, or a class map with a legend");

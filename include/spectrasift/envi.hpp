@@ -79,6 +79,9 @@ class EnviCube {
   std::size_t band_stride() const noexcept;    ///< elements
   /// One value converted to double (byte order handled), for tests and small reads.
   double value(int line, int sample, int band) const;
+  /// Throws Error(kIo) when the data file shrank while it was mapped: the reads past its new end saw
+  /// zeros instead of ending the process with SIGBUS. Call it after reading the data.
+  void check_intact() const;
 
  private:
   friend EnviCube open_envi(const std::filesystem::path&, std::uint64_t);
@@ -88,6 +91,7 @@ class EnviCube {
   void* map_ = nullptr;
   std::size_t map_bytes_ = 0;
   std::size_t data_bytes_ = 0;
+  int guard_ = -1;  ///< io/mapping_guard.hpp handle of the mapping
 };
 
 /// Opens a cube from its header path (or from the data file path when a .hdr sits beside it).

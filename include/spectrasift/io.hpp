@@ -78,6 +78,10 @@ Features read_features(const std::filesystem::path& path);  ///< format detected
 
 /// A file written under a temporary name beside `target` and renamed onto it by commit(). If the
 /// object is destroyed without commit() (an exception), the temporary is removed: no partial output.
+/// The temporary "<target>.tmp-<pid>-<n>" is created exclusively (never through a link planted at that
+/// name) and removed on SIGINT/SIGTERM/SIGHUP (when the program has not installed its own handler); those
+/// of processes that died are removed when the same target is written again. A symlink `target` is written
+/// through (its target is replaced); a directory, device, FIFO or socket is refused with Error(kIo).
 class AtomicOutput {
  public:
   explicit AtomicOutput(std::filesystem::path target);
@@ -85,22 +89,28 @@ class AtomicOutput {
   AtomicOutput(const AtomicOutput&) = delete;
   AtomicOutput& operator=(const AtomicOutput&) = delete;
   const std::filesystem::path& temp_path() const noexcept { return temp_; }
+  /// The name given (messages use it).
   const std::filesystem::path& target() const noexcept { return target_; }
+  /// The file commit() replaces: target() with symlinks followed.
+  const std::filesystem::path& resolved_target() const noexcept { return resolved_; }
   void commit();
 
  private:
   std::filesystem::path target_;
+  std::filesystem::path resolved_;
   std::filesystem::path temp_;
   bool committed_ = false;
+  bool nested_ = false;  ///< target is another AtomicOutput's temporary: written in place, its owner renames it
 };
 
 /// Several outputs of one command, committed as a set: add() gives the temporary name (beside the
 /// target) to write each one to, and commit() renames them all onto their targets once every one is
 /// complete. Destroyed without commit() (an exception while any of them was written), it removes every
-/// temporary: no new output appears. If a rename fails inside commit(), the targets that commit() had
-/// already renamed are removed as well (a file that one of them had replaced is then gone too; a rename
-/// within one directory fails only when the target is a directory or the file system has gone wrong), the
-/// remaining temporaries are removed, and it throws Error(kIo).
+/// temporary: no new output appears. commit() holds an exclusive lock (flock) on every folder of the set
+/// while it renames, so that two processes writing the same outputs never mix their files; it keeps a
+/// hard link to each file it replaces until the whole set is in place, and if a rename fails it puts the
+/// old files back (and removes the new ones that had none), removes the remaining temporaries, and throws
+/// Error(kIo) with the cause of the failed rename: the user sees the complete old set or the new one.
 ///
 ///   OutputSet out;
 ///   write_envi_f32(out, "scores.hdr", w, h, names, scores.data());  // scores.hdr + scores.img

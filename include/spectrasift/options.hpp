@@ -23,6 +23,11 @@ struct ContextOptions {
   /// Largest image or cube accepted, in pixels (width * height); 0 = no limit. Checked before allocating.
   /// The CLI's --max-pixels N and the environment variable SPECTRASIFT_MAX_PIXELS set it.
   std::uint64_t max_pixels = std::uint64_t(1) << 30;
+  /// Working-memory budget of one job, in bytes: SIFT (from its plan: pyramid, DoG, candidates) and
+  /// spectral matching (scores and index of the output, K or all references) estimate what they need and
+  /// refuse, before allocating, a job that exceeds it, saying how to lower it. 0 = the default, half of
+  /// the physical memory; UINT64_MAX = no limit. The CLI's --max-memory sets it.
+  std::uint64_t max_memory = 0;
 
   void check() const;
 

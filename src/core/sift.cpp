@@ -71,11 +71,28 @@ void check_mask(const Image* mask, int width, int height) {
     invalid("the mask buffer size does not match its shape");
 }
 
+// The working memory of a run, from its plan (issue 21, item 2): every Gaussian level and DoG plane, the grey
+// input, and the candidate and keypoint records; refused before the stages allocate when over the budget.
+void check_sift_memory(const detail::ContextImpl& im, const detail::SiftPlan& plan) {
+  constexpr std::uint64_t kRecordBytes = 64;  // a candidate or keypoint record, rounded up
+  const std::uint64_t need = 4 * (std::uint64_t(plan.gauss_floats) + plan.dog_floats) +
+                             4 * std::uint64_t(plan.input_width) * std::uint64_t(plan.input_height) +
+                             kRecordBytes * (plan.candidate_capacity +
+                                             detail::SiftPlan::keypoint_capacity(plan.candidate_capacity / 8));
+  detail::check_memory_budget("sift: image of " + std::to_string(plan.input_width) + " x " +
+                                  std::to_string(plan.input_height),
+                              need, im.options.max_memory,
+                              plan.upsample ? "lower it with --no-upsample (SiftOptions::upsample = false: a quarter) "
+                                              "or by cutting the image into tiles"
+                                            : "lower it by cutting the image into tiles");
+}
+
 // Runs the stages on a checked image and mask.
 Features run_sift(detail::ContextImpl& im, const detail::SiftImageView& view, const SiftOptions& options,
                   const Image* mask) {
   detail::BackendImpl& backend = detail::backend_for(im, detail::Operation::kSift);
   const detail::SiftPlan& plan = detail::sift_plan(im, view.width, view.height, options);
+  check_sift_memory(im, plan);
   detail::SiftStages& st = sift_stages(im, backend);
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();

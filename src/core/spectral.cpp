@@ -177,7 +177,9 @@ SpectralResult spectral_match(Context& ctx, const EnviCube& cube, const Spectral
   const detail::ContextUse use(ctx.impl(), "spectral_match");  // re-entrant: the call below claims it again
   options.check();
   if (!cube.data()) throw Error(ErrorCode::kInvalidArgument, "spectral_match: the cube is not open");
-  return spectral_match(ctx, cube_ref(cube), references, options, progress);
+  SpectralResult result = spectral_match(ctx, cube_ref(cube), references, options, progress);
+  cube.check_intact();  // a data file truncated while it was read: an error, not scores of zeros
+  return result;
 }
 
 SpectralResult spectral_match(Context& ctx, const CubeRef& cube, const SpectralLibrary& references,
@@ -192,6 +194,21 @@ SpectralResult spectral_match(Context& ctx, const CubeRef& cube, const SpectralL
   if (options.reduction == Reduction::kTopK && options.top_k > references.count)
     throw Error(ErrorCode::kInvalidArgument, "--top " + std::to_string(options.top_k) + " asks for more than the " +
                                                  std::to_string(references.count) + " references given");
+  {
+    const std::uint64_t pixels = std::uint64_t(view.samples) * std::uint64_t(view.lines);
+    const std::uint64_t k = options.reduction == Reduction::kAll    ? std::uint64_t(references.count)
+                            : options.reduction == Reduction::kTopK ? std::uint64_t(options.top_k)
+                                                                    : 1u;
+    // The output (scores, and the index but for kAll) and the references converted to float; the cube
+    // itself is mapped, not counted (issue 21, item 2).
+    const std::uint64_t out = k * pixels * (options.reduction == Reduction::kAll ? 4u : 8u);
+    const std::uint64_t ref = std::uint64_t(references.count) * std::uint64_t(view.bands) * 8u;
+    detail::check_memory_budget(
+        "spectral: " + std::to_string(view.samples) + " x " + std::to_string(view.lines) + " pixels x " +
+            std::to_string(k) + " score band(s)",
+        out + ref, ctx.options().max_memory,
+        options.reduction == Reduction::kAll ? "lower it with --best or --top K" : "lower it with a smaller K");
+  }
   const detail::PreparedReferences refs = detail::prepare_references(cube, references, options.metric);
 
   SpectralResult result;

@@ -21,6 +21,7 @@
 
 #include "core/limits.hpp"
 #include "io/envi_text.hpp"
+#include "io/mapping_guard.hpp"
 #include "spectrasift/error.hpp"
 #include "spectrasift/io.hpp"
 
@@ -94,12 +95,16 @@ EnviHeader read_envi_header(const fs::path& hdr_path) {
     std::string value = trim(t.substr(eq + 1));
     if (!value.empty() && value[0] == '{') {
       const int start = line_no;
-      while (value.find('}') == std::string::npos) {
+      // Only the line just appended is searched for '}': linear in the value's length (searching the whole
+      // value each time made a 2-million-line list take 45 s).
+      bool closed = value.find('}') != std::string::npos;
+      while (!closed) {
         if (!std::getline(in, line))
           bad(hdr_path, "line " + std::to_string(start) + ": '{' of '" + key + "' is never closed");
         ++line_no;
         value += '\n';
         value += line;
+        closed = line.find('}') != std::string::npos;
       }
       const auto close = value.rfind('}');
       if (!trim(value.substr(close + 1)).empty())
@@ -213,11 +218,20 @@ fs::path find_envi_data_file(const fs::path& hdr_path) {
 
 // ---- EnviCube ----------------------------------------------------------------------------------------
 
+namespace {
+
+void release_mapping(void* map, std::size_t bytes, int guard) {
+  io_detail::unguard_mapping(guard);
+  if (map) ::munmap(map, bytes);
+}
+
+}  // namespace
+
 EnviCube::EnviCube(EnviCube&& o) noexcept { *this = std::move(o); }
 
 EnviCube& EnviCube::operator=(EnviCube&& o) noexcept {
   if (this != &o) {
-    if (map_) ::munmap(map_, map_bytes_);
+    release_mapping(map_, map_bytes_, guard_);
     header_ = std::move(o.header_);
     header_path_ = std::move(o.header_path_);
     data_path_ = std::move(o.data_path_);
@@ -225,6 +239,8 @@ EnviCube& EnviCube::operator=(EnviCube&& o) noexcept {
     map_ = o.map_;
     map_bytes_ = o.map_bytes_;
     data_bytes_ = o.data_bytes_;
+    guard_ = o.guard_;
+    o.guard_ = -1;
     o.data_ = nullptr;
     o.map_ = nullptr;
     o.map_bytes_ = o.data_bytes_ = 0;
@@ -232,8 +248,16 @@ EnviCube& EnviCube::operator=(EnviCube&& o) noexcept {
   return *this;
 }
 
-EnviCube::~EnviCube() {
-  if (map_) ::munmap(map_, map_bytes_);
+EnviCube::~EnviCube() { release_mapping(map_, map_bytes_, guard_); }
+
+void EnviCube::check_intact() const {
+  if (!io_detail::mapping_faulted(guard_)) return;
+  std::error_code ec;
+  const auto now = fs::file_size(data_path_, ec);
+  throw Error(ErrorCode::kIo, data_path_.string() + ": the file shrank while it was read (" +
+                                  (ec ? std::string("now unreadable") : std::to_string(now) + " bytes now") + ", " +
+                                  std::to_string(data_bytes_) + " bytes of data declared by " +
+                                  header_path_.string() + ")");
 }
 
 std::size_t EnviCube::line_stride() const noexcept {
@@ -350,137 +374,10 @@ EnviCube open_envi(const fs::path& path, std::uint64_t max_pixels) {
   ::madvise(m, map_bytes, MADV_SEQUENTIAL);
   cube.map_ = m;
   cube.map_bytes_ = map_bytes;
+  cube.guard_ = io_detail::guard_mapping(m, map_bytes);
   cube.data_ = static_cast<const std::uint8_t*>(m) + (h.header_offset - map_start);
   cube.data_bytes_ = std::size_t(data_bytes);
   return cube;
-}
-
-// ---- writers -------------------------------------------------------------------------------------------
-
-std::string format_envi_header(const EnviHeader& h) {
-  std::ostringstream o;
-  o << "ENVI\n";
-  o << "description = {" << (h.description.empty() ? "written by spectrasift" : h.description) << "}\n";
-  o << "samples = " << h.samples << "\nlines = " << h.lines << "\nbands = " << h.bands << "\n";
-  o << "header offset = 0\n";
-  o << "file type = " << (h.file_type.empty() ? "ENVI Standard" : h.file_type) << "\n";
-  o << "data type = " << int(h.data_type) << "\n";
-  o << "interleave = " << to_string(h.interleave) << "\n";
-  o << "byte order = " << (h.big_endian ? 1 : 0) << "\n";
-  for (const char* key : {"map info", "coordinate system string", "projection info"}) {
-    auto it = h.fields.find(key);
-    if (it != h.fields.end()) o << key << " = {" << it->second << "}\n";
-  }
-  if (!h.wavelength_units.empty()) o << "wavelength units = " << h.wavelength_units << "\n";
-  if (!h.wavelength.empty()) o << "wavelength = " << brace_list(h.wavelength) << "\n";
-  if (!h.fwhm.empty()) o << "fwhm = " << brace_list(h.fwhm) << "\n";
-  if (!h.bbl.empty()) o << "bbl = " << brace_list(h.bbl) << "\n";
-  if (h.data_ignore_value) o << "data ignore value = " << format_number(*h.data_ignore_value) << "\n";
-  if (h.reflectance_scale_factor)
-    o << "reflectance scale factor = " << format_number(*h.reflectance_scale_factor) << "\n";
-  if (!h.band_names.empty()) o << "band names = " << brace_list(h.band_names) << "\n";
-  if (!h.spectra_names.empty()) o << "spectra names = " << brace_list(h.spectra_names) << "\n";
-  return o.str();
-}
-
-namespace {
-
-void write_file(const fs::path& path, const void* bytes, std::size_t size) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw Error(ErrorCode::kIo, path.string() + ": cannot create");
-  out.write(static_cast<const char*>(bytes), std::streamsize(size));
-  out.flush();
-  if (!out) throw Error(ErrorCode::kIo, path.string() + ": write failed (disk full?)");
-}
-
-void check_names(const std::vector<std::string>& names) {
-  for (const auto& n : names)
-    if (n.find_first_of(",{}") != std::string::npos)
-      throw Error(ErrorCode::kInvalidArgument, "band name '" + n + "' contains ',', '{' or '}', which ENVI cannot hold");
-}
-
-EnviHeader output_header(int samples, int lines, const std::vector<std::string>& band_names, SampleType type,
-                         const EnviHeader* like) {
-  if (samples <= 0 || lines <= 0 || band_names.empty())
-    throw Error(ErrorCode::kInvalidArgument, "ENVI output needs samples, lines and at least one band name");
-  check_names(band_names);
-  EnviHeader h;
-  h.samples = samples;
-  h.lines = lines;
-  h.bands = int(band_names.size());
-  h.data_type = type;
-  h.interleave = Interleave::kBsq;
-  h.band_names = band_names;
-  if (like) {
-    h.description = like->description;
-    for (const char* key : {"map info", "coordinate system string", "projection info"})
-      if (auto it = like->fields.find(key); it != like->fields.end()) h.fields[key] = it->second;
-    // Wavelengths describe bands: they are copied only when the output has the input's bands.
-    if (like->bands == h.bands) {
-      h.wavelength = like->wavelength;
-      h.wavelength_units = like->wavelength_units;
-      h.fwhm = like->fwhm;
-    } else if (!like->wavelength_units.empty()) {
-      h.fields["wavelength units"] = like->wavelength_units;
-    }
-  }
-  return h;
-}
-
-}  // namespace
-
-void write_envi_raw(OutputSet& outputs, const fs::path& hdr_path, const EnviHeader& header, const void* bytes,
-                    std::size_t size) {
-  fs::path hdr = hdr_path, data = hdr_path;
-  if (lower(hdr_path.extension().string()) == ".hdr") {
-    data.replace_extension(".img");
-  } else {
-    hdr += ".hdr";
-  }
-  const std::size_t need = std::size_t(header.samples) * std::size_t(header.lines) * std::size_t(header.bands) *
-                           sample_size(header.data_type);
-  if (size != need)
-    throw Error(ErrorCode::kInvalidArgument, hdr.string() + ": " + std::to_string(size) +
-                                                 " bytes given for a cube of " + std::to_string(need) + " bytes");
-  // Data first, header second: the set renames them in this order, and a failed header rename removes the
-  // data file again (no data file without its header).
-  write_file(outputs.add(data), bytes, size);
-  const std::string text = format_envi_header(header);
-  write_file(outputs.add(hdr), text.data(), text.size());
-}
-
-void write_envi_raw(const fs::path& hdr_path, const EnviHeader& header, const void* bytes, std::size_t size) {
-  OutputSet outputs;
-  write_envi_raw(outputs, hdr_path, header, bytes, size);
-  outputs.commit();
-}
-
-void write_envi_f32(OutputSet& outputs, const fs::path& hdr_path, int samples, int lines,
-                    const std::vector<std::string>& band_names, const float* bands_data, const EnviHeader* like) {
-  const EnviHeader h = output_header(samples, lines, band_names, SampleType::kF32, like);
-  write_envi_raw(outputs, hdr_path, h, bands_data, std::size_t(samples) * lines * band_names.size() * sizeof(float));
-}
-
-void write_envi_i32(OutputSet& outputs, const fs::path& hdr_path, int samples, int lines,
-                    const std::vector<std::string>& band_names, const std::int32_t* bands_data,
-                    const EnviHeader* like) {
-  EnviHeader h = output_header(samples, lines, band_names, SampleType::kI32, like);
-  write_envi_raw(outputs, hdr_path, h, bands_data,
-                 std::size_t(samples) * lines * band_names.size() * sizeof(std::int32_t));
-}
-
-void write_envi_f32(const fs::path& hdr_path, int samples, int lines, const std::vector<std::string>& band_names,
-                    const float* bands_data, const EnviHeader* like) {
-  OutputSet outputs;
-  write_envi_f32(outputs, hdr_path, samples, lines, band_names, bands_data, like);
-  outputs.commit();
-}
-
-void write_envi_i32(const fs::path& hdr_path, int samples, int lines, const std::vector<std::string>& band_names,
-                    const std::int32_t* bands_data, const EnviHeader* like) {
-  OutputSet outputs;
-  write_envi_i32(outputs, hdr_path, samples, lines, band_names, bands_data, like);
-  outputs.commit();
 }
 
 // ---- spectral libraries ---------------------------------------------------------------------------------
@@ -527,15 +424,14 @@ SpectralLibrary read_csv_library(const fs::path& path) {
   while (std::getline(in, line)) {
     ++line_no;
     if (!trim(line).empty()) {
-      head = split_list(line);
+      head = split_csv_row(line);  // a quoted name may hold a comma
       break;
     }
   }
   if (head.empty()) bad(path, "empty CSV file (expected a header row)");
   // First column "wavelength" (any case; "wavelength (nm)" gives the units) or a spectrum of its own.
   SpectralLibrary lib;
-  std::string first = lower(trim(head[0]));
-  if (!first.empty() && first.front() == '"') first = first.substr(1, first.size() - 2);
+  const std::string first = lower(trim(head[0]));
   const bool has_wl = first.rfind("wavelength", 0) == 0;
   if (has_wl) {
     const auto a = first.find('('), b = first.find(')');
@@ -544,8 +440,7 @@ SpectralLibrary read_csv_library(const fs::path& path) {
   const std::size_t first_spectrum = has_wl ? 1 : 0;
   if (head.size() <= first_spectrum) bad(path, "line 1: no spectrum column after the wavelength column");
   for (std::size_t i = first_spectrum; i < head.size(); ++i) {
-    std::string n = trim(head[i]);
-    if (n.size() >= 2 && n.front() == '"' && n.back() == '"') n = n.substr(1, n.size() - 2);
+    const std::string n = trim(head[i]);
     lib.names.push_back(n.empty() ? "spectrum " + std::to_string(i - first_spectrum + 1) : n);
   }
   lib.count = int(lib.names.size());
@@ -553,7 +448,7 @@ SpectralLibrary read_csv_library(const fs::path& path) {
   while (std::getline(in, line)) {
     ++line_no;
     if (trim(line).empty() || trim(line)[0] == '#') continue;
-    const auto cells = split_list(line);
+    const auto cells = split_csv_row(line);
     if (cells.size() != head.size())
       bad(path, "line " + std::to_string(line_no) + ": " + std::to_string(cells.size()) + " values, the header has " +
                     std::to_string(head.size()) + " columns");

@@ -88,6 +88,30 @@ std::vector<std::string> split_list(std::string_view s) {
   return out;
 }
 
+std::vector<std::string> split_csv_row(std::string_view s) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false;  // inside "...": a comma is text, "" is one quote
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '"') {
+      if (quoted && i + 1 < s.size() && s[i + 1] == '"') {
+        cur += '"';
+        ++i;
+      } else {
+        quoted = !quoted;
+      }
+    } else if (c == ',' && !quoted) {
+      out.push_back(trim(cur));
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!trim(cur).empty() || !out.empty()) out.push_back(trim(cur));
+  return out;
+}
+
 std::vector<double> number_list(const fs::path& file, const std::string& key, std::string_view s) {
   std::vector<double> out;
   for (const auto& item : split_list(s)) {

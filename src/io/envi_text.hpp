@@ -25,6 +25,8 @@ double number(const std::filesystem::path& file, const std::string& key, std::st
 long long integer(const std::filesystem::path& file, const std::string& key, std::string_view s, long long lo,
                   long long hi);
 std::vector<std::string> split_list(std::string_view s);
+/// A CSV row (RFC 4180 quoting): a quoted field may hold commas, "" is a quote; quotes are removed.
+std::vector<std::string> split_csv_row(std::string_view s);
 std::vector<double> number_list(const std::filesystem::path& file, const std::string& key, std::string_view s);
 std::string read_text(const std::filesystem::path& path);
 bool is_library(const EnviHeader& h);

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "io/image_codecs.hpp"
+#include "io/temp_files.hpp"
 #include "spectrasift/error.hpp"
 #include "spectrasift/io.hpp"
 
@@ -33,23 +34,14 @@ constexpr int kMinOctave = -8, kMaxOctave = 64, kMaxLayer = 64;
 
 void check_features(const std::filesystem::path& path, const Features& f) {
   if (f.descriptors.size() != f.keypoints.size() * std::size_t(kD))
-    throw Error(ErrorCode::kInvalidArgument, path.string() + ": " + std::to_string(f.keypoints.size()) +
+    throw Error(ErrorCode::kInvalidArgument, io_detail::display_name(path) + ": " + std::to_string(f.keypoints.size()) +
                                                  " keypoints but " + std::to_string(f.descriptors.size()) +
                                                  " descriptor values (expected " + std::to_string(kD) + " per keypoint)");
 }
 
-/// Writes a whole buffer through AtomicOutput.
+/// Writes a whole buffer through AtomicOutput (messages name the user's file).
 void write_all(const std::filesystem::path& path, const void* data, std::size_t size) {
-  AtomicOutput out(path);
-  {
-    std::unique_ptr<std::FILE, int (*)(std::FILE*)> fp(std::fopen(out.temp_path().c_str(), "wb"), &std::fclose);
-    if (!fp) throw Error(ErrorCode::kIo, path.string() + ": cannot create (" + std::strerror(errno) + ")");
-    if (std::fwrite(data, 1, size, fp.get()) != size || std::fflush(fp.get()) != 0)
-      throw Error(ErrorCode::kIo, path.string() + ": write error (" + std::strerror(errno) + ")");
-    if (std::fclose(fp.release()) != 0)
-      throw Error(ErrorCode::kIo, path.string() + ": write error (" + std::strerror(errno) + ")");
-  }
-  out.commit();
+  io_detail::write_file_atomically(path, data, size);
 }
 
 /// Shortest text that reads back as the same float.
@@ -320,9 +312,11 @@ Features read_features_json(const std::filesystem::path& path) {
         bad(path, "descriptor " + std::to_string(i) + " does not have " + std::to_string(kD) + " values");
       for (int c = 0; c < kD; ++c) {
         if (!row[std::size_t(c)].is_number()) bad(path, "descriptor " + std::to_string(i) + " holds a non-number");
-        const double v = row[std::size_t(c)].get<double>();
-        if (!std::isfinite(v)) bad(path, "descriptor " + std::to_string(i) + " holds a non-finite value");
-        f.descriptors[i * kD + std::size_t(c)] = float(v);
+        // Checked as a float: a finite double such as 1e39 becomes +inf (one cut a self-match to 1 match).
+        const float v = float(row[std::size_t(c)].get<double>());
+        if (!std::isfinite(v))
+          bad(path, "descriptor " + std::to_string(i) + " holds a value that is not a finite float");
+        f.descriptors[i * kD + std::size_t(c)] = v;
       }
     }
     return f;
@@ -335,7 +329,8 @@ Features read_features_json(const std::filesystem::path& path) {
 
 void write_features_bin(const std::filesystem::path& path, const Features& f) {
   check_features(path, f);
-  if (f.size() > 0xFFFFFFFFull) throw Error(ErrorCode::kInvalidArgument, path.string() + ": too many keypoints");
+  if (f.size() > 0xFFFFFFFFull)
+    throw Error(ErrorCode::kInvalidArgument, io_detail::display_name(path) + ": too many keypoints");
   std::vector<std::uint8_t> b;
   b.reserve(24 + f.size() * (7 + kD) * 4);
   b.insert(b.end(), {'S', 'S', 'F', 'T'});

@@ -12,6 +12,7 @@
 
 #include "core/limits.hpp"
 #include "io/image_codecs.hpp"
+#include "io/temp_files.hpp"
 #include "numeric/sift_gray.h"
 #include "spectrasift/error.hpp"
 #include "spectrasift/io.hpp"
@@ -96,12 +97,12 @@ std::string lower_extension(const std::filesystem::path& path) {
 
 void check_writable(const std::filesystem::path& path, const Image& image) {
   if (image.width <= 0 || image.height <= 0 || image.channels < 1 || image.channels > 4)
-    throw Error(ErrorCode::kInvalidArgument, path.string() + ": cannot write an image of " +
+    throw Error(ErrorCode::kInvalidArgument, io_detail::display_name(path) + ": cannot write an image of " +
                                                  std::to_string(image.width) + "x" + std::to_string(image.height) +
                                                  " pixels with " + std::to_string(image.channels) + " channels");
   const std::size_t expected = image.pixel_count() * std::size_t(image.channels) * bytes_per_sample(image.type);
   if (image.data.size() != expected)
-    throw Error(ErrorCode::kInvalidArgument, path.string() + ": image data has " + std::to_string(image.data.size()) +
+    throw Error(ErrorCode::kInvalidArgument, io_detail::display_name(path) + ": image data has " + std::to_string(image.data.size()) +
                                                  " bytes, its shape needs " + std::to_string(expected));
 }
 
@@ -162,7 +163,7 @@ void write_image(const std::filesystem::path& path, const Image& image) {
   if (ext == ".tif" || ext == ".tiff") return write_tiff(path, image);
   if (ext == ".pgm" || ext == ".ppm" || ext == ".pnm") return io_detail::write_pnm(path, image);
   throw Error(ErrorCode::kUnsupported,
-              path.string() + ": cannot tell the image format from the extension '" + ext +
+              io_detail::display_name(path) + ": cannot tell the image format from the extension '" + ext +
                   "' (use .png, .tif, .tiff, .pgm or .ppm)");
 }
 

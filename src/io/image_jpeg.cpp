@@ -41,6 +41,7 @@ void jpeg_emit_message(j_common_ptr cinfo, int level) {
 struct JpegShape {
   JDIMENSION width = 0, height = 0;
   int channels = 0;
+  bool arithmetic = false;  ///< arithmetic-coded (can go far below a bit per block)
   bool cmyk = false;
   bool inverted_cmyk = false;
 };
@@ -66,6 +67,7 @@ bool jpeg_header(jpeg_decompress_struct* cinfo, JpegError* err, const std::uint8
   shape.width = cinfo->output_width;
   shape.height = cinfo->output_height;
   shape.channels = cinfo->output_components;
+  shape.arithmetic = cinfo->arith_code != 0;
   return true;
 }
 
@@ -103,6 +105,16 @@ Image decode_jpeg(const std::filesystem::path& path, const std::vector<std::uint
     throw Error(ErrorCode::kBadFormat, path.string() + ": corrupt or truncated JPEG (" + err.message + ")");
   const int file_channels = shape.cmyk ? 3 : shape.channels;
   check_image_shape(path, shape.width, shape.height, shape.channels, PixelType::kU8, limits);
+  // Huffman coding spends at least one bit on every 8x8 block of the first component (its DC code), so a
+  // file holds at most 512 pixels per byte; arithmetic coding can do better, allow 64 times that. A header
+  // that promises more is corrupt or truncated: refuse it before allocating (a 489-byte file declaring
+  // 65000 x 16000 took 1.15 GB).
+  const std::uint64_t per_byte = shape.arithmetic ? 512u * 64u : 512u;
+  if (std::uint64_t(shape.width) * shape.height > per_byte * std::uint64_t(bytes.size()) + 65536)
+    throw Error(ErrorCode::kBadFormat, path.string() + ": corrupt or truncated JPEG (the header promises " +
+                                           std::to_string(shape.width) + "x" + std::to_string(shape.height) +
+                                           " pixels, more than " + std::to_string(bytes.size()) +
+                                           " bytes can hold)");
   const std::size_t decoded_bytes = std::size_t(shape.width) * shape.height * std::size_t(shape.channels);
   Image im = make_image(int(shape.width), int(shape.height), shape.channels, PixelType::kU8, decoded_bytes);
   if (!jpeg_pixels(&cinfo, &err, im.data.data(), im.row_bytes()))

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "io/image_codecs.hpp"
+#include "io/temp_files.hpp"
 #include "spectrasift/error.hpp"
 #include "spectrasift/io.hpp"
 
@@ -50,30 +51,39 @@ struct PngShape {
   std::uint64_t raw_bytes = 0;  ///< size of the image data as stored (before expansion), with filter bytes
 };
 
-/// Reads the header (stage 1). Returns false when libpng raised an error (message in st).
+/// Reads the header chunks (stage 1a): nothing of the image's size is allocated yet. Returns false when
+/// libpng raised an error (message in st).
 bool png_read_header(png_structp png, png_infop info, PngShape& shape) {
   if (setjmp(png_jmpbuf(png))) return false;
   png_read_info(png, info);
   const int colour = png_get_color_type(png, info);
   const int depth = png_get_bit_depth(png, info);
-  {
-    const int stored_channels = colour == PNG_COLOR_TYPE_GRAY_ALPHA ? 2
-                                : colour == PNG_COLOR_TYPE_RGB      ? 3
-                                : colour == PNG_COLOR_TYPE_RGB_ALPHA ? 4
-                                                                     : 1;  // grey, palette
-    const std::uint64_t w = png_get_image_width(png, info), h = png_get_image_height(png, info);
-    shape.raw_bytes = h * ((w * std::uint64_t(stored_channels) * std::uint64_t(depth) + 7) / 8 + 1);
-  }
-  // Palette -> RGB, grey below 8 bits -> 8 bits, tRNS -> an alpha channel.
+  const int stored_channels = colour == PNG_COLOR_TYPE_GRAY_ALPHA ? 2
+                              : colour == PNG_COLOR_TYPE_RGB      ? 3
+                              : colour == PNG_COLOR_TYPE_RGB_ALPHA ? 4
+                                                                   : 1;  // grey, palette
+  shape.width = png_get_image_width(png, info);
+  shape.height = png_get_image_height(png, info);
+  const std::uint64_t w = shape.width, h = shape.height;
+  shape.raw_bytes = h * ((w * std::uint64_t(stored_channels) * std::uint64_t(depth) + 7) / 8 + 1);
+  // The channels and depth the expansions below give (palette -> RGB, tRNS -> alpha, grey < 8 bits -> 8).
+  const bool alpha = (colour & PNG_COLOR_MASK_ALPHA) || png_get_valid(png, info, PNG_INFO_tRNS);
+  shape.channels = (colour == PNG_COLOR_TYPE_PALETTE || (colour & PNG_COLOR_MASK_COLOR) ? 3 : 1) + (alpha ? 1 : 0);
+  shape.bit_depth = depth == 16 ? 16 : 8;
+  return true;
+}
+
+/// Sets the expanding transformations (stage 1b); png_read_update_info allocates libpng's row buffers,
+/// which is why it runs only after the shape was checked. Returns false on a libpng error.
+bool png_expand(png_structp png, png_infop info) {
+  if (setjmp(png_jmpbuf(png))) return false;
+  const int colour = png_get_color_type(png, info);
+  const int depth = png_get_bit_depth(png, info);
   if (colour == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
   if (colour == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(png);
   if (png_get_valid(png, info, PNG_INFO_tRNS)) png_set_tRNS_to_alpha(png);
   png_set_interlace_handling(png);
   png_read_update_info(png, info);
-  shape.width = png_get_image_width(png, info);
-  shape.height = png_get_image_height(png, info);
-  shape.channels = png_get_channels(png, info);
-  shape.bit_depth = png_get_bit_depth(png, info);
   return true;
 }
 
@@ -139,6 +149,11 @@ Image decode_png(const std::filesystem::path& path, const std::vector<std::uint8
                                            std::to_string(shape.width) + "x" + std::to_string(shape.height) +
                                            " pixels, more than " + std::to_string(bytes.size()) +
                                            " bytes can hold)");
+  if (!png_expand(g.png, g.info))
+    throw Error(ErrorCode::kBadFormat, path.string() + ": corrupt or truncated PNG (" + st.message + ")");
+  if (png_get_image_width(g.png, g.info) != shape.width || png_get_channels(g.png, g.info) != shape.channels ||
+      png_get_bit_depth(g.png, g.info) != shape.bit_depth)
+    throw Error(ErrorCode::kInternal, path.string() + ": unexpected PNG shape after expansion");
   Image im = make_image(int(shape.width), int(shape.height), shape.channels, type, nbytes);
   if (png_get_rowbytes(g.png, g.info) != im.row_bytes())
     throw Error(ErrorCode::kInternal, path.string() + ": unexpected PNG row size");
@@ -159,10 +174,11 @@ Image decode_png(const std::filesystem::path& path, const std::vector<std::uint8
 }  // namespace io_detail
 
 void write_png(const std::filesystem::path& path, const Image& image_in) {
+  const std::string name = io_detail::display_name(path);  // the user's file, also when path is a temporary
   if (image_in.width <= 0 || image_in.height <= 0 || image_in.channels < 1 || image_in.channels > 4 ||
       image_in.data.size() != image_in.pixel_count() * std::size_t(image_in.channels) * bytes_per_sample(image_in.type))
     throw Error(ErrorCode::kInvalidArgument,
-                path.string() + ": cannot write a PNG of " + std::to_string(image_in.width) + "x" +
+                name + ": cannot write a PNG of " + std::to_string(image_in.width) + "x" +
                     std::to_string(image_in.height) + " with " + std::to_string(image_in.channels) +
                     " channels (or data size does not match)");
   Image converted;
@@ -190,19 +206,19 @@ void write_png(const std::filesystem::path& path, const Image& image_in) {
   AtomicOutput out(path);
   io_detail::PngErrorState st;
   {
-    std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(out.temp_path().c_str(), "wb"), &std::fclose);
-    if (!f) throw Error(ErrorCode::kIo, path.string() + ": cannot create (" + std::strerror(errno) + ")");
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(io_detail::open_file_for_write(out.temp_path()), &std::fclose);
+    if (!f) throw Error(ErrorCode::kIo, name + ": cannot create (" + std::strerror(errno) + ")");
     io_detail::PngWriteGuard g;
     g.png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &st, io_detail::png_error_fn, io_detail::png_warning_fn);
-    if (!g.png) throw Error(ErrorCode::kOutOfMemory, path.string() + ": cannot create a PNG encoder");
+    if (!g.png) throw Error(ErrorCode::kOutOfMemory, name + ": cannot create a PNG encoder");
     g.info = png_create_info_struct(g.png);
-    if (!g.info) throw Error(ErrorCode::kOutOfMemory, path.string() + ": cannot create a PNG encoder");
+    if (!g.info) throw Error(ErrorCode::kOutOfMemory, name + ": cannot create a PNG encoder");
     if (!io_detail::png_write_all(g.png, g.info, f.get(), *im, rows.data()))
-      throw Error(ErrorCode::kIo, path.string() + ": cannot write PNG (" + st.message + ")");
+      throw Error(ErrorCode::kIo, name + ": cannot write PNG (" + st.message + ")");
     if (std::fflush(f.get()) != 0 || std::ferror(f.get()))
-      throw Error(ErrorCode::kIo, path.string() + ": write error (" + std::strerror(errno) + ")");
+      throw Error(ErrorCode::kIo, name + ": write error (" + std::strerror(errno) + ")");
     if (std::fclose(f.release()) != 0)
-      throw Error(ErrorCode::kIo, path.string() + ": write error (" + std::strerror(errno) + ")");
+      throw Error(ErrorCode::kIo, name + ": write error (" + std::strerror(errno) + ")");
   }
   out.commit();
 }

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "io/image_codecs.hpp"
+#include "io/temp_files.hpp"
 #include "spectrasift/error.hpp"
 #include "spectrasift/io.hpp"
 
@@ -134,7 +135,7 @@ Image decode_pnm(const std::filesystem::path& path, const std::vector<std::uint8
 
 void write_pnm(const std::filesystem::path& path, const Image& image_in) {
   if (image_in.channels != 1 && image_in.channels != 3)
-    throw Error(ErrorCode::kUnsupported, path.string() + ": PGM/PPM holds 1 or 3 channels, the image has " +
+    throw Error(ErrorCode::kUnsupported, display_name(path) + ": PGM/PPM holds 1 or 3 channels, the image has " +
                                              std::to_string(image_in.channels));
   Image converted;
   const Image* im = &image_in;
@@ -155,17 +156,9 @@ void write_pnm(const std::filesystem::path& path, const Image& image_in) {
     }
   }
   const std::vector<std::uint8_t>& data = wide ? body : im->data;
-  AtomicOutput out(path);
-  {
-    std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(out.temp_path().c_str(), "wb"), &std::fclose);
-    if (!f) throw Error(ErrorCode::kIo, path.string() + ": cannot create (" + std::strerror(errno) + ")");
-    if (std::fwrite(header.data(), 1, header.size(), f.get()) != header.size() ||
-        std::fwrite(data.data(), 1, data.size(), f.get()) != data.size() || std::fflush(f.get()) != 0)
-      throw Error(ErrorCode::kIo, path.string() + ": write error (" + std::strerror(errno) + ")");
-    if (std::fclose(f.release()) != 0)
-      throw Error(ErrorCode::kIo, path.string() + ": write error (" + std::strerror(errno) + ")");
-  }
-  out.commit();
+  std::vector<std::uint8_t> file(header.begin(), header.end());
+  file.insert(file.end(), data.begin(), data.end());
+  write_file_atomically(path, file.data(), file.size());
 }
 
 }  // namespace spectrasift::io_detail

@@ -6,7 +6,10 @@
 #ifdef SPECTRASIFT_HAVE_TIFF
 #include <tiffio.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
@@ -14,6 +17,7 @@
 #include <string>
 
 #include "io/image_codecs.hpp"
+#include "io/temp_files.hpp"
 #include "spectrasift/error.hpp"
 #include "spectrasift/io.hpp"
 
@@ -63,6 +67,32 @@ void place(std::uint8_t* dst_row, const std::uint8_t* src, std::uint32_t x0, std
                 bytes_per);
 }
 
+/// A TIFF's pixel data is stored in the file: uncompressed, it needs as many bytes as the image; the
+/// codecs libtiff offers compress at most about 1400:1 (LZW; deflate 1032:1, PackBits 128:1, JPEG as
+/// for JPEG files), ZSTD/LZMA/WebP more: a header that promises more is corrupt. Checked before the image
+/// is allocated (a 656-byte TIFF declaring 32000 x 32000 float RGBA took 14 GB).
+void check_against_file_size(const std::filesystem::path& path, TIFF* t, std::size_t nbytes) {
+  std::error_code ec;
+  const std::uint64_t file_size = std::filesystem::file_size(path, ec);
+  if (ec) return;  // it was opened: a size we cannot read leaves libtiff's own checks
+  std::uint16_t compression = COMPRESSION_NONE;
+  TIFFGetFieldDefaulted(t, TIFFTAG_COMPRESSION, &compression);
+  std::uint64_t ratio = 1u << 15;
+  switch (compression) {
+    case COMPRESSION_NONE: ratio = 1; break;
+    case COMPRESSION_LZW:
+    case COMPRESSION_ADOBE_DEFLATE:
+    case COMPRESSION_DEFLATE:
+    case COMPRESSION_PACKBITS:
+    case COMPRESSION_JPEG: ratio = 2048; break;
+    default: break;
+  }
+  if (std::uint64_t(nbytes) > ratio * file_size + 65536)
+    throw Error(ErrorCode::kBadFormat, path.string() + ": corrupt or truncated TIFF (the header promises " +
+                                           std::to_string(nbytes) + " bytes of pixels, more than the " +
+                                           std::to_string(file_size) + "-byte file can hold)");
+}
+
 }  // namespace
 
 Image decode_tiff(const std::filesystem::path& path, const ImageLimits& limits) {
@@ -96,6 +126,7 @@ Image decode_tiff(const std::filesystem::path& path, const ImageLimits& limits) 
     throw Error(ErrorCode::kUnsupported, path.string() + ": TIFF with " + std::to_string(spp) + " samples per pixel");
   const int channels = spp;
   const std::size_t nbytes = check_image_shape(path, width, height, channels, type, limits);
+  check_against_file_size(path, t, nbytes);
   Image im = make_image(int(width), int(height), channels, type, nbytes);
   const std::size_t bytes_per = bytes_per_sample(type);
   const bool separate = planar == PLANARCONFIG_SEPARATE && channels > 1;
@@ -156,15 +187,22 @@ Image decode_tiff(const std::filesystem::path& path, const ImageLimits& limits) 
 void write_tiff(const std::filesystem::path& path, const Image& im) {
   if (im.width <= 0 || im.height <= 0 || im.channels < 1 || im.channels > 4 ||
       im.data.size() != im.pixel_count() * std::size_t(im.channels) * bytes_per_sample(im.type))
-    throw Error(ErrorCode::kInvalidArgument, path.string() + ": cannot write a TIFF of " + std::to_string(im.width) +
+    throw Error(ErrorCode::kInvalidArgument, io_detail::display_name(path) + ": cannot write a TIFF of " + std::to_string(im.width) +
                                                  "x" + std::to_string(im.height) + " with " +
                                                  std::to_string(im.channels) + " channels (or data size does not match)");
   io_detail::install_tiff_handlers();
   io_detail::t_tiff_message.clear();
   AtomicOutput out(path);
+  const std::string name = io_detail::display_name(path);
   {
-    io_detail::TiffCloser tc{TIFFOpen(out.temp_path().c_str(), "w")};
-    if (!tc.t) throw Error(ErrorCode::kIo, path.string() + ": cannot create (" + io_detail::last_tiff_message() + ")");
+    // Opened without following a link at the temporary's name; libtiff closes the descriptor.
+    const int fd = io_detail::open_for_write(out.temp_path());
+    if (fd < 0) io_detail::throw_io(name, "cannot create", errno);
+    io_detail::TiffCloser tc{TIFFFdOpen(fd, name.c_str(), "w")};
+    if (!tc.t) {
+      ::close(fd);
+      throw Error(ErrorCode::kIo, name + ": cannot create (" + io_detail::last_tiff_message() + ")");
+    }
     TIFF* t = tc.t;
     const std::size_t bytes_per = bytes_per_sample(im.type);
     TIFFSetField(t, TIFFTAG_IMAGEWIDTH, std::uint32_t(im.width));
@@ -186,10 +224,10 @@ void write_tiff(const std::filesystem::path& path, const Image& im) {
       // TIFFWriteScanline may modify its buffer (encoders work in place): give it a copy.
       std::memcpy(row.data(), im.data.data() + std::size_t(y) * im.row_bytes(), row.size());
       if (TIFFWriteScanline(t, row.data(), std::uint32_t(y), 0) < 0)
-        throw Error(ErrorCode::kIo, path.string() + ": cannot write TIFF (" + io_detail::last_tiff_message() + ")");
+        throw Error(ErrorCode::kIo, name + ": cannot write TIFF (" + io_detail::last_tiff_message() + ")");
     }
     if (!TIFFFlush(t))
-      throw Error(ErrorCode::kIo, path.string() + ": cannot write TIFF (" + io_detail::last_tiff_message() + ")");
+      throw Error(ErrorCode::kIo, name + ": cannot write TIFF (" + io_detail::last_tiff_message() + ")");
   }
   out.commit();
 }
