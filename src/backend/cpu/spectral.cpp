@@ -72,6 +72,7 @@ struct Job {
   int metric = 0, higher = 0;
   bool all_bands = false;    ///< band_index[j] == j for every j
   bool bip_one = false;      ///< one reference (sam, ed, scc) on a bip cube: the per-pixel pass
+  bool sam_exact = false;    ///< sam with refs.raw: reported angles rescored exactly (spectral_sam_exact_*)
   float ignore = 0;
   std::vector<float> r1, r2;  ///< padded copies of refs.values / values2
   std::vector<double> rd;     ///< ed: padded refs in double
@@ -128,6 +129,7 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
   job.all_bands = true;
   for (int j = 0; j < refs.used_bands; ++j) job.all_bands = job.all_bands && refs.band_index[j] == j;
   job.bip_one = refs.count == 1 && cube.interleave == Interleave::kBip && job.metric != SPECTRAL_METRIC_SID;
+  job.sam_exact = job.metric == SPECTRAL_METRIC_SAM && !refs.raw.empty() && !job.bip_one;
   job.padded = (refs.count + job.nr_micro - 1) / job.nr_micro * job.nr_micro;
   const std::size_t n = std::size_t(job.n);
   if (job.metric == SPECTRAL_METRIC_ED) {
