@@ -105,7 +105,11 @@ int run_sift(const SiftCliOptions& o, const GlobalOptions& g) {
                  to_string(image.type), read_ms);
 
   t = Clock::now();
-  const Features features = detect_and_compute(ctx, image, so, mask ? &*mask : nullptr);
+  // 8-bit colour: SIFT runs on the file's grey as cv2.imread(IMREAD_GRAYSCALE) makes it (a JPEG's luma
+  // plane), so that the keypoints are OpenCV's; the colour image is kept for --draw.
+  const bool colour8 = image.channels > 1 && image.type == PixelType::kU8;
+  const Features features = detect_and_compute(ctx, colour8 ? read_image(image_path, ReadMode::kGray, limits) : image,
+                                               so, mask ? &*mask : nullptr);
   const double sift_ms = ms_since(t);
 
   // Both outputs are written under temporary names and renamed only when both are complete.
