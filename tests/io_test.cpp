@@ -936,14 +936,30 @@ TEST(Draw, TextUsesTheBuiltInFont) {
   EXPECT_TRUE(same(pixel(im, 2, 3), colors::kBlack));
   EXPECT_EQ(text_width("AB"), 11);
   EXPECT_EQ(text_width("AB", 3), 33);
-  EXPECT_EQ(text_height("A\nB"), 15);
-  // Lower case is drawn as upper case; unknown characters as a box (distinct from space).
+  EXPECT_EQ(text_height("A\nB"), 16);
+  // Lower case has its own glyphs; unknown characters draw as a box (distinct from space).
   Image a = blank_rgb(20, 10), b = blank_rgb(20, 10), u = blank_rgb(20, 10);
   draw_text(a, 0, 0, "sift", colors::kWhite);
   draw_text(b, 0, 0, "SIFT", colors::kWhite);
   draw_text(u, 0, 0, "\x01", colors::kWhite);
-  EXPECT_TRUE(a.data == b.data);
+  EXPECT_FALSE(a.data == b.data);
   EXPECT_EQ(count_color(u, colors::kWhite), 20u);
+  // Every letter a-z has a glyph of its own: none is the unknown box, none equals its capital, all differ.
+  std::vector<std::vector<std::uint8_t>> seen;
+  for (char c = 'a'; c <= 'z'; ++c) {
+    Image l = blank_rgb(6, 8), cap = blank_rgb(6, 8);
+    draw_text(l, 0, 0, std::string(1, c), colors::kWhite);
+    draw_text(cap, 0, 0, std::string(1, char(c - 'a' + 'A')), colors::kWhite);
+    EXPECT_FALSE(l.data == u.data) << c;
+    EXPECT_FALSE(l.data == cap.data) << c;
+    EXPECT_GT(count_color(l, colors::kWhite), 5u) << c;
+    for (const auto& d : seen) EXPECT_FALSE(d == l.data) << c;
+    seen.push_back(l.data);
+  }
+  // A descender reaches the 8th row: g's tail.
+  Image g = blank_rgb(6, 8);
+  draw_text(g, 0, 0, "g", colors::kWhite);
+  EXPECT_TRUE(same(pixel(g, 2, 7), colors::kWhite));
 }
 
 TEST(Draw, ColormapsAndLegend) {

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "spectrasift/context.hpp"
+#include "spectrasift/io.hpp"
 
 namespace spectrasift::cli {
 
@@ -20,6 +21,11 @@ struct GlobalOptions {
   long long max_pixels = -1;  ///< -1: SPECTRASIFT_MAX_PIXELS or ContextOptions' default (2^30); 0 = no limit
   bool verbose = false;
   bool json = false;
+  int png_compression = 1;  ///< PngOptions::level of every PNG written
+
+  /// Adds --png-compression (to commands that write pictures).
+  void add_png_option(CLI::App& sub);
+  PngOptions png_options() const { return PngOptions{png_compression}; }
 
   /// Adds --backend, --device, --threads, --max-pixels and -v to a subcommand.
   void add_backend_options(CLI::App& sub);

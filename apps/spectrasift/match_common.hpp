@@ -112,9 +112,10 @@ inline void check_image_output(const std::filesystem::path& p, const char* optio
 /// commit(), none left behind by a failure) with writers for the images and text files of these commands.
 class OutputSet : public spectrasift::OutputSet {
  public:
+  PngOptions png;  ///< how add_image writes .png files
   void add_image(const std::filesystem::path& target, const Image& image) {
     const std::filesystem::path temp = add(target);
-    if (lower_extension(target) == ".png") write_png(temp, image);
+    if (lower_extension(target) == ".png") write_png(temp, image, png);
     else write_tiff(temp, image);
   }
   void add_text(const std::filesystem::path& target, const std::string& text) {

@@ -53,6 +53,7 @@ void add_register_command(CLI::App& app, GlobalOptions& g, Action& action) {
                   "checkerboard (tiles alternate) or blend (FIXED magenta, MOVING green) (default checkerboard)");
   sub->add_option("--tile", args->tile, "checkerboard tile size in pixels (default 32)");
   g.add_backend_options(*sub);
+  g.add_png_option(*sub);
   g.add_json_option(*sub, "print the result as one JSON object: model, matrix, matches, inliers, rms_px, ...");
   sub->callback([&g, &action, args] {
     action = [&g, args] {
@@ -107,6 +108,7 @@ void add_register_command(CLI::App& app, GlobalOptions& g, Action& action) {
       const double warp_ms = ms_since(t0);
       t0 = std::chrono::steady_clock::now();
       OutputSet out;
+      out.png = g.png_options();
       if (!a.warped.empty()) out.add_image(a.warped, warped);
       if (!a.draw.empty())
         out.add_image(a.draw, draw_matches(fixed.image, fixed.features, moving.image, moving.features, matches,

@@ -118,7 +118,7 @@ int run_sift(const SiftCliOptions& o, const GlobalOptions& g) {
   if (!o.output.empty()) write_features(files.add(o.output), features, *format);
   if (!o.draw.empty()) {
     const Image picture = draw_keypoints(image, features);
-    if (lower_ext(o.draw) == ".png") write_png(files.add(o.draw), picture);
+    if (lower_ext(o.draw) == ".png") write_png(files.add(o.draw), picture, g.png_options());
     else write_tiff(files.add(o.draw), picture);
   }
   files.commit();
@@ -194,6 +194,7 @@ void add_sift_command(CLI::App& app, GlobalOptions& g, Action& action) {
                                     "for the orientation)");
   g.add_json_option(*sub, "print one JSON object with the image size, keypoint count, backend, device and times");
   g.add_backend_options(*sub);
+  g.add_png_option(*sub);
   sub->callback([opts, &g, &action] { action = [opts, &g] { return run_sift(*opts, g); }; });
 }
 

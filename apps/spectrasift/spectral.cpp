@@ -265,7 +265,7 @@ int run_spectral(const SpectralArgs& a, const GlobalOptions& g) {
   EnviHeader like = cube.header();
   like.description = "spectrasift spectral " + m + " scores of " + fs::path(a.cube).filename().string();
   write_envi_f32(files, out, r.samples, r.lines, band_names, r.scores.data(), &like);
-  if (!a.png.empty()) write_png(files.add(a.png), make_picture(r, o, names));
+  if (!a.png.empty()) write_png(files.add(a.png), make_picture(r, o, names), g.png_options());
   files.commit();
   std::vector<std::string> outputs;  // the headers and the picture, as before (not the .img data files)
   if (o.reduction != Reduction::kAll) outputs.push_back(index_path(out).string());
@@ -350,6 +350,7 @@ void add_spectral_command(CLI::App& app, GlobalOptions& g, Action& action) {
       ->check(CLI::NonNegativeNumber);
   sub->add_flag("--no-tensor-cores", args->no_tensor_cores, "CUDA: plain FP32 for many references (no TF32)");
   g.add_backend_options(*sub);
+  g.add_png_option(*sub);
   g.add_json_option(*sub, "print the stage times (read, upload, compute, download, write), backend and counts as JSON");
   sub->callback([args, &g, &action] { action = [args, &g] { return run_spectral(*args, g); }; });
 }
