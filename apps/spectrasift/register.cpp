@@ -17,6 +17,7 @@ namespace {
 
 struct RegisterArgs {
   std::string fixed, moving, warped, draw, overlay;
+  std::size_t draw_max = DrawMatchesOptions{}.max_matches;
   std::string model = "homography";
   std::string overlay_style = "checkerboard";
   int tile = 32;
@@ -47,7 +48,9 @@ void add_register_command(CLI::App& app, GlobalOptions& g, Action& action) {
   sub->add_flag("--mutual", args->match.mutual, "keep only two-way best matches (default off)");
   add_sift_options(*sub, args->sift);
   sub->add_option("-o,--output", args->warped, "write MOVING warped into FIXED's frame (.png; .tif when built with libtiff), same sample type");
-  sub->add_option("--draw", args->draw, "write a picture of the matches (.png): FIXED left, MOVING right, inliers green, outliers red");
+  sub->add_option("--draw", args->draw, "write a picture of the matches (.png): FIXED left, MOVING right, inliers yellow, "
+                                        "outliers magenta, a legend with the counts below");
+  sub->add_option("--draw-max", args->draw_max, "draw at most N matches, spread over the image and best first (default 300; 0 = all)");
   sub->add_option("--overlay", args->overlay, "write an overlay of FIXED and the warped MOVING (.png)");
   sub->add_option("--overlay-style", args->overlay_style,
                   "checkerboard (tiles alternate) or blend (FIXED magenta, MOVING green) (default checkerboard)");
@@ -112,7 +115,7 @@ void add_register_command(CLI::App& app, GlobalOptions& g, Action& action) {
       if (!a.warped.empty()) out.add_image(a.warped, warped);
       if (!a.draw.empty())
         out.add_image(a.draw, draw_matches(fixed.image, fixed.features, moving.image, moving.features, matches,
-                                           &est.inlier_mask));
+                                           &est.inlier_mask, DrawMatchesOptions{a.draw_max, true}));
       if (!a.overlay.empty())
         out.add_image(a.overlay, a.overlay_style == "blend" ? overlay_blend(fixed.image, warped)
                                                             : overlay_checkerboard(fixed.image, warped, a.tile));
