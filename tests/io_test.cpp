@@ -962,6 +962,17 @@ TEST(Draw, TextUsesTheBuiltInFont) {
   EXPECT_TRUE(same(pixel(g, 2, 7), colors::kWhite));
 }
 
+TEST(Draw, AddTitlePutsAStripAboveTheImage) {
+  Image im = blank_rgb(40, 10, colors::kRed);
+  const Image t = add_title(im, "Spectral angle to 'a very long reference name'\nscene.hdr");
+  EXPECT_EQ(t.width, 40);
+  EXPECT_EQ(t.height, 10 + 2 * kGlyphHeight + 4);  // two lines and a margin
+  // The image sits unchanged below the strip; the strip holds white text on a dark background.
+  EXPECT_TRUE(std::equal(im.data.begin(), im.data.end(), t.data.begin() + std::ptrdiff_t(std::size_t(2 * kGlyphHeight + 4) * t.row_bytes())));
+  EXPECT_GT(count_color(t, colors::kWhite), 20u);
+  EXPECT_EQ(count_color(t, colors::kRed), 400u);
+}
+
 TEST(Draw, ColormapsAndLegend) {
   EXPECT_TRUE(same(colormap_color(Colormap::kViridis, 0.0), Rgb{68, 1, 84}));
   EXPECT_TRUE(same(colormap_color(Colormap::kViridis, 1.0), Rgb{253, 231, 37}));

@@ -75,6 +75,9 @@ inline constexpr int kGlyphHeight = 8;
 void draw_text(Image& canvas, int x, int y, std::string_view text, Rgb color, int scale = 1);
 /// The same on a filled background box with a 1*scale pixel margin (readable on any image).
 void draw_label(Image& canvas, int x, int y, std::string_view text, Rgb color, Rgb background, int scale = 1);
+/// `image` (any type, shown as make_rgb does) with a strip above it holding `title`, one line per '\n', in
+/// white on a dark background; a line wider than the image is cut and ends with "...".
+Image add_title(const Image& image, std::string_view title, int scale = 1);
 /// Width and height in pixels that draw_text will use (widest line; number of lines x kGlyphHeight, the
 /// descender row of the last line included).
 int text_width(std::string_view text, int scale = 1) noexcept;

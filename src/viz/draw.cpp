@@ -464,6 +464,27 @@ void draw_label(Image& canvas, int x, int y, std::string_view text, Rgb color, R
   draw_text(canvas, x + scale, y + scale, text, color, scale);
 }
 
+Image add_title(const Image& image, std::string_view title, int scale) {
+  scale = std::max(1, scale);
+  const Image rgb = make_rgb(image);
+  // Lines cut to the image's width.
+  const int max_chars = std::max(4, (rgb.width - 4 * scale) / (kGlyphWidth * scale));
+  std::string text;
+  std::size_t start = 0;
+  while (start <= title.size()) {
+    const std::size_t end = std::min(title.find('\n', start), title.size());
+    std::string line(title.substr(start, end - start));
+    if (int(line.size()) > max_chars) line = line.substr(0, std::size_t(max_chars - 3)) + "...";
+    text += (text.empty() && start == 0 ? "" : "\n") + line;
+    start = end + 1;
+  }
+  const int strip = text_height(text, scale) + 4 * scale;
+  Image out = blank_rgb(rgb.width, rgb.height + strip, Rgb{24, 24, 24});
+  std::copy(rgb.data.begin(), rgb.data.end(), out.data.begin() + std::ptrdiff_t(std::size_t(strip) * out.row_bytes()));
+  draw_text(out, 2 * scale, 2 * scale, text, colors::kWhite, scale);
+  return out;
+}
+
 // ---- colour maps ----
 
 Colormap parse_colormap(std::string_view name) {
