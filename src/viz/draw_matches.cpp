@@ -29,8 +29,10 @@ void check_image(const Image& im, const char* what) {
 std::uint8_t sample8(const Image& im, std::size_t i, int c) {
   const std::size_t k = i * std::size_t(im.channels) + std::size_t(c);
   switch (im.type) {
-    case PixelType::kU8: return im.data[k];
-    case PixelType::kU16: return std::uint8_t((unsigned(im.as<std::uint16_t>()[k]) + 128u) / 257u);
+    case PixelType::kU8:
+      return im.data[k];
+    case PixelType::kU16:
+      return std::uint8_t((unsigned(im.as<std::uint16_t>()[k]) + 128u) / 257u);
     case PixelType::kF32: {
       const float v = im.as<float>()[k] * 255.0f;
       return std::uint8_t(std::clamp(std::nearbyint(std::isfinite(v) ? v : 0.0f), 0.0f, 255.0f));
@@ -64,8 +66,7 @@ void put(Image& c, int x, int y, Px3 col) {
 
 std::vector<std::size_t> select_matches_to_draw(const Features& query, int query_width, int query_height,
                                                 const std::vector<Match>& matches,
-                                                const std::vector<std::uint8_t>* inlier_mask,
-                                                std::size_t max_matches) {
+                                                const std::vector<std::uint8_t>* inlier_mask, std::size_t max_matches) {
   std::vector<std::size_t> in, out;
   for (std::size_t i = 0; i < matches.size(); ++i) ((!inlier_mask || (*inlier_mask)[i]) ? in : out).push_back(i);
   if (max_matches == 0 || matches.size() <= max_matches) {
@@ -119,7 +120,8 @@ Image draw_matches(const Image& query_image, const Features& query, const Image&
   for (std::size_t i = 0; i < matches.size(); ++i) {
     const Match& m = matches[i];
     if (m.query < 0 || std::size_t(m.query) >= query.size() || m.train < 0 || std::size_t(m.train) >= train.size())
-      throw Error(ErrorCode::kInvalidArgument, "draw_matches: match " + std::to_string(i) + " indexes a missing keypoint");
+      throw Error(ErrorCode::kInvalidArgument,
+                  "draw_matches: match " + std::to_string(i) + " indexes a missing keypoint");
   }
   const Image images = hconcat(make_rgb(query_image), make_rgb(train_image));
   // Lines and text scale with the picture so that they stay visible on large images.
@@ -172,7 +174,8 @@ Image draw_matches(const Image& query_image, const Features& query, const Image&
     const std::size_t outliers = matches.size() - inliers, drawn_out = drawn.size() - drawn_in;
     item(std::to_string(matches.size()) + " matches:", nullptr);
     item(std::to_string(inliers) + " inliers (drawn " + std::to_string(drawn_in) + ")", &inlier_colour);
-    if (inlier_mask) item(std::to_string(outliers) + " outliers (drawn " + std::to_string(drawn_out) + ")", &outlier_colour);
+    if (inlier_mask)
+      item(std::to_string(outliers) + " outliers (drawn " + std::to_string(drawn_out) + ")", &outlier_colour);
   }
   return c;
 }
