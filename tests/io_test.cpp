@@ -20,6 +20,7 @@
 #include "spectrasift/io.hpp"
 
 #ifdef SPECTRASIFT_HAVE_OPENCV
+#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #endif
 
@@ -350,6 +351,44 @@ TEST(Gray, EqualsCvtColor) {
   for (int y = 0; y < im.height; ++y)
     for (int x = 0; x < im.width; ++x) mismatches += ours.at(x, y) != float(gray.at<std::uint8_t>(y, x));
   EXPECT_EQ(mismatches, 0u);
+}
+#endif
+
+#ifdef SPECTRASIFT_HAVE_OPENCV
+// read_image(path, ReadMode::kGray) gives cv::imread(path, IMREAD_GRAYSCALE)'s pixels for each format: a
+// colour JPEG (libjpeg's luma plane), a colour PNG (libpng's rule), PPM and TIFF (OpenCV's 14-bit rule).
+TEST_F(IoFiles, ReadGrayEqualsOpenCvImreadGrayscale) {
+  const Image rgb = read_image(kData / "HappyFish_cv2_rgb.png");
+  std::vector<fs::path> files = {kData / "HappyFish.jpg", kData / "HappyFish_cv2_rgb.png", path("fish.ppm")};
+  write_image(files.back(), rgb);
+  if (tiff_supported()) {
+    files.push_back(path("fish.tif"));
+    write_image(files.back(), rgb);
+  }
+  for (const fs::path& f : files) {
+    SCOPED_TRACE(f.filename().string());
+    const Image ours = read_image(f, ReadMode::kGray);
+    const cv::Mat cv_gray = cv::imread(f.string(), cv::IMREAD_GRAYSCALE);
+    ASSERT_EQ(ours.channels, 1);
+    ASSERT_EQ(ours.type, PixelType::kU8);
+    ASSERT_EQ(ours.width, cv_gray.cols);
+    ASSERT_EQ(ours.height, cv_gray.rows);
+    std::size_t differ = 0;
+    for (int y = 0; y < ours.height; ++y)
+      for (int x = 0; x < ours.width; ++x)
+        differ += ours.data[std::size_t(y) * ours.width + x] != cv_gray.at<std::uint8_t>(y, x);
+    EXPECT_EQ(differ, 0u);
+  }
+  // The JPEG's luma plane is not the grey of its decoded RGB (6015 of 50246 pixels differ, by up to 21
+  // levels): without the JCS_GRAYSCALE decode the comparison above fails.
+  const Image luma = read_image(kData / "HappyFish.jpg", ReadMode::kGray);
+  const Image via_rgb = to_u8(to_gray_float(read_image(kData / "HappyFish.jpg")));
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < luma.data.size(); ++i) differ += luma.data[i] != via_rgb.data[i];
+  EXPECT_GT(differ, 1000u);
+  // A grey file and an in-memory mode: kAsStored is read_image(path).
+  EXPECT_EQ(read_image(kData / "box.png", ReadMode::kGray).data, read_image(kData / "box.png").data);
+  EXPECT_EQ(read_image(kData / "HappyFish.jpg", ReadMode::kAsStored).channels, 3);
 }
 #endif
 
@@ -897,14 +936,41 @@ TEST(Draw, TextUsesTheBuiltInFont) {
   EXPECT_TRUE(same(pixel(im, 2, 3), colors::kBlack));
   EXPECT_EQ(text_width("AB"), 11);
   EXPECT_EQ(text_width("AB", 3), 33);
-  EXPECT_EQ(text_height("A\nB"), 15);
-  // Lower case is drawn as upper case; unknown characters as a box (distinct from space).
+  EXPECT_EQ(text_height("A\nB"), 16);
+  // Lower case has its own glyphs; unknown characters draw as a box (distinct from space).
   Image a = blank_rgb(20, 10), b = blank_rgb(20, 10), u = blank_rgb(20, 10);
   draw_text(a, 0, 0, "sift", colors::kWhite);
   draw_text(b, 0, 0, "SIFT", colors::kWhite);
   draw_text(u, 0, 0, "\x01", colors::kWhite);
-  EXPECT_TRUE(a.data == b.data);
+  EXPECT_FALSE(a.data == b.data);
   EXPECT_EQ(count_color(u, colors::kWhite), 20u);
+  // Every letter a-z has a glyph of its own: none is the unknown box, none equals its capital, all differ.
+  std::vector<std::vector<std::uint8_t>> seen;
+  for (char c = 'a'; c <= 'z'; ++c) {
+    Image l = blank_rgb(6, 8), cap = blank_rgb(6, 8);
+    draw_text(l, 0, 0, std::string(1, c), colors::kWhite);
+    draw_text(cap, 0, 0, std::string(1, char(c - 'a' + 'A')), colors::kWhite);
+    EXPECT_FALSE(l.data == u.data) << c;
+    EXPECT_FALSE(l.data == cap.data) << c;
+    EXPECT_GT(count_color(l, colors::kWhite), 5u) << c;
+    for (const auto& d : seen) EXPECT_FALSE(d == l.data) << c;
+    seen.push_back(l.data);
+  }
+  // A descender reaches the 8th row: g's tail.
+  Image g = blank_rgb(6, 8);
+  draw_text(g, 0, 0, "g", colors::kWhite);
+  EXPECT_TRUE(same(pixel(g, 2, 7), colors::kWhite));
+}
+
+TEST(Draw, AddTitlePutsAStripAboveTheImage) {
+  Image im = blank_rgb(40, 10, colors::kRed);
+  const Image t = add_title(im, "Spectral angle to 'a very long reference name'\nscene.hdr");
+  EXPECT_EQ(t.width, 40);
+  EXPECT_EQ(t.height, 10 + 2 * kGlyphHeight + 4);  // two lines and a margin
+  // The image sits unchanged below the strip; the strip holds white text on a dark background.
+  EXPECT_TRUE(std::equal(im.data.begin(), im.data.end(), t.data.begin() + std::ptrdiff_t(std::size_t(2 * kGlyphHeight + 4) * t.row_bytes())));
+  EXPECT_GT(count_color(t, colors::kWhite), 20u);
+  EXPECT_EQ(count_color(t, colors::kRed), 400u);
 }
 
 TEST(Draw, ColormapsAndLegend) {

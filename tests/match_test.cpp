@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <limits>
 #include <random>
+#include <set>
 #include <vector>
 
 #include "core/cpu_features.hpp"
@@ -288,20 +289,62 @@ TEST(DrawMatches, SideBySideWithColouredLines) {
   fb.keypoints = {Keypoint{5, 5, 2, 0, 1, 0, 1, 0}, Keypoint{40, 20, 2, 0, 1, 0, 1, 0}};
   const std::vector<Match> m{{0, 0, 1, 2}, {1, 1, 1, 2}};
   const std::vector<std::uint8_t> mask{1, 0};
-  const Image pic = draw_matches(a, fa, b, fb, m, &mask);
+  const Image pic = draw_matches(a, fa, b, fb, m, &mask, DrawMatchesOptions{0, false});
   ASSERT_EQ(pic.width, 110);
   ASSERT_EQ(pic.height, 40);
   ASSERT_EQ(pic.channels, 3);
   auto px = [&](int x, int y) { return pic.data.data() + (std::size_t(y) * pic.width + x) * 3; };
-  // Line ends sit on the keypoints: the inlier's in green, the outlier's in red.
+  // Line ends sit on the keypoints: the inlier's in yellow (255, 225, 0), the outlier's in magenta (255, 40, 220).
+  EXPECT_GT(px(10, 10)[0], 200);
   EXPECT_GT(px(10, 10)[1], 200);
-  EXPECT_LT(px(10, 10)[0], 50);
+  EXPECT_LT(px(10, 10)[2], 50);
   EXPECT_GT(px(50 + 5, 5)[1], 200);
   EXPECT_GT(px(20, 30)[0], 200);
-  EXPECT_LT(px(20, 30)[1], 50);
-  EXPECT_GT(px(50 + 40, 20)[0], 200);
+  EXPECT_LT(px(20, 30)[1], 80);
+  EXPECT_GT(px(20, 30)[2], 200);
+  EXPECT_GT(px(50 + 40, 20)[2], 200);
   // Away from the drawing, the (black) images show through.
   EXPECT_EQ(px(45, 2)[0], 0);
+  // With the legend: a strip below the images, the images unchanged above it.
+  const Image with_legend = draw_matches(a, fa, b, fb, m, &mask);
+  EXPECT_GT(with_legend.height, 40);
+  EXPECT_TRUE(std::equal(pic.data.begin(), pic.data.end(), with_legend.data.begin()));
   const std::vector<std::uint8_t> bad{1};
   EXPECT_THROW(draw_matches(a, fa, b, fb, m, &bad), Error);
+}
+
+TEST(DrawMatches, AtMostMaxMatchesSpreadOverTheImageBestFirst) {
+  // 2000 matches on a 100 x 100 query image, keypoint i at (i % 100, (i / 20) % 100), distance i; every
+  // fifth an outlier.
+  Features q;
+  std::vector<Match> m;
+  std::vector<std::uint8_t> mask;
+  for (int i = 0; i < 2000; ++i) {
+    q.keypoints.push_back(Keypoint{float(i % 100), float((i / 20) % 100), 2, 0, 1, 0, 1, 0});
+    m.push_back(Match{i, 0, float(i), 0});
+    mask.push_back(i % 5 != 0);
+  }
+  const auto all = select_matches_to_draw(q, 100, 100, m, &mask, 0);
+  EXPECT_EQ(all.size(), 2000u);
+  const auto few = select_matches_to_draw(q, 100, 100, m, &mask, 128);
+  ASSERT_EQ(few.size(), 128u);
+  EXPECT_TRUE(std::is_sorted(few.begin(), few.end()));
+  std::size_t outliers = 0;
+  std::set<int> cells;
+  for (std::size_t i : few) {
+    outliers += mask[i] == 0;
+    cells.insert(int(q.keypoints[i].y * 8 / 100) * 8 + int(q.keypoints[i].x * 8 / 100));
+  }
+  EXPECT_EQ(outliers, 26u);        // 400 of 2000 outliers: a fifth of 128, rounded
+  EXPECT_EQ(cells.size(), 64u);    // every cell of the 8 x 8 grid has some
+  // Best first: each cell's first pick is its smallest distance.
+  EXPECT_EQ(few.front(), 0u);
+  // Fewer matches than the budget: all of them.
+  EXPECT_EQ(select_matches_to_draw(q, 100, 100, std::vector<Match>(m.begin(), m.begin() + 10), nullptr, 128).size(), 10u);
+  // Few outliers keep a tenth of the budget.
+  std::vector<std::uint8_t> rare(2000, 1);
+  for (int i = 0; i < 30; ++i) rare[std::size_t(i) * 7] = 0;
+  std::size_t rare_drawn = 0;
+  for (std::size_t i : select_matches_to_draw(q, 100, 100, m, &rare, 100)) rare_drawn += rare[i] == 0;
+  EXPECT_EQ(rare_drawn, 10u);
 }

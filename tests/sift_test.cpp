@@ -402,11 +402,14 @@ namespace {
 struct Agreement {
   std::size_t ours = 0, theirs = 0, matched = 0, ours_matched = 0;
   double median_desc = 0, p95_desc = 0;
+  double median_px = 0, max_px = 0;  ///< position differences of the matched pairs
 };
 
 // A cv::SIFT keypoint is matched if one of ours lies within 1 px, with size within 10 % and angle
 // within 10 degrees; precision counts our keypoints that have such a partner among OpenCV's.
-Agreement compare_with_opencv(const std::string& file) {
+// With `our_reader` our side reads the file itself (read_image(file, ReadMode::kGray)), as the CLI does;
+// otherwise it is given OpenCV's grey pixels.
+Agreement compare_with_opencv(const std::string& file, bool our_reader = false) {
   const cv::Mat img = cv::imread(file, cv::IMREAD_GRAYSCALE);
   EXPECT_FALSE(img.empty()) << file;
   std::vector<cv::KeyPoint> ck;
@@ -419,7 +422,9 @@ Agreement compare_with_opencv(const std::string& file) {
   for (int y = 0; y < img.rows; ++y)
     for (int x = 0; x < img.cols; ++x) g.at(x, y) = img.at<std::uint8_t>(y, x);
   auto ctx = cpu_context();
-  const ss::Features f = ss::detect_and_compute(ctx, g);
+  const ss::Features f = our_reader ? ss::detect_and_compute(ctx, ss::read_image(file, ss::ReadMode::kGray))
+                                    : ss::detect_and_compute(ctx, g);
+  std::vector<double> px;
   auto close = [](const ss::Keypoint& q, const cv::KeyPoint& k) {
     return std::hypot(q.x - k.pt.x, q.y - k.pt.y) <= 1.0 && std::abs(q.size - k.size) <= 0.1 * k.size &&
            angle_diff(q.angle, k.angle) <= 10.0;
@@ -438,6 +443,7 @@ Agreement compare_with_opencv(const std::string& file) {
     }
     if (best == f.size()) continue;
     ++a.matched;
+    px.push_back(best_d);
     double s = 0;
     for (int t = 0; t < 128; ++t) {
       const double e = f.descriptor(best)[t] - cd.at<float>(int(i), t);
@@ -447,6 +453,11 @@ Agreement compare_with_opencv(const std::string& file) {
   }
   for (const auto& q : f.keypoints)
     a.ours_matched += std::any_of(ck.begin(), ck.end(), [&](const cv::KeyPoint& k) { return close(q, k); });
+  std::sort(px.begin(), px.end());
+  if (!px.empty()) {
+    a.median_px = px[px.size() / 2];
+    a.max_px = px.back();
+  }
   std::sort(dist.begin(), dist.end());
   if (!dist.empty()) {
     a.median_desc = dist[dist.size() / 2];
@@ -478,6 +489,21 @@ TEST_P(SiftVsOpenCV, KeypointsAndDescriptorsAgree) {
 }
 
 INSTANTIATE_TEST_SUITE_P(RealImages, SiftVsOpenCV, ::testing::Values("box.png", "camera.png", "coins.png"));
+
+// A colour JPEG read by us (libjpeg's luma plane, read_image(path, ReadMode::kGray)) gives OpenCV's keypoints
+// from cv2.imread(path, IMREAD_GRAYSCALE): the same pixels, so the same positions (issue 20, item 8).
+TEST(SiftVsOpenCVFromFile, ColourJpegGivesOpenCvKeypoints) {
+  const std::string file = std::string(SPECTRASIFT_TEST_DATA) + "/HappyFish.jpg";
+  const Agreement a = compare_with_opencv(file, /*our_reader=*/true);
+  ASSERT_GT(a.theirs, 30u);  // a small picture (259 x 194): 43 keypoints
+  std::printf("HappyFish.jpg from our reader: OpenCV %zu, ours %zu, matched %zu, position median %.2g max %.2g px, "
+              "descriptor L2 median %.2f p95 %.2f\n",
+              a.theirs, a.ours, a.matched, a.median_px, a.max_px, a.median_desc, a.p95_desc);
+  EXPECT_GE(double(a.matched) / double(a.theirs), 0.99);
+  EXPECT_GE(double(a.ours_matched) / double(a.ours), 0.99);
+  EXPECT_LE(a.median_px, 1e-3);
+  EXPECT_LE(a.median_desc, 1.0);
+}
 #else
 TEST(SiftVsOpenCV, KeypointsAndDescriptorsAgree) { GTEST_SKIP() << "OpenCV C++ (libopencv-dev) not found"; }
 #endif

@@ -24,20 +24,9 @@ fs::path data_dir() { return fs::path(SPECTRASIFT_TEST_DATA); }
 class SpectralBackends : public ::testing::TestWithParam<Backend> {
  protected:
   void SetUp() override {
-    const Backend b = GetParam();
-    bool compiled = false;
-    for (Backend c : compiled_backends()) compiled = compiled || c == b;
-    if (!compiled) GTEST_SKIP() << to_string(b) << " backend is not compiled into this build";
-    bool device = false;
-    for (const auto& d : list_devices()) device = device || d.backend == b;
-    if (!device) GTEST_SKIP() << to_string(b) << " backend has no device on this machine";
-    ContextOptions o;
-    o.backend = b;
-    try {
-      ctx_ = std::make_unique<Context>(o);
-    } catch (const Error& e) {
-      GTEST_SKIP() << to_string(b) << " context cannot be created: " << e.what();
-    }
+    std::string why;
+    ctx_ = backend_context_or_reason(GetParam(), why);
+    if (!ctx_) GTEST_SKIP() << why;
     ContextOptions c;
     c.backend = Backend::kCpu;
     cpu_ = std::make_unique<Context>(c);

@@ -25,6 +25,7 @@
 #ifdef SPECTRASIFT_HAVE_OPENCL
 #include "backend/opencl/state.hpp"
 #include "core/context_impl.hpp"
+#include "tolerances.hpp"
 
 namespace fs = std::filesystem;
 using namespace spectrasift;
@@ -328,6 +329,17 @@ TEST_F(SpectralOpenCL, ProductKernelsAgreeWithOneReferenceKernelAndReductions) {
         one.bands = kBands;
         one.spectra.assign(lib.spectra.begin() + std::ptrdiff_t(r) * kBands, lib.spectra.begin() + std::ptrdiff_t(r + 1) * kBands);
         const SpectralResult single = spectral_match(ctx, cube, one, opt);
+        if (m == Metric::kSpectralAngle) {
+          // Many references report the exact rescoring of the angle (spectral_sam_exact), one reference acos
+          // of its float cosine: they agree on the cosine within the float dot product's error.
+          int bad = 0;
+          for (std::size_t i = 0; i < plane && bad < 5; ++i)
+            if (!test::scores_agree(m, single.scores[i], all.scores[std::size_t(r) * plane + i], test::cpu_vs_f64(m)) &&
+                ++bad)
+              ADD_FAILURE() << "sam reference " << r << " pixel " << i << ": " << single.scores[i] << " vs "
+                            << all.scores[std::size_t(r) * plane + i];
+          continue;
+        }
         EXPECT_EQ(std::memcmp(single.scores.data(), all.scores.data() + std::size_t(r) * plane, plane * sizeof(float)), 0)
             << to_string(m) << " reference " << r << ": product and one-reference kernel differ";
       }

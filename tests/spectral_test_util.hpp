@@ -11,18 +11,46 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include <unistd.h>
 
+#include "spectrasift/context.hpp"
 #include "spectrasift/envi.hpp"
+#include "spectrasift/error.hpp"
 #include "spectrasift/spectral.hpp"
 
 namespace spectrasift::test {
 
 namespace fs = std::filesystem;
+
+/// A context on backend b, or null with the reason in `why`: the backend is not compiled in, has no device
+/// on this machine, or its context cannot be created (tests then skip with the reason).
+inline std::unique_ptr<Context> backend_context_or_reason(Backend b, std::string& why) {
+  bool compiled = false;
+  for (Backend c : compiled_backends()) compiled = compiled || c == b;
+  if (!compiled) {
+    why = to_string(b) + std::string(" backend is not compiled into this build");
+    return nullptr;
+  }
+  bool device = false;
+  for (const auto& d : list_devices()) device = device || d.backend == b;
+  if (!device) {
+    why = to_string(b) + std::string(" backend has no device on this machine");
+    return nullptr;
+  }
+  ContextOptions o;
+  o.backend = b;
+  try {
+    return std::make_unique<Context>(o);
+  } catch (const Error& e) {
+    why = to_string(b) + std::string(" context cannot be created: ") + e.what();
+    return nullptr;
+  }
+}
 
 /// A fresh directory under the system's temp dir, removed with its content at the end of the scope.
 class TempDir {

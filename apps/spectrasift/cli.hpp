@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "spectrasift/context.hpp"
+#include "spectrasift/io.hpp"
 
 namespace spectrasift::cli {
 
@@ -24,6 +25,11 @@ struct GlobalOptions {
   bool verbose = false;
   bool quiet = false;  ///< --quiet: no progress bar
   bool json = false;
+  int png_compression = 1;  ///< PngOptions::level of every PNG written
+
+  /// Adds --png-compression (to commands that write pictures).
+  void add_png_option(CLI::App& sub);
+  PngOptions png_options() const { return PngOptions{png_compression}; }
 
   /// Adds --backend, --device, --threads, --max-pixels, -v and -q to a subcommand.
   void add_backend_options(CLI::App& sub);

@@ -46,6 +46,13 @@ void GlobalOptions::add_backend_options(CLI::App& sub) {
   sub.add_flag("-q,--quiet", quiet, "no progress bar on stderr (it is shown only when stderr is a terminal)");
 }
 
+void GlobalOptions::add_png_option(CLI::App& sub) {
+  sub.add_option("--png-compression", png_compression,
+                 "PNG compression 0-9: 1 (default) is fast (zlib 1, Up filter, run-length: about OpenCV's speed), "
+                 "2-9 give smaller files more slowly (9: smallest), 0 stores uncompressed")
+      ->check(CLI::Range(0, 9));
+}
+
 void GlobalOptions::add_json_option(CLI::App& sub, const std::string& what) { sub.add_flag("--json", json, what); }
 
 ContextOptions GlobalOptions::context_options() const {

@@ -56,6 +56,15 @@ struct FeatureInput {
   }
 };
 
+/// The image SIFT runs on: 8-bit colour files are read again as grey the way cv2.imread(IMREAD_GRAYSCALE)
+/// makes it (ReadMode::kGray: a JPEG's luma plane), so that the keypoints are OpenCV's; others as read.
+inline Image sift_input(const std::filesystem::path& path, const Image& image, std::uint64_t max_pixels) {
+  if (image.channels == 1 || image.type != PixelType::kU8) return image;
+  ImageLimits limits;
+  limits.max_pixels = max_pixels;
+  return read_image(path, ReadMode::kGray, limits);
+}
+
 /// Reads `path` as an image and runs SIFT on it; when the file is not an image it is read as a
 /// feature file (.key, .json or .bin, recognised by its content).
 inline FeatureInput load_input(Context& ctx, const std::filesystem::path& path, const SiftOptions& sift,
@@ -82,7 +91,7 @@ inline FeatureInput load_input(Context& ctx, const std::filesystem::path& path, 
   in.read_ms = ms_since(t0);
   if (in.from_image) {
     t0 = std::chrono::steady_clock::now();
-    in.features = detect_and_compute(ctx, in.image, sift);
+    in.features = detect_and_compute(ctx, sift_input(path, in.image, ctx.options().max_pixels), sift);
     in.sift_ms = ms_since(t0);
   }
   return in;
@@ -113,9 +122,10 @@ inline void check_image_output(const std::filesystem::path& p, const char* optio
 /// commit(), none left behind by a failure) with writers for the images and text files of these commands.
 class OutputSet : public spectrasift::OutputSet {
  public:
+  PngOptions png;  ///< how add_image writes .png files
   void add_image(const std::filesystem::path& target, const Image& image) {
     const std::filesystem::path temp = add(target);
-    if (lower_extension(target) == ".png") write_png(temp, image);
+    if (lower_extension(target) == ".png") write_png(temp, image, png);
     else write_tiff(temp, image);
   }
   void add_text(const std::filesystem::path& target, const std::string& text) {

@@ -27,6 +27,7 @@ namespace fs = std::filesystem;
 struct RegisterArgs {
   std::string fixed, warped, draw, overlay, size;
   std::vector<std::string> moving;
+  std::size_t draw_max = DrawMatchesOptions{}.max_matches;
   std::string model = "homography";
   std::string overlay_style = "checkerboard";
   int tile = 32;
@@ -114,10 +115,11 @@ int register_one(Context& ctx, const RegisterArgs& a, const GlobalOptions& g, Fe
   stage("write", 0.9);
   t0 = std::chrono::steady_clock::now();
   OutputSet files;
+  files.png = g.png_options();
   if (!out.warped.empty()) files.add_image(out.warped, warped);
   if (!out.draw.empty())
     files.add_image(out.draw, draw_matches(moving.image, moving.features, fixed.image, fixed.features, matches,
-                                           &est.inlier_mask));
+                                           &est.inlier_mask, DrawMatchesOptions{a.draw_max, true}));
   if (!out.overlay.empty())
     files.add_image(out.overlay, a.overlay_style == "blend" ? overlay_blend(fixed.image, warped)
                                                            : overlay_checkerboard(fixed.image, warped, a.tile));
@@ -258,8 +260,10 @@ void add_register_command(CLI::App& app, GlobalOptions& g, Action& action) {
                   "write MOVING warped into FIXED's frame (.png; .tif when built with libtiff), same sample type; "
                   "with several MOVING: a folder, DIR/<moving stem>_warped.png");
   sub->add_option("--draw", args->draw,
-                  "write a picture of the matches (.png): MOVING left, FIXED right, inliers green, outliers red; with "
-                  "several MOVING: a folder, DIR/<moving stem>_matches.png");
+                  "write a picture of the matches (.png): MOVING left, FIXED right, inliers yellow, outliers magenta, a "
+                  "legend with the counts below; with several MOVING: a folder, DIR/<moving stem>_matches.png");
+  sub->add_option("--draw-max", args->draw_max,
+                  "draw at most N matches, spread over the image and best first (default 300; 0 = all)");
   sub->add_option("--overlay", args->overlay,
                   "write an overlay of FIXED and the warped MOVING (.png); with several MOVING: a folder, "
                   "DIR/<moving stem>_overlay.png");
@@ -267,6 +271,7 @@ void add_register_command(CLI::App& app, GlobalOptions& g, Action& action) {
                   "checkerboard (tiles alternate) or blend (FIXED magenta, MOVING green) (default checkerboard)");
   sub->add_option("--tile", args->tile, "checkerboard tile size in pixels (default 32)");
   g.add_backend_options(*sub);
+  g.add_png_option(*sub);
   g.add_json_option(*sub, "print the result as one JSON object per MOVING (README \"JSON output\")");
   sub->callback([&g, &action, args] { action = [&g, args] { return run_register(*args, g); }; });
 }

@@ -93,7 +93,11 @@ void sift_one(Context& ctx, const SiftCliOptions& o, const GlobalOptions& g, con
 
   stage("sift", 0.1);
   t = Clock::now();
-  const Features features = detect_and_compute(ctx, image, so, mask ? &*mask : nullptr);
+  // 8-bit colour: SIFT runs on the file's grey as cv2.imread(IMREAD_GRAYSCALE) makes it (a JPEG's luma
+  // plane), so that the keypoints are OpenCV's; the colour image is kept for --draw.
+  const bool colour8 = image.channels > 1 && image.type == PixelType::kU8;
+  const Features features = detect_and_compute(ctx, colour8 ? read_image(image_path, ReadMode::kGray, limits) : image,
+                                               so, mask ? &*mask : nullptr);
   const double sift_ms = ms_since(t);
 
   // Both outputs are written under temporary names and renamed only when both are complete.
@@ -103,7 +107,7 @@ void sift_one(Context& ctx, const SiftCliOptions& o, const GlobalOptions& g, con
   if (!output.empty()) write_features(files.add(output), features, *format);
   if (!draw.empty()) {
     const Image picture = draw_keypoints(image, features);
-    if (lower_ext(draw) == ".png") write_png(files.add(draw), picture);
+    if (lower_ext(draw) == ".png") write_png(files.add(draw), picture, g.png_options());
     else write_tiff(files.add(draw), picture);
   }
   files.commit();
@@ -226,6 +230,7 @@ void add_sift_command(CLI::App& app, GlobalOptions& g, Action& action) {
                                     "for the orientation); with several images: a folder, DIR/<stem>_keypoints.png");
   g.add_json_option(*sub, "print one JSON object per image: image (path, size, features), backend, device, times_ms");
   g.add_backend_options(*sub);
+  g.add_png_option(*sub);
   sub->callback([opts, &g, &action] { action = [opts, &g] { return run_sift(*opts, g); }; });
 }
 

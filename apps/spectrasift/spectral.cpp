@@ -11,9 +11,11 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <limits>
 
@@ -138,7 +140,7 @@ fs::path index_path(const fs::path& out) {
 }
 
 /// Heat map of band 0 of the scores with a colour bar, or a class map of band 0 of the indices with a legend.
-Image make_picture(const SpectralResult& r, const SpectralOptions& o, const std::vector<std::string>& names) {
+Image make_map(const SpectralResult& r, const SpectralOptions& o, const std::vector<std::string>& names) {
   const int w = r.samples, h = r.lines;
   // Small scenes are enlarged so that the legend text stays readable next to them.
   const int zoom = std::max(1, std::min(8, 400 / std::max(w, h)));
@@ -197,6 +199,24 @@ Image make_picture(const SpectralResult& r, const SpectralOptions& o, const std:
   draw_rect(canvas, W + 8, ly, 10, kGlyphHeight, colors::kWhite, 1);
   draw_text(canvas, W + 22, ly, "-1 no data / rejected", colors::kWhite, 1);
   return canvas;
+}
+
+/// The heat map or class map with a title: the metric, the reference(s) and the cube's file name.
+Image make_picture(const SpectralResult& r, const SpectralOptions& o, const std::vector<std::string>& names,
+                   const std::string& cube) {
+  const char* metric[] = {"Euclidean distance", "Spectral angle (rad)", "Spectral correlation",
+                          "Spectral information divergence"};
+  std::string title = metric[int(o.metric)];
+  if (r.reduction == Reduction::kAll) {
+    title += " to '" + (names.empty() ? std::string("?") : names[0]) + "'";
+    if (names.size() > 1) title += " (reference 1 of " + std::to_string(names.size()) + ")";
+  } else {
+    title[0] = char(std::tolower(static_cast<unsigned char>(title[0])));
+    title = (r.reduction == Reduction::kThreshold ? "Best match within " + std::to_string(o.threshold).substr(0, 8) + " by "
+                                                  : std::string("Best match by ")) +
+            title + ", " + std::to_string(names.size()) + " reference" + (names.size() == 1 ? "" : "s");
+  }
+  return add_title(make_map(r, o, names), title + "\n" + std::filesystem::path(cube).filename().string());
 }
 
 /// The output format follows the extension: ENVI for .hdr (OUT.hdr + OUT.img); .tif/.tiff (GeoTIFF) is refused
@@ -284,7 +304,7 @@ int run_spectral(const SpectralArgs& a, const GlobalOptions& g) {
   EnviHeader like = cube.header();
   like.description = "spectrasift spectral " + m + " scores of " + fs::path(a.cube).filename().string();
   write_envi_f32(files, out, r.samples, r.lines, band_names, r.scores.data(), &like);
-  if (!a.png.empty()) write_png(files.add(a.png), make_picture(r, o, names));
+  if (!a.png.empty()) write_png(files.add(a.png), make_picture(r, o, names, a.cube), g.png_options());
   files.commit();
   std::vector<std::string> outputs;  // the headers and the picture, as before (not the .img data files)
   if (o.reduction != Reduction::kAll) outputs.push_back(index_path(out).string());
@@ -368,6 +388,7 @@ void add_spectral_command(CLI::App& app, GlobalOptions& g, Action& action) {
       ->check(CLI::NonNegativeNumber);
   sub->add_flag("--no-tensor-cores", args->no_tensor_cores, "CUDA: plain FP32 for many references (no TF32)");
   g.add_backend_options(*sub);
+  g.add_png_option(*sub);
   g.add_json_option(*sub, "print the stage times (read, upload, compute, download, write), backend and counts as JSON");
   sub->callback([args, &g, &action] { action = [args, &g] { return run_spectral(*args, g); }; });
 }

@@ -65,16 +65,21 @@ void draw_polygon(Image& canvas, const Point2* points, std::size_t count, Rgb co
 
 // ---- text -------------------------------------------------------------------------------------------
 
-/// Pixel size of a glyph cell of the built-in 5x7 font (including one column/row of spacing) at scale 1.
+/// Pixel size of a glyph cell of the built-in 5x7 font at scale 1: one column of spacing, and an 8th row that
+/// separates lines and holds the descenders of g j p q y.
 inline constexpr int kGlyphWidth = 6;
 inline constexpr int kGlyphHeight = 8;
 /// Draws `text` with its top-left corner at (x, y), each font pixel a scale x scale block. The font has
-/// digits, A-Z (lower case is drawn as upper case), space and . , : ; - + / % ( ) [ ] = _ # * < > ' " ! ?
+/// digits, A-Z, a-z, space and . , : ; - + / % ( ) [ ] = _ # * < > ' " ! ?
 /// and the degree sign written as '~'; other characters draw as a hollow box. '\n' starts a new line.
 void draw_text(Image& canvas, int x, int y, std::string_view text, Rgb color, int scale = 1);
 /// The same on a filled background box with a 1*scale pixel margin (readable on any image).
 void draw_label(Image& canvas, int x, int y, std::string_view text, Rgb color, Rgb background, int scale = 1);
-/// Width and height in pixels that draw_text will use (widest line, number of lines).
+/// `image` (any type, shown as make_rgb does) with a strip above it holding `title`, one line per '\n', in
+/// white on a dark background; a line wider than the image is cut and ends with "...".
+Image add_title(const Image& image, std::string_view title, int scale = 1);
+/// Width and height in pixels that draw_text will use (widest line; number of lines x kGlyphHeight, the
+/// descender row of the last line included).
 int text_width(std::string_view text, int scale = 1) noexcept;
 int text_height(std::string_view text, int scale = 1) noexcept;
 

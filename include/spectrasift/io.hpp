@@ -28,8 +28,31 @@ struct ImageLimits {
 /// never from its extension. Samples keep their type (U8/U16/F32).
 Image read_image(const std::filesystem::path& path, const ImageLimits& limits = {});
 
+/// What read_image(path, mode) returns.
+enum class ReadMode {
+  kAsStored,  ///< channels and sample type as stored: read_image(path)
+  /// One grey channel made the way cv2.imread(path, IMREAD_GRAYSCALE) (OpenCV 4.6) makes it from the file,
+  /// so that SIFT sees OpenCV's pixels: a colour JPEG is decoded straight to libjpeg's luma plane
+  /// (out_color_space = JCS_GRAYSCALE; it differs from converting the decoded RGB by up to a few levels);
+  /// 8-bit colour PNG as libpng's rgb_to_gray that OpenCV asks for, (9797 R + 19234 G + 3737 B) >> 15;
+  /// 8-bit colour PNM and TIFF as OpenCV's (4899 R + 9617 G + 1868 B + 8192) >> 14; alpha is ignored.
+  /// These differ from to_gray_float's cvtColor rule, which SIFT applies to an in-memory colour image.
+  /// 16-bit and float colour images are returned as stored (SIFT converts them at full precision; OpenCV
+  /// would reduce them to 8 bits). CMYK JPEGs go through RGB and the 14-bit rule.
+  kGray,
+};
+Image read_image(const std::filesystem::path& path, ReadMode mode, const ImageLimits& limits = {});
+
+/// How write_png compresses. The default, level 1, is fast: zlib level 1 with run-length matching on rows
+/// filtered with PNG's Up filter (a 2560x1600 photograph: ~0.35 s and ~9 MB, OpenCV imwrite's speed and
+/// size; level 6 took ~2 s for 8.6 MB). Levels 2..9 are zlib's levels with libpng's adaptive choice of
+/// filter per row: smaller files, several times slower (9: the smallest). 0 stores the rows uncompressed.
+struct PngOptions {
+  int level = 1;  ///< 0..9; others throw Error(kInvalidArgument)
+};
+
 /// Writes PNG (U8 or U16; 1, 2, 3 or 4 channels). F32 images are written as U16 after clamping [0, 1].
-void write_png(const std::filesystem::path& path, const Image& image);
+void write_png(const std::filesystem::path& path, const Image& image, const PngOptions& options = {});
 /// Writes TIFF (U8/U16/F32) when built with libtiff; throws Error(kUnsupported) otherwise.
 void write_tiff(const std::filesystem::path& path, const Image& image);
 /// Writes by extension: .png, .tif/.tiff, .pgm/.ppm (8/16 bit).

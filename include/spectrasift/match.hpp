@@ -62,13 +62,34 @@ struct Top2 {
 };
 std::vector<Top2> nearest_two(Context& ctx, const Features& query, const Features& train);
 
+/// How draw_matches chooses and draws the matches.
+struct DrawMatchesOptions {
+  /// At most this many matches are drawn (0 = all): thousands of lines make a solid wall and take seconds.
+  /// The drawn ones are select_matches_to_draw's sample.
+  std::size_t max_matches = 300;
+  bool legend = true;  ///< a strip below the images: colours and counts (matches, inliers, outliers, drawn)
+};
+
+/// The matches draw_matches draws, as indices into `matches` (ascending): all of them when there are at most
+/// `max_matches` (or max_matches is 0); otherwise a sample spread over the image and best first. Inliers
+/// and outliers (by `inlier_mask`, null = all inliers) share the budget in proportion to their counts, but
+/// outliers keep at least min(outliers, max_matches / 10) and inliers at least one; within a group the query image is cut into an 8 x 8 grid and the
+/// cells are visited in rounds, each round taking from every cell its best (smallest distance, then lowest
+/// index) match not taken yet, cells in raster order, until the group's share is reached.
+std::vector<std::size_t> select_matches_to_draw(const Features& query, int query_width, int query_height,
+                                                const std::vector<Match>& matches,
+                                                const std::vector<std::uint8_t>* inlier_mask,
+                                                std::size_t max_matches);
+
 /// A picture of the matches: the query image on the left and the train image on the right (top
-/// aligned, black padding), every keypoint of a match as a small circle and each match as a line;
-/// inliers green, outliers red (when `inlier_mask` is null every match is drawn in green).
-/// `inlier_mask`, when given, has one entry per match (non-zero = inlier). Images of any type and
-/// 1..4 channels are shown as 8-bit RGB (U16 / 257, F32 * 255). Returns an RGB U8 image.
+/// aligned, black padding), every keypoint of a drawn match as a small circle and each drawn match as a
+/// line with a dark outline; inliers yellow, outliers magenta (colours that stay visible on vegetation,
+/// water and sky; when `inlier_mask` is null every match is an inlier). `inlier_mask`, when given, has one
+/// entry per match (non-zero = inlier). Images of any type and 1..4 channels are shown as 8-bit RGB
+/// (U16 / 257, F32 * 255). With options.legend, a strip below the images gives the colours and the counts:
+/// "N matches: I inliers (drawn a), O outliers (drawn b)". Returns an RGB U8 image.
 Image draw_matches(const Image& query_image, const Features& query, const Image& train_image,
                    const Features& train, const std::vector<Match>& matches,
-                   const std::vector<std::uint8_t>* inlier_mask = nullptr);
+                   const std::vector<std::uint8_t>* inlier_mask = nullptr, const DrawMatchesOptions& options = {});
 
 }  // namespace spectrasift

@@ -132,6 +132,10 @@ PreparedReferences prepare_references(const CubeRef& h, const SpectralLibrary& r
         if (!(norm > 0))
           throw Error(ErrorCode::kInvalidArgument, "reference '" + p.names[k] + "' has zero norm: its spectral angle is undefined");
         for (int j = 0; j < n; ++j) out[j] = float(r[j] / norm);
+        if (p.count >= 2) {
+          if (p.raw.empty()) p.raw.resize(std::size_t(p.count) * n);
+          for (int j = 0; j < n; ++j) p.raw[std::size_t(k) * n + j] = float(r[j]);  // exact: r[j] came from a float
+        }
         p.constant[k] = norm;
         p.norm[k] = float(norm);
         break;

@@ -43,6 +43,9 @@ struct PreparedReferences {
   std::vector<float> values2;      ///< count * used_bands: log b for sid; empty for the other metrics
   std::vector<double> constant;    ///< per reference: sum r^2 (ed), |r| (sam), |r - mean r| (scc), sum b log b (sid)
   std::vector<std::string> names;  ///< per reference, for logs and legends
+  /// sam with two or more references: count * used_bands, the references as given (float), the input of the
+  /// exact rescoring of the reported angles (spectral_sam_exact_*, with |r| = constant); empty otherwise.
+  std::vector<float> raw;
 };
 
 /// The view of an opened cube (strides from the header, scale = 1 / reflectance scale factor).

@@ -108,7 +108,11 @@ void check_writable(const std::filesystem::path& path, const Image& image) {
 
 }  // namespace
 
-Image read_image(const std::filesystem::path& path, const ImageLimits& limits) {
+namespace {
+
+/// Decodes any supported format; `png` tells the caller whether the file was a PNG.
+Image read_any(const std::filesystem::path& path, const ImageLimits& limits, bool gray_jpeg, bool& png) {
+  png = false;
   // TIFF is read by libtiff from the file itself (it seeks); look at the first bytes before loading
   // everything, so that a large TIFF is not held in memory twice.
   {
@@ -134,12 +138,29 @@ Image read_image(const std::filesystem::path& path, const ImageLimits& limits) {
       if (bytes[i++] != std::uint8_t(m)) return false;
     return true;
   };
-  if (starts_with({0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A})) return io_detail::decode_png(path, bytes, limits);
-  if (starts_with({0xFF, 0xD8, 0xFF})) return io_detail::decode_jpeg(path, bytes, limits);
+  if (starts_with({0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A})) {
+    png = true;
+    return io_detail::decode_png(path, bytes, limits);
+  }
+  if (starts_with({0xFF, 0xD8, 0xFF})) return io_detail::decode_jpeg(path, bytes, limits, gray_jpeg);
   if (bytes.size() >= 2 && bytes[0] == 'P' && bytes[1] >= '1' && bytes[1] <= '7')
     return io_detail::decode_pnm(path, bytes, limits);
   if (bytes.empty()) throw Error(ErrorCode::kBadFormat, path.string() + ": empty file");
   throw Error(ErrorCode::kUnsupported, path.string() + ": unknown image format");
+}
+
+}  // namespace
+
+Image read_image(const std::filesystem::path& path, const ImageLimits& limits) {
+  bool png = false;
+  return read_any(path, limits, false, png);
+}
+
+Image read_image(const std::filesystem::path& path, ReadMode mode, const ImageLimits& limits) {
+  bool png = false;
+  Image im = read_any(path, limits, mode == ReadMode::kGray, png);  // a colour JPEG comes back as its luma
+  if (mode == ReadMode::kAsStored || im.channels == 1 || im.type != PixelType::kU8) return im;
+  return io_detail::gray_u8_like_opencv(im, png ? io_detail::GrayRule::kLibpng : io_detail::GrayRule::kOpenCv14);
 }
 
 bool tiff_supported() noexcept {

@@ -47,7 +47,7 @@ struct JpegShape {
 };
 
 bool jpeg_header(jpeg_decompress_struct* cinfo, JpegError* err, const std::uint8_t* data, std::size_t size,
-                 JpegShape& shape) {
+                 bool gray, JpegShape& shape) {
   if (setjmp(err->jump)) return false;
   jpeg_create_decompress(cinfo);
   jpeg_mem_src(cinfo, data, static_cast<unsigned long>(size));
@@ -61,7 +61,8 @@ bool jpeg_header(jpeg_decompress_struct* cinfo, JpegError* err, const std::uint8
       // Adobe writes CMYK inverted (0 = full ink); this is what nearly every CMYK JPEG is.
       shape.inverted_cmyk = cinfo->saw_Adobe_marker != 0;
       break;
-    default: cinfo->out_color_space = JCS_RGB; break;
+    // Grey asked for: libjpeg's own luma (the Y plane of YCbCr, as cv2.imread(IMREAD_GRAYSCALE) asks for it).
+    default: cinfo->out_color_space = gray ? JCS_GRAYSCALE : JCS_RGB; break;
   }
   jpeg_calc_output_dimensions(cinfo);
   shape.width = cinfo->output_width;
@@ -90,7 +91,7 @@ struct JpegGuard {
 }  // namespace
 
 Image decode_jpeg(const std::filesystem::path& path, const std::vector<std::uint8_t>& bytes,
-                  const ImageLimits& limits) {
+                  const ImageLimits& limits, bool gray) {
   jpeg_decompress_struct cinfo;
   std::memset(&cinfo, 0, sizeof cinfo);
   JpegError err;
@@ -101,7 +102,7 @@ Image decode_jpeg(const std::filesystem::path& path, const std::vector<std::uint
   JpegGuard guard{&cinfo};  // jpeg_destroy on a zeroed or created struct is safe
 
   JpegShape shape;
-  if (!jpeg_header(&cinfo, &err, bytes.data(), bytes.size(), shape))
+  if (!jpeg_header(&cinfo, &err, bytes.data(), bytes.size(), gray, shape))
     throw Error(ErrorCode::kBadFormat, path.string() + ": corrupt or truncated JPEG (" + err.message + ")");
   const int file_channels = shape.cmyk ? 3 : shape.channels;
   check_image_shape(path, shape.width, shape.height, shape.channels, PixelType::kU8, limits);

@@ -19,6 +19,7 @@
  *      metric  refs.values (row)         refs.values2     refs.constant (double)   score (lower/higher better)
  *      ed      r                         -                sum r^2                  sqrt(sum (p-r)^2)      lower
  *      sam     r / |r|                   -                |r|                      acos(clamp(p.r^ / |p|)) lower
+ *              (many references: ranked by that, reported by spectral_sam_exact_* from refs.raw = r)
  *      scc     (r - mean r)/|r - mean r| -                |r - mean r|             p.r~ / |p - mean p|    higher
  *      sid     b = r' / sum r'           log b            sum b log b              see below              lower
  *    where r' = max(r, 1e-12) (and p' = max(p, 1e-12) for the pixel). Zero-norm (sam) and constant
@@ -279,6 +280,41 @@ SPECTRASIFT_FN float spectral_finalise_sam(const SpectralPixelStats* s, float do
   const double c = spectral_sam_cos(s, dot);
   if (c != c) return SPECTRASIFT_NAN_F;
   return (float)acos(c);
+}
+
+/* sam, exact rescoring (the reported score of the many-reference paths). The float dot product above
+ * ranks the references, but a float cosine near 1 loses the angle: acos(1 - d) ~ sqrt(2 d), so its error
+ * of ~n * 2^-24 becomes up to ~1e-3 rad near 0. The reported angle is recomputed from the pixel and the
+ * reference as given (refs.raw, floats) in double, in a form accurate near 0:
+ *   a = p / |p|,  b = r / |r|,  angle = 2 atan2(|a - b|, |a + b|),
+ * |p| = sqrt(sum_p2) (SpectralPixelStats) and |r| = refs.constant (both summed in double in band order from
+ * the same kind of floats), so a pixel identical to a reference gives a - b = 0 exactly and the angle 0.
+ * The error is a few double ulps of the unit vectors: far below 1e-6 rad for every angle. Usage: init, one
+ * add per used band in any order of bands (the sums are of positive terms in double), finalise. */
+typedef struct {
+  double diff2; /* sum (a - b)^2 */
+  double sum2;  /* sum (a + b)^2 */
+} SpectralSamExact;
+
+SPECTRASIFT_FN void spectral_sam_exact_init(SpectralSamExact* e) {
+  e->diff2 = 0.0;
+  e->sum2 = 0.0;
+}
+/* p_norm = sqrt(sum_p2) of the pixel, r_norm = refs.constant[r]; p and r the band's pixel and raw values. */
+SPECTRASIFT_FN void spectral_sam_exact_add(SpectralSamExact* e, float p, float r, double p_norm, double r_norm) {
+  const double a = (double)p / p_norm;
+  const double b = (double)r / r_norm;
+  e->diff2 += (a - b) * (a - b);
+  e->sum2 += (a + b) * (a + b);
+}
+/* The pixel norm the adds take; 0 (so NaN) for a zero-norm or non-finite pixel. */
+SPECTRASIFT_FN double spectral_sam_exact_norm(const SpectralPixelStats* s) {
+  if (!(s->sum_p2 > 0.0) || !spectral_is_finite(s->sum_p2)) return 0.0;
+  return sqrt(s->sum_p2);
+}
+SPECTRASIFT_FN float spectral_sam_exact_finalise(const SpectralSamExact* e) {
+  if (!spectral_is_finite(e->diff2) || !spectral_is_finite(e->sum2)) return SPECTRASIFT_NAN_F;
+  return (float)(2.0 * atan2(sqrt(e->diff2), sqrt(e->sum2)));
 }
 
 /* scc: dot = p . r~ (equals (p - mean p) . r~ because r~ sums to zero). A constant pixel gives NaN. */

@@ -44,11 +44,13 @@ inline float coverage(double d, double h, bool antialias) {
   return float(std::clamp(h + 0.5 - d, 0.0, 1.0));
 }
 
-// ---- the 5x7 font: 7 rows of 5 columns per glyph, '#' = ink. Drawn for this project. ----
+// ---- the 5x7 font: 7 rows of 5 columns per glyph, '#' = ink, and an 8th row (the line spacing row) for
+// the descenders of g j p q y. Drawn for this project. Capitals and digits stand on row 6; lower case has
+// its x-height on rows 2..6, ascenders from row 0, and descender letters raise their bowl by one row. ----
 
 struct Glyph {
   char c;
-  const char* rows[7];
+  const char* rows[8];  ///< rows[7] may be left out (null): no descender
 };
 
 constexpr Glyph kGlyphs[] = {
@@ -88,6 +90,32 @@ constexpr Glyph kGlyphs[] = {
     {'X', {"#...#", "#...#", ".#.#.", "..#..", ".#.#.", "#...#", "#...#"}},
     {'Y', {"#...#", "#...#", ".#.#.", "..#..", "..#..", "..#..", "..#.."}},
     {'Z', {"#####", "....#", "...#.", "..#..", ".#...", "#....", "#####"}},
+    {'a', {".....", ".....", ".###.", "....#", ".####", "#...#", ".####"}},
+    {'b', {"#....", "#....", "####.", "#...#", "#...#", "#...#", "####."}},
+    {'c', {".....", ".....", ".###.", "#....", "#....", "#...#", ".###."}},
+    {'d', {"....#", "....#", ".####", "#...#", "#...#", "#...#", ".####"}},
+    {'e', {".....", ".....", ".###.", "#...#", "#####", "#....", ".###."}},
+    {'f', {"..##.", ".#..#", ".#...", "###..", ".#...", ".#...", ".#..."}},
+    {'g', {".....", ".....", ".####", "#...#", "#...#", ".####", "....#", ".###."}},
+    {'h', {"#....", "#....", "#.##.", "##..#", "#...#", "#...#", "#...#"}},
+    {'i', {"..#..", ".....", ".##..", "..#..", "..#..", "..#..", ".###."}},
+    {'j', {"...#.", ".....", "..##.", "...#.", "...#.", "...#.", "#..#.", ".##.."}},
+    {'k', {"#....", "#....", "#..#.", "#.#..", "##...", "#.#..", "#..#."}},
+    {'l', {".##..", "..#..", "..#..", "..#..", "..#..", "..#..", ".###."}},
+    {'m', {".....", ".....", "##.#.", "#.#.#", "#.#.#", "#...#", "#...#"}},
+    {'n', {".....", ".....", "#.##.", "##..#", "#...#", "#...#", "#...#"}},
+    {'o', {".....", ".....", ".###.", "#...#", "#...#", "#...#", ".###."}},
+    {'p', {".....", ".....", "####.", "#...#", "#...#", "####.", "#....", "#...."}},
+    {'q', {".....", ".....", ".####", "#...#", "#...#", ".####", "....#", "....#"}},
+    {'r', {".....", ".....", "#.##.", "##..#", "#....", "#....", "#...."}},
+    {'s', {".....", ".....", ".####", "#....", ".###.", "....#", "####."}},
+    {'t', {".#...", ".#...", "###..", ".#...", ".#...", ".#..#", "..##."}},
+    {'u', {".....", ".....", "#...#", "#...#", "#...#", "#..##", ".##.#"}},
+    {'v', {".....", ".....", "#...#", "#...#", "#...#", ".#.#.", "..#.."}},
+    {'w', {".....", ".....", "#...#", "#...#", "#.#.#", "#.#.#", ".#.#."}},
+    {'x', {".....", ".....", "#...#", ".#.#.", "..#..", ".#.#.", "#...#"}},
+    {'y', {".....", ".....", "#...#", "#...#", "#...#", ".####", "....#", ".###."}},
+    {'z', {".....", ".....", "#####", "...#.", "..#..", ".#...", "#####"}},
     {' ', {".....", ".....", ".....", ".....", ".....", ".....", "....."}},
     {'.', {".....", ".....", ".....", ".....", ".....", ".##..", ".##.."}},
     {',', {".....", ".....", ".....", ".....", ".##..", "..#..", ".#..."}},
@@ -116,14 +144,16 @@ constexpr Glyph kGlyphs[] = {
 
 constexpr Glyph kUnknownGlyph = {'\0', {"#####", "#...#", "#...#", "#...#", "#...#", "#...#", "#####"}};
 
+constexpr int kGlyphRows = 8;
+
 /// Bit masks per ASCII code (bit 4 = leftmost column); index 128 holds the unknown-character box.
-const std::array<std::array<std::uint8_t, 7>, 129>& font_table() {
+const std::array<std::array<std::uint8_t, kGlyphRows>, 129>& font_table() {
   static const auto table = [] {
-    std::array<std::array<std::uint8_t, 7>, 129> t{};
+    std::array<std::array<std::uint8_t, kGlyphRows>, 129> t{};
     auto encode = [](const Glyph& g) {
-      std::array<std::uint8_t, 7> rows{};
-      for (int r = 0; r < 7; ++r)
-        for (int c = 0; c < 5; ++c)
+      std::array<std::uint8_t, kGlyphRows> rows{};
+      for (int r = 0; r < kGlyphRows; ++r)
+        for (int c = 0; c < 5 && g.rows[r]; ++c)
           if (g.rows[r][c] == '#') rows[std::size_t(r)] |= std::uint8_t(1u << (4 - c));
       return rows;
     };
@@ -135,9 +165,8 @@ const std::array<std::array<std::uint8_t, 7>, 129>& font_table() {
   return table;
 }
 
-const std::array<std::uint8_t, 7>& glyph_rows(char ch) {
-  unsigned char c = static_cast<unsigned char>(ch);
-  if (c >= 'a' && c <= 'z') c = static_cast<unsigned char>(c - 'a' + 'A');
+const std::array<std::uint8_t, kGlyphRows>& glyph_rows(char ch) {
+  const unsigned char c = static_cast<unsigned char>(ch);
   return font_table()[c < 128 ? c : 128];
 }
 
@@ -399,7 +428,7 @@ void draw_text(Image& canvas, int x, int y, std::string_view text, Rgb color, in
       continue;
     }
     const auto& rows = glyph_rows(ch);
-    for (int r = 0; r < 7; ++r)
+    for (int r = 0; r < kGlyphRows; ++r)
       for (int c = 0; c < 5; ++c)
         if (rows[std::size_t(r)] & (1u << (4 - c))) fill_rect(canvas, cx + c * scale, cy + r * scale, scale, scale, color);
     cx += kGlyphWidth * scale;
@@ -425,7 +454,7 @@ int text_height(std::string_view text, int scale) noexcept {
   scale = std::max(1, scale);
   if (text.empty()) return 0;
   const int lines = 1 + int(std::count(text.begin(), text.end(), '\n'));
-  return (lines * kGlyphHeight - 1) * scale;
+  return lines * kGlyphHeight * scale;  // the last row holds descenders (g j p q y)
 }
 
 void draw_label(Image& canvas, int x, int y, std::string_view text, Rgb color, Rgb background, int scale) {
@@ -433,6 +462,27 @@ void draw_label(Image& canvas, int x, int y, std::string_view text, Rgb color, R
   scale = std::max(1, scale);
   fill_rect(canvas, x, y, text_width(text, scale) + 2 * scale, text_height(text, scale) + 2 * scale, background);
   draw_text(canvas, x + scale, y + scale, text, color, scale);
+}
+
+Image add_title(const Image& image, std::string_view title, int scale) {
+  scale = std::max(1, scale);
+  const Image rgb = make_rgb(image);
+  // Lines cut to the image's width.
+  const int max_chars = std::max(4, (rgb.width - 4 * scale) / (kGlyphWidth * scale));
+  std::string text;
+  std::size_t start = 0;
+  while (start <= title.size()) {
+    const std::size_t end = std::min(title.find('\n', start), title.size());
+    std::string line(title.substr(start, end - start));
+    if (int(line.size()) > max_chars) line = line.substr(0, std::size_t(max_chars - 3)) + "...";
+    text += (text.empty() && start == 0 ? "" : "\n") + line;
+    start = end + 1;
+  }
+  const int strip = text_height(text, scale) + 4 * scale;
+  Image out = blank_rgb(rgb.width, rgb.height + strip, Rgb{24, 24, 24});
+  std::copy(rgb.data.begin(), rgb.data.end(), out.data.begin() + std::ptrdiff_t(std::size_t(strip) * out.row_bytes()));
+  draw_text(out, 2 * scale, 2 * scale, text, colors::kWhite, scale);
+  return out;
 }
 
 // ---- colour maps ----

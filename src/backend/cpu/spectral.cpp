@@ -49,7 +49,8 @@ struct Workspace {
   std::vector<std::uint64_t> raw;    ///< one pixel's raw samples (8-byte aligned), bip single pass
   std::vector<double> pd;            ///< ed: the tile in double
   std::vector<float> d, d2;          ///< kRefBlock x kTile dot products
-  std::vector<double> dd;            ///< ed: kRefBlock x kTile squared distances
+  std::vector<double> dd;            ///< ed: kRefBlock x kTile squared distances; sam (kAll): sum (a - b)^2
+  std::vector<double> dd2;           ///< sam (kAll): sum (a + b)^2
   std::vector<float> top_s;          ///< kTile x k best scores
   std::vector<int> top_i;            ///< kTile x k best indices
   std::vector<double> top_k;         ///< kTile x k ranking keys (reduce_keyed)
@@ -72,9 +73,13 @@ struct Job {
   int metric = 0, higher = 0;
   bool all_bands = false;    ///< band_index[j] == j for every j
   bool bip_one = false;      ///< one reference (sam, ed, scc) on a bip cube: the per-pixel pass
+  bool sam_exact = false;    ///< sam with refs.raw: reported angles rescored exactly (spectral_sam_exact_*)
   float ignore = 0;
   std::vector<float> r1, r2;  ///< padded copies of refs.values / values2
   std::vector<double> rd;     ///< ed: padded refs in double
+  /// sam_exact with Reduction::kAll: the unit references b = raw / |r| (padded rows of zeros) and -b, so that
+  /// diff2_block gives sum (a - b)^2 and sum (a - (-b))^2 = sum (a + b)^2 of spectral_sam_exact_add, vectorised.
+  std::vector<double> unit, unit_neg;
 };
 
 constexpr int kLanes = 8;
@@ -128,8 +133,20 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
   job.all_bands = true;
   for (int j = 0; j < refs.used_bands; ++j) job.all_bands = job.all_bands && refs.band_index[j] == j;
   job.bip_one = refs.count == 1 && cube.interleave == Interleave::kBip && job.metric != SPECTRAL_METRIC_SID;
+  job.sam_exact = job.metric == SPECTRAL_METRIC_SAM && !refs.raw.empty() && !job.bip_one;
   job.padded = (refs.count + job.nr_micro - 1) / job.nr_micro * job.nr_micro;
   const std::size_t n = std::size_t(job.n);
+  const bool exact_all = job.sam_exact && options.reduction == Reduction::kAll;
+  if (exact_all) {
+    job.unit.assign(std::size_t(job.padded) * n, 0.0);
+    job.unit_neg.assign(std::size_t(job.padded) * n, 0.0);
+    for (std::size_t r = 0; r < std::size_t(refs.count); ++r)
+      for (std::size_t j = 0; j < n; ++j) {
+        const double b = double(refs.raw[r * n + j]) / refs.constant[r];  // as spectral_sam_exact_add
+        job.unit[r * n + j] = b;
+        job.unit_neg[r * n + j] = -b;
+      }
+  }
   if (job.metric == SPECTRAL_METRIC_ED) {
     job.rd.assign(std::size_t(job.padded) * n, 0.0);
     for (std::size_t v = 0; v < refs.values.size(); ++v) job.rd[v] = double(refs.values[v]);
@@ -153,9 +170,10 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
       w.lp.assign(n * kTile, 0.0f);
       w.d2.assign(std::size_t(kRefBlock) * kTile, 0.0f);
     }
-    if (job.metric == SPECTRAL_METRIC_ED) w.pd.assign(n * kTile, 0.0);
+    if (job.metric == SPECTRAL_METRIC_ED || exact_all) w.pd.assign(n * kTile, 0.0);
     w.d.assign(std::size_t(kRefBlock) * kTile, 0.0f);
-    if (job.metric == SPECTRAL_METRIC_ED) w.dd.assign(std::size_t(kRefBlock) * kTile, 0.0);
+    if (job.metric == SPECTRAL_METRIC_ED || exact_all) w.dd.assign(std::size_t(kRefBlock) * kTile, 0.0);
+    if (exact_all) w.dd2.assign(std::size_t(kRefBlock) * kTile, 0.0);
     w.top_s.assign(std::size_t(kTile) * job.k, 0.0f);
     w.top_i.assign(std::size_t(kTile) * job.k, -1);
     w.top_k.assign(std::size_t(kTile) * job.k, 0.0);

@@ -9,10 +9,28 @@
 #include "backend/cuda/kernels/spectral_gemm_rows.cuh"
 #include "backend/cuda/kernels/spectral_one_ref.cuh"
 #include "backend/cuda/kernels/spectral_one_ref_rows.cuh"
+#include "backend/cuda/kernels/spectral_sam_exact.cuh"
 
 namespace spectrasift::cuda::spectral {
 
-void compute_chunk(Plan& pl, const void* d_chunk, int y0, int lines, cudaStream_t s) {
+namespace {
+
+/// Where the kernels of a chunk write (OutView of spectral_common.cuh).
+OutView chunk_out_view(const Plan& pl, int y0) {
+  OutView out;
+  const long long off = pl.out_whole ? (long long)y0 * pl.cube->samples : 0;
+  out.score = pl.out_score + off;
+  out.index = pl.out_index ? pl.out_index + off : nullptr;
+  out.stride = pl.out_stride;
+  out.k = pl.k;
+  out.mode = int(pl.opt.reduction);
+  out.threshold = float(pl.opt.threshold);
+  return out;
+}
+
+/// The scores of one chunk. With `sam_exact` a threshold is not applied here (spectral_sam_exact applies
+/// it to the reported score): the kernels write the best entry.
+void compute_scores(Plan& pl, const void* d_chunk, int y0, int lines, cudaStream_t s, bool sam_exact) {
   const auto& cube = *pl.cube;
   const auto& refs = *pl.refs;
   const int npix = lines * cube.samples;
@@ -26,14 +44,8 @@ void compute_chunk(Plan& pl, const void* d_chunk, int y0, int lines, cudaStream_
   cc.big_endian = cube.big_endian ? 1 : 0;
   const ChunkLayout layout = layout_of(cube, lines, pl.n);
 
-  OutView out;
-  const long long off = pl.out_whole ? (long long)y0 * cube.samples : 0;
-  out.score = pl.out_score + off;
-  out.index = pl.out_index ? pl.out_index + off : nullptr;
-  out.stride = pl.out_stride;
-  out.k = pl.k;
-  out.mode = int(pl.opt.reduction);
-  out.threshold = float(pl.opt.threshold);
+  OutView out = chunk_out_view(pl, y0);
+  if (sam_exact && out.mode == kOutThreshold) out.mode = kOutBest;
   if (pl.opt.reduction == Reduction::kTopK && !pl.gemm && !pl.one_ref) {
     // (NaN, -1) everywhere: all bits set is a NaN float and the int -1.
     SPECTRASIFT_CUDA_CHECK(cudaMemset2DAsync(out.score, sizeof(float) * pl.out_stride, 0xff, sizeof(float) * npix, pl.k, s));
@@ -211,6 +223,19 @@ void compute_chunk(Plan& pl, const void* d_chunk, int y0, int lines, cudaStream_
   // The chunk is done when the aux stream is: join it back into `s`.
   SPECTRASIFT_CUDA_CHECK(cudaEventRecord(st.spectral_gemm_events[4], st.aux));
   SPECTRASIFT_CUDA_CHECK(cudaStreamWaitEvent(s, st.spectral_gemm_events[4], 0));
+}
+
+}  // namespace
+
+void compute_chunk(Plan& pl, const void* d_chunk, int y0, int lines, cudaStream_t s) {
+  // sam with two or more references: the reported angles are rescored exactly (numeric/spectral_metrics.h).
+  const bool sam_exact = pl.raw != nullptr && !pl.one_ref;
+  compute_scores(pl, d_chunk, y0, lines, s, sam_exact);
+  if (!sam_exact) return;
+  const int npix = lines * pl.cube->samples;
+  spectral_sam_exact<<<(npix + kBlock - 1) / kBlock, kBlock, 0, s>>>(pl.planes, npix, pl.raw, pl.constant, pl.n,
+                                                                      pl.refs->count, chunk_out_view(pl, y0));
+  SPECTRASIFT_CUDA_CHECK_LAUNCH();
 }
 
 void download(Plan& pl, SpectralResult& result, std::size_t p0, std::size_t npix, std::size_t d0) {

@@ -129,6 +129,11 @@ Plan make_plan(State& st, HostCopyPool& pool, const detail::CubeView& cube, cons
   pl.constant = st.buffer("spectral.constant", sizeof(double) * R).as<double>();
   SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(pl.constant, refs.constant.data(), sizeof(double) * R,
                                          cudaMemcpyHostToDevice, s));
+  if (!refs.raw.empty()) {
+    pl.raw = st.buffer("spectral.raw_refs", sizeof(float) * refs.raw.size()).as<float>();
+    SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(pl.raw, refs.raw.data(), sizeof(float) * refs.raw.size(),
+                                           cudaMemcpyHostToDevice, s));
+  }
   if (pl.one_ref && refs.metric == Metric::kEuclidean) {
     // ed's split form r = ri + rf (numeric/spectral_metrics.h), used by the small-integer kernels.
     std::vector<int> ri(n);

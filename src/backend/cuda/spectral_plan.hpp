@@ -68,6 +68,7 @@ struct Plan {
   float* v1 = nullptr;
   float* v2 = nullptr;
   double* constant = nullptr;
+  float* raw = nullptr;       ///< sam with two or more references: refs.raw, for spectral_sam_exact
   float* gemm_refs = nullptr; ///< R x kpad rows (sid: [log b, b]) minus their mean row (centred)
   float* gemm_w = nullptr;    ///< per reference key offset
   int kdim = 0;               ///< GEMM inner dimension (n, or 2n for sid)

@@ -199,6 +199,17 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
       kmax = s.limits(k_gemm).work_group_size;
     }
   }
+  // sam with two or more references: the reported angles are rescored exactly after the product.
+  const bool sam_exact = many && !refs.raw.empty();
+  cl_kernel k_exact = nullptr;
+  std::size_t wg_exact = 1;
+  if (sam_exact) {
+    const int keep = options.reduction == Reduction::kAll    ? 0
+                     : options.reduction == Reduction::kTopK ? options.top_k
+                                                             : 1;
+    k_exact = s.kernel("spectral_sam_exact.cl", "spectral_sam_exact", "-DKEEP=" + std::to_string(keep));
+    wg_exact = s.work_group_1d(k_exact, s.is_cpu ? 64 : 256);
+  }
   ctx.log("opencl spectral: " +
           std::string(!many ? "spectral_one_ref" : rows ? "spectral_prepare + spectral_gemm (rows)"
                                                         : "spectral_prepare + spectral_gemm (tiled)") +
@@ -209,7 +220,8 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
                       std::to_string(tiles.wg_x * tiles.rr) + " refs x " + std::to_string(tiles.tk) + " bands" +
                       ", work-group " + std::to_string(tiles.wg_x) + "x" + std::to_string(tiles.wg_y)
                 : std::string()) +
-          (s.host_staging ? ", pinned staging" : ", direct rect uploads"));
+          (s.host_staging ? ", pinned staging" : ", direct rect uploads") +
+          (sam_exact ? ", exact angles (spectral_sam_exact)" : ""));
 
   // ---- device buffers (named, reused across calls) -----------------------------------------------------
   cl_command_queue q = s.queue;
@@ -257,6 +269,13 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
     stats = s.buffer("spectral.stats", std::size_t(3) * pitch * sizeof(double));
     nodata = s.buffer("spectral.nodata", std::size_t(pitch) * sizeof(int));
   }
+  cl_mem raw_refs = nullptr;
+  Event setup_raw;
+  if (sam_exact) {
+    raw_refs = s.buffer("spectral.raw_refs", refs.raw.size() * sizeof(float), CL_MEM_READ_ONLY);
+    SPECTRASIFT_CL_CHECK(clEnqueueWriteBuffer(q, raw_refs, CL_FALSE, 0, refs.raw.size() * sizeof(float),
+                                              refs.raw.data(), 0, nullptr, &setup_raw.ev));
+  }
 
   // ---- arguments that do not change between chunks ----------------------------------------------------
   const float scale = cube.scale;
@@ -303,10 +322,24 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
     set_arg(k_gemm, 9, rconst);
     set_arg(k_gemm, 10, count);
     set_arg(k_gemm, 11, rpitch);
-    set_arg(k_gemm, 12, options.reduction == Reduction::kThreshold ? 1 : 0);
+    // With the exact rescoring the threshold is applied after it, to the reported score.
+    set_arg(k_gemm, 12, options.reduction == Reduction::kThreshold && !sam_exact ? 1 : 0);
     set_arg(k_gemm, 13, threshold);
     set_arg(k_gemm, 14, out_s);
     set_arg(k_gemm, 15, out_i);
+  }
+  if (sam_exact) {
+    set_arg(k_exact, 0, x1);
+    set_arg(k_exact, 1, stats);
+    set_arg(k_exact, 3, pitch);
+    set_arg(k_exact, 4, n);
+    set_arg(k_exact, 5, raw_refs);
+    set_arg(k_exact, 6, rconst);
+    set_arg(k_exact, 7, count);
+    set_arg(k_exact, 8, options.reduction == Reduction::kThreshold ? 1 : 0);
+    set_arg(k_exact, 9, threshold);
+    set_arg(k_exact, 10, out_s);
+    set_arg(k_exact, 11, out_i);
   }
 
   // ---- the stream --------------------------------------------------------------------------------------
@@ -314,7 +347,7 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
   // chunk k (staging) and the last kernel of chunk k (raw buffer) are complete. Kernels and read-backs share
   // the in-order queue q, so the output buffers are never overwritten before they were read.
   std::vector<Event> ev_up(chunks.size()), ev_k1(chunks.size()), ev_k2(chunks.size()), ev_rd_s(chunks.size()),
-      ev_rd_i(chunks.size());
+      ev_rd_i(chunks.size()), ev_k3(chunks.size());
   double read_ms = 0;
   const int threads = std::max(1, ctx.cpu_threads());
   for (std::size_t c = 0; c < chunks.size(); ++c) {
@@ -398,6 +431,11 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
       const std::size_t global[2] = {std::size_t(tiles.wg_x) * ((npix + bp - 1) / bp), std::size_t(tiles.wg_y)};
       SPECTRASIFT_CL_CHECK(clEnqueueNDRangeKernel(q, k_gemm, 2, nullptr, global, local, 0, nullptr, &ev_k2[c].ev));
     }
+    if (sam_exact) {
+      set_arg(k_exact, 2, npix_i);
+      const std::size_t g3 = round_up(npix, wg_exact);
+      SPECTRASIFT_CL_CHECK(clEnqueueNDRangeKernel(q, k_exact, 1, nullptr, &g3, &wg_exact, 0, nullptr, &ev_k3[c].ev));
+    }
     // Read-back: kbands rows of npix values into the BSQ result, rows one result band apart.
     {
       const std::size_t buf_origin[3] = {0, 0, 0};
@@ -428,9 +466,10 @@ void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, cons
   StageTimes& t = result.times;
   t.read_ms += read_ms;
   for (auto& e : setup) t.upload_ms += e.elapsed_ms();
+  if (sam_exact) t.upload_ms += setup_raw.elapsed_ms();
   for (std::size_t c = 0; c < chunks.size(); ++c) {
     t.upload_ms += ev_up[c].elapsed_ms();
-    t.compute_ms += ev_k1[c].elapsed_ms() + ev_k2[c].elapsed_ms();
+    t.compute_ms += ev_k1[c].elapsed_ms() + ev_k2[c].elapsed_ms() + ev_k3[c].elapsed_ms();
     t.download_ms += ev_rd_s[c].elapsed_ms() + ev_rd_i[c].elapsed_ms();
   }
   ctx.log("opencl spectral: " + std::to_string(chunks.size()) + " chunk(s) in " + std::to_string(ms_since(t_start)) +
