@@ -469,7 +469,7 @@ TEST_F(Hostile, Item6_CubeTruncatedWhileMappedIsAnErrorNotSigbus) {
     for (int b = 0; b < bands; ++b) sum += cube.value(lines - 1, samples - 1, b);  // past the new end
     if (sum != 0) return std::string("read stale data");
     return error_of([&] { cube.check_intact(); });
-  });
+  }, /*limit=*/false);  // not a memory case: a CUDA build's process already maps more than 256 MB (seen on the H200)
   EXPECT_TRUE(r.exited) << "signal " << r.status;
   EXPECT_EQ(r.message.rfind(code(ErrorCode::kIo), 0), 0u) << r.message;
   EXPECT_NE(r.message.find("shrank while it was read"), std::string::npos) << r.message;
