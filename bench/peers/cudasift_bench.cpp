@@ -4,7 +4,7 @@
 // (bench/peers/CMakeLists.txt): CudaSift's sources are compiled from that folder, none of them is in this tree.
 //
 //   cudasift_bench [--photos DIR] [--runs N (100)] [--warmup N (20)] [--octaves N (5)] [--thresh T (3.0)]
-//                  [--init-blur B (1.0)] [--max-points N (262144)] [--device N (0)] [--no-match] [--verbose]
+//                  [--init-blur B (1.0)] [--max-points N (500000)] [--device N (0)] [--no-match] [--verbose]
 //
 // The photos are read with spectrasift's reader (read_image(path, ReadMode::kGray): cv2.imread's grey pixels).
 // Settings: 5 octaves, DoG threshold 3.0, initial blur 1.0, lowest scale 0 (CudaSift's mainSift.cpp), with and
@@ -62,7 +62,7 @@ struct Config {
   int octaves = 5;
   float thresh = 3.0f;
   float init_blur = 1.0f;
-  int max_points = 262144;
+  int max_points = 500000;
   int device = 0;
   bool match = true;
   bool verbose = false;
@@ -236,7 +236,7 @@ void bench_matching(FILE* out, const ss::Image& gray, const Config& cfg) {
 int usage(FILE* f, int rc) {
   std::fprintf(f,
                "usage: cudasift_bench [--photos DIR] [--runs N (100)] [--warmup N (20)] [--octaves N (5)] "
-               "[--thresh T (3.0)]\n                      [--init-blur B (1.0)] [--max-points N (262144)] "
+               "[--thresh T (3.0)]\n                      [--init-blur B (1.0)] [--max-points N (500000)] "
                "[--device N (0)] [--no-match] [--verbose]\n");
   return rc;
 }

@@ -3,7 +3,7 @@
 bench/sift_bench.cpp, in tables shaped like bench/peers/cudasift_bench.cpp's, so that the ratios come from one run.
 
     python3 bench/peers/cvcuda_bench.py [--photos DIR] [--runs N] [--warmup N] [--batch N] [--batch-runs N]
-                                        [--no-single] [--no-batch] [--no-match] [--device N]
+                                        [--batch-warmup N] [--no-single] [--no-batch] [--no-match] [--device N]
 
 SIFT: cvcuda.sift_into with OpenCV's parameters (cv::SIFT_create's defaults: 3 layers per octave, contrast
 threshold 0.04 -- CV-CUDA scales it by 0.5 / layers * 255 as OpenCV does --, edge threshold 10, sigma 1.6), with
@@ -14,8 +14,8 @@ PyTorch (cvcuda.as_tensor wraps them; PyTorch's and CV-CUDA's work go to the sam
   end to end:   the 8-bit grey NumPy image (pageable) copied to the device, sift_into, and the features
                 (coordinates, metadata, u8 descriptors of the images' found features) copied back to the host.
 Each run ends with torch.cuda.synchronize(); time.perf_counter; median of --runs after --warmup runs. Batches
-(--batch copies of kleiber 1080p in one NHWC tensor, --batch-runs runs): the figures are per image (batch time /
-batch size).
+(--batch copies of kleiber 1080p in one NHWC tensor, --batch-runs runs after --batch-warmup): the figures are per
+image (batch time / batch size).
 
 Matching: elephants 4K without upsampling against a perspective-warped copy (cv2.warpPerspective with the
 matrix kWarp of bench/peers/cudasift_bench.cpp), descriptors already on the device: cvcuda.match_into with the
@@ -58,15 +58,17 @@ def parse_args(argv):
     p.add_argument("--warmup", type=int, default=20, help="warm-up runs before timing (default 20)")
     p.add_argument("--batch", type=int, default=100, help="copies of kleiber 1080p in the batch (default 100)")
     p.add_argument("--batch-runs", type=int, default=None, help="timed runs of the batch (default --runs)")
+    p.add_argument("--batch-warmup", type=int, default=None, help="warm-up runs of the batch (default --warmup)")
     p.add_argument("--no-single", action="store_true", help="skip the one-image rows")
     p.add_argument("--no-batch", action="store_true", help="skip the batch rows")
     p.add_argument("--no-match", action="store_true", help="skip matching and homography")
     p.add_argument("--device", type=int, default=0, help="CUDA device (default 0)")
     a = p.parse_args(argv)
-    if a.runs < 1 or a.warmup < 0 or a.batch < 1 or (a.batch_runs is not None and a.batch_runs < 1):
-        p.error("--runs, --batch and --batch-runs must be >= 1, --warmup >= 0")
-    if a.batch_runs is None:
-        a.batch_runs = a.runs
+    if a.runs < 1 or a.warmup < 0 or a.batch < 1 or (a.batch_runs is not None and a.batch_runs < 1) \
+            or (a.batch_warmup is not None and a.batch_warmup < 0):
+        p.error("--runs, --batch and --batch-runs must be >= 1, --warmup and --batch-warmup >= 0")
+    a.batch_runs = a.runs if a.batch_runs is None else a.batch_runs
+    a.batch_warmup = a.warmup if a.batch_warmup is None else a.batch_warmup
     return a
 
 
@@ -152,13 +154,14 @@ class Bench:
 
     def sift_rows(self, images):
         print("\nCV-CUDA SIFT (cvcuda.sift_into, OpenCV's parameters), per image; median of "
-              f"{self.a.runs} runs after {self.a.warmup} warm-up runs (batch rows: {self.a.batch_runs} runs of the batch)\n")
+              f"{self.a.runs} runs after {self.a.warmup} warm-up runs (batch rows: {self.a.batch_runs} runs of the batch "
+              f"after {self.a.batch_warmup})\n")
         print("| image | size | upsample | batch | features | image on GPU ms | end to end ms |")
         print("|---|---|---|---:|---:|---:|---:|", flush=True)
         if not self.a.no_single:
             for label, img in images:
                 for up in (False, True):
-                    self.sift_row(label, img[None], up, self.a.runs)
+                    self.sift_row(label, img[None], up, self.a.runs, self.a.warmup)
         if not self.a.no_batch:
             kleiber = dict(images).get("kleiber 1080p")
             if kleiber is None:
@@ -166,14 +169,14 @@ class Bench:
             else:
                 batch = self.np.ascontiguousarray(self.np.broadcast_to(kleiber, (self.a.batch,) + kleiber.shape))
                 for up in (False, True):
-                    self.sift_row("kleiber 1080p", batch, up, self.a.batch_runs)
+                    self.sift_row("kleiber 1080p", batch, up, self.a.batch_runs, self.a.batch_warmup)
 
-    def sift_row(self, label, host, up, runs):
+    def sift_row(self, label, host, up, runs, warmup):
         n, h, w = host.shape
         try:
             on_gpu, end_to_end, _ = self.sift_plan(host, up)
-            gpu_ms, _ = self.timed(on_gpu, runs, self.a.warmup)
-            e2e_ms, out = self.timed(end_to_end, runs, self.a.warmup)
+            gpu_ms, _ = self.timed(on_gpu, runs, warmup)
+            e2e_ms, out = self.timed(end_to_end, runs, warmup)
             counts = out[0]
             feats = str(int(counts[0])) if n == 1 else f"{int(counts.min())}..{int(counts.max())}"
             print(f"| {label} | {w}x{h} | {'yes' if up else 'no'} | {n} | {feats} | {gpu_ms / n:.3f} | {e2e_ms / n:.3f} |",
