@@ -9,17 +9,23 @@
 # while it stays warm (about 30 s after a call): make the calls back to back.
 #
 # Before the calls (here, once): copy the prepared folder into the repository and keep it out of git:
-#     cp -r /tmp/peers/carry/.peers .          # .peers/1 .peers/2 .peers/3 (sizes in .peers/README)
+#     cp -r /tmp/peers/carry/.peers .
 #     grep -qx '/.peers/' .git/info/exclude || echo /.peers/ >> .git/info/exclude
 # and the photos in .photos/ (kleiber_1920x1080.jpg ... elephants_3840x2160.jpg, already there).
+# .peers/1 = part aa of cvcuda.tar.xz + CudaSift.tar.gz (Pascal branch, data/ left out) + CUDASIFT_COMMIT +
+# SHA256SUMS: 38.4 MB; .peers/2 and .peers/3 = parts ab and ac + SHA256SUMS: 38.0 MB each (36.3 MiB);
+# .photos: 11.8 MB. cvcuda.tar.xz (114.0 MB) holds the cvcuda-cu13 0.19.0 wheel's files with the cp312 binding only.
 #
 # The device calls (each well under 10 minutes; carry = the ignored paths named in the call):
 #   1. carry [".peers/1", ".photos"]  command: bash scripts/device-peers.sh stage 1 && bash scripts/device-peers.sh build
 #   2. carry [".peers/2"]             command: bash scripts/device-peers.sh stage 2
 #   3. carry [".peers/3"]             command: bash scripts/device-peers.sh stage 3 && bash scripts/device-peers.sh run
-# The tables come back in peers.md of the last call. If a call finds the machine fresh (stage or run says a part
-# or the build is missing), begin again at call 1. `run STEP...` runs some steps only (cudasift ours-cuda cvcuda
-# ours-opencl opencv, in that order by default), e.g. to finish in a 4th call: bash scripts/device-peers.sh run opencv
+# Call 1 carries 48 MiB besides the working tree (7 MiB at this commit): if the tree has grown past 15 MiB, carry
+# .photos alone first (carry [".photos"], command: bash scripts/device-peers.sh stage photos) and leave it out of
+# call 1. The tables come back in peers.md of the last call. If a call finds the machine fresh (stage or run says a
+# part or the build is missing), begin again at the first call. `run STEP...` runs some steps only (cudasift
+# ours-cuda cvcuda ours-opencl opencv, in that order by default; caps 60+90+220+110+60 s), e.g. to finish in a
+# further call: bash scripts/device-peers.sh run opencv
 #
 # Steps:
 #   stage N  copies .peers/N/* to /tmp/peers/parts (each file checked against the SHA256SUMS it carries) and the
@@ -55,7 +61,7 @@ sums_check() {  # sums_check DIR FILE...: each FILE's sha256 against DIR/SHA256S
 
 stage_photos() {
   ls .photos/*.jpg >/dev/null 2>&1 || return 0
-  { mkdir -p "$PEERS/photos" && cp .photos/*.jpg "$PEERS/photos/"; } || die "cannot copy .photos"
+  { mkdir -p "$PEERS/photos" && cp -f .photos/*.jpg "$PEERS/photos/"; } || die "cannot copy .photos"
 }
 
 stage() {
@@ -70,7 +76,7 @@ stage() {
   local files=()
   for f in "$src"/*; do
     [ -f "$f" ] || continue
-    cp "$f" "$PEERS/parts/" || die "cannot copy $f"
+    cp -f "$f" "$PEERS/parts/" || die "cannot copy $f"
     files+=("$(basename "$f")")
   done
   sums_check "$src" "${files[@]}"
@@ -94,7 +100,8 @@ build() {
 }
 
 install_cvcuda() {  # joins the parts and unpacks the wheel's files into $PEERS/site (once)
-  [ -f "$PEERS/site/cvcuda/__init__.py" ] && return 0
+  [ -f "$PEERS/site/.verified" ] && return 0
+  rm -rf "$PEERS/site"
   local parts=("$PEERS"/parts/cvcuda.tar.xz.part-*)
   [ -f "${parts[0]}" ] || die "no cvcuda.tar.xz.part-* staged"
   local sums=$PEERS/parts/SHA256SUMS
@@ -125,20 +132,27 @@ for rec in glob.glob(os.path.join(site, "*.dist-info", "RECORD")):
             print("RECORD mismatch:", row[0]); bad += 1
 sys.exit(1 if bad else 0)
 EOF
+  touch "$PEERS/site/.verified"
   echo "CV-CUDA installed in $PEERS/site"
 }
 
-step() {  # step TITLE TIMEOUT CMD...: the command's stdout into peers.md, stderr into peers.log
+step() {  # step TITLE TIMEOUT CMD...: the command's stdout into peers.md (with its stderr's tail when it fails), all into peers.log
   local title=$1 limit=$2; shift 2
-  local t0 tmp rc
+  local t0 tmp err rc
   t0=$(date +%s)
   tmp=$(mktemp)
+  err=$(mktemp)
   echo "==== $title: $*" >>"$log"
-  timeout "$limit" "$@" >"$tmp" 2>>"$log"
+  timeout "$limit" "$@" >"$tmp" 2>"$err"
   rc=$?
-  { echo "## $title"; echo; echo "\`$*\` (exit $rc, $(( $(date +%s) - t0 )) s$([ $rc -eq 124 ] && echo ", stopped at the ${limit} s limit"))"; echo; cat "$tmp"; echo; } >>"$md"
-  cat "$tmp" >>"$log"
-  rm -f "$tmp"
+  {
+    echo "## $title"; echo
+    echo "\`$*\` (exit $rc, $(( $(date +%s) - t0 )) s$([ $rc -eq 124 ] && echo ", stopped at the ${limit} s limit"))"; echo
+    cat "$tmp"; echo
+    if [ $rc -ne 0 ] && [ -s "$err" ]; then echo "stderr (last lines):"; echo '```'; tail -5 "$err"; echo '```'; echo; fi
+  } >>"$md"
+  cat "$tmp" "$err" >>"$log"
+  rm -f "$tmp" "$err"
   echo "$title: exit $rc in $(( $(date +%s) - t0 )) s"
 }
 
@@ -153,7 +167,7 @@ run() {
       echo "# Peers of issue 19 item 5 ($(date -u +%Y-%m-%dT%H:%M:%SZ))"
       echo
       echo "- commit: $(git rev-parse --short HEAD 2>/dev/null || echo "${COMMIT:-unknown}"); CudaSift: $(cat "$PEERS/parts/CUDASIFT_COMMIT" 2>/dev/null || echo unknown)"
-      echo "- GPU: $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader 2>&1 | head -1); host: $(nproc) cores"
+      echo "- GPU: $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader 2>/dev/null | head -1); host: $(nproc) cores"
       echo "- photos: $photos; $RUNS runs after $WARMUP warm-up runs unless a table says otherwise"
       echo
     } >>"$md"
@@ -161,17 +175,17 @@ run() {
   local s
   for s in "${steps[@]}"; do
     case "$s" in
-      cudasift) step "CudaSift" 80 "$bin/cudasift_bench" --photos "$photos" --runs "$RUNS" --warmup "$WARMUP" ;;
-      ours-cuda) step "spectrasift CUDA" 60 "$bin/sift_bench" --backend cuda --photos "$photos" --runs "$RUNS" --warmup "$WARMUP" ;;
+      cudasift) step "CudaSift" 60 "$bin/cudasift_bench" --photos "$photos" --runs "$RUNS" --warmup "$WARMUP" ;;
+      ours-cuda) step "spectrasift CUDA" 90 "$bin/sift_bench" --backend cuda --photos "$photos" --runs "$RUNS" --warmup "$WARMUP" ;;
       cvcuda)  # in a subshell: a failed install is reported and the other steps still run
         (
           install_cvcuda
           export PYTHONPATH="$PEERS/site${PYTHONPATH:+:$PYTHONPATH}"
-          step "CV-CUDA" 240 python3 bench/peers/cvcuda_bench.py --photos "$photos" --runs "$RUNS" --warmup "$WARMUP" \
+          step "CV-CUDA" 220 python3 -u bench/peers/cvcuda_bench.py --photos "$photos" --runs "$RUNS" --warmup "$WARMUP" \
             --batch "${BATCH:-100}" --batch-runs "${BATCH_RUNS:-20}" --batch-warmup "${BATCH_WARMUP:-3}"
         ) || echo "## CV-CUDA: not run (see peers.log)" >>"$md" ;;
-      ours-opencl) step "spectrasift OpenCL" 80 "$bin/sift_bench" --backend opencl --photos "$photos" --runs "$RUNS" --warmup "$WARMUP" ;;
-      opencv) step "OpenCV cv2.SIFT, host cores" 70 python3 bench/sift_peers.py --no-silx --photos "$photos" \
+      ours-opencl) step "spectrasift OpenCL" 110 "$bin/sift_bench" --backend opencl --photos "$photos" --runs "$RUNS" --warmup "$WARMUP" ;;
+      opencv) step "OpenCV cv2.SIFT, host cores" 60 python3 -u bench/sift_peers.py --no-silx --photos "$photos" \
                 --runs "${CV_RUNS:-10}" --warmup 2 ;;
       *) die "unknown run step $s (cudasift ours-cuda cvcuda ours-opencl opencv)" ;;
     esac
