@@ -9,8 +9,9 @@
 // attached to Features::device (device_features.hpp), for matching on this backend.
 //
 // This header includes no CUDA header (tests reach the stages' knobs through it); the device code is in
-// sift.cu (construction, memory checks, download, timing), sift_pyramid.cu (upload, pyramid, DoG, extrema,
-// refinement) and sift_features.cu (orientations, select, descriptors).
+// sift.cu (construction, memory checks, timing), sift_pyramid.cu (upload, pyramid, DoG, extrema,
+// refinement), sift_features.cu (orientations, select, descriptors) and sift_download.cu (the packed
+// read-back and the device copy of the descriptors).
 #pragma once
 
 #include <array>
@@ -24,6 +25,7 @@ namespace spectrasift::cuda {
 
 struct State;
 class EventSet;
+class DeviceBlockPool;
 
 class SiftStagesCuda final : public detail::SiftStages {
  public:
@@ -78,9 +80,13 @@ class SiftStagesCuda final : public detail::SiftStages {
   void size_feature_kernels();
   void sort(int* order, int count_slot, int mode);
   void compact(const int* in, int in_slot, int out_slot, int* out);
+  // sift_download.cu
+  bool packs_bytes() const noexcept;  // the descriptors travel as bytes (lossless for the plan's options)
+  void pack_features();               // kept records + descriptor rows -> "sift.packed" (one read-back)
 
   detail::ContextImpl& ctx_;
   State& st_;
+  std::shared_ptr<DeviceBlockPool> feature_blocks_;  // the descriptor copies of Features::device, recycled
   const detail::SiftPlan* plan_ = nullptr;
   bool profiling_ = false;
   bool profile_run_ = false;  // this run records events: profiling_ or the context is verbose

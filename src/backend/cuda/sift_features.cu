@@ -176,6 +176,7 @@ void SiftStagesCuda::descriptors() {
       levels(), octave_table(), kept, counters(), unsigned(descriptor_capacity_), deg2rad, p.root_sift ? 1 : 0, desc,
       desc_ex_);
   SPECTRASIFT_CUDA_CHECK_LAUNCH();
+  pack_features();  // for read-back 2 (sift_download.cu)
 }
 
 }  // namespace spectrasift::cuda

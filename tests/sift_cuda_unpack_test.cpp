@@ -1,0 +1,120 @@
+// The packed read-back of CUDA SIFT on the host (backend/cuda/host/sift_unpack.hpp; no GPU needed): the
+// layout that kernels/sift_pack.cuh writes, built here by hand, comes back as the same Keypoints and
+// descriptors, with byte rows and with float rows, on one thread and on a pool.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "spectrasift/types.hpp"
+
+#ifdef SPECTRASIFT_HAVE_CUDA
+#include "backend/cuda/host/sift_unpack.hpp"
+#include "backend/cuda/host_copy.hpp"
+#endif
+
+namespace {
+
+#ifdef SPECTRASIFT_HAVE_CUDA
+namespace ss = spectrasift;
+namespace sc = spectrasift::cuda;
+
+SiftKeypoint record(std::size_t i) {
+  SiftKeypoint s{};
+  s.x = 0.5f + float(i);
+  s.y = 1.25f * float(i);
+  s.size = 3.0f + float(i % 7);
+  s.angle = float((i * 37) % 360);
+  s.response = 0.01f * float(i % 13);
+  s.layer_offset = -0.25f;
+  s.sigma_octave = 9.0f;  // not a public field: must not leak anywhere
+  s.octave = int(i % 4) - 1;
+  s.layer = 1 + int(i % 3);
+  s.r = 100;
+  s.c = 200;
+  s.octave_index = int(i % 4);
+  return s;
+}
+
+float value(std::size_t i, int k) { return float((i * 131 + std::size_t(k) * 7) % 256); }
+
+// The layout of sift_pack_features for n features, rows as bytes or floats.
+std::vector<unsigned char> pack(std::size_t n, bool u8_rows) {
+  std::vector<unsigned char> b(std::size_t(sc::sift_packed_bytes(n, u8_rows)));
+  for (std::size_t i = 0; i < n; ++i) {
+    const SiftKeypoint s = record(i);
+    std::memcpy(b.data() + i * sizeof s, &s, sizeof s);
+  }
+  unsigned char* rows = b.data() + sc::sift_packed_descriptor_offset(n);
+  for (std::size_t i = 0; i < n; ++i)
+    for (int k = 0; k < 128; ++k) {
+      const float v = value(i, k);
+      if (u8_rows) rows[i * 128 + std::size_t(k)] = static_cast<unsigned char>(v);
+      else std::memcpy(rows + (i * 128 + std::size_t(k)) * 4, &v, 4);
+    }
+  return b;
+}
+
+void expect_features(const ss::Features& f, std::size_t n) {
+  ASSERT_EQ(f.keypoints.size(), n);
+  ASSERT_EQ(f.descriptors.size(), n * 128);
+  for (std::size_t i = 0; i < n; ++i) {
+    const SiftKeypoint s = record(i);
+    const ss::Keypoint& k = f.keypoints[i];
+    EXPECT_EQ(k.x, s.x);
+    EXPECT_EQ(k.y, s.y);
+    EXPECT_EQ(k.size, s.size);
+    EXPECT_EQ(k.angle, s.angle);
+    EXPECT_EQ(k.response, s.response);
+    EXPECT_EQ(k.octave, s.octave);
+    EXPECT_EQ(k.layer, s.layer);
+    EXPECT_EQ(k.layer_offset, s.layer_offset);
+    for (int c = 0; c < 128; ++c) ASSERT_EQ(f.descriptors[i * 128 + std::size_t(c)], value(i, c)) << i << " " << c;
+  }
+}
+
+TEST(SiftCudaUnpack, LayoutIsAlignedAndSized) {
+  for (unsigned long long n : {0ull, 1ull, 3ull, 1000ull}) {
+    EXPECT_EQ(sc::sift_packed_descriptor_offset(n) % 16, 0u);
+    EXPECT_EQ(sc::sift_packed_bytes(n, true), n * (48 + 128));
+    EXPECT_EQ(sc::sift_packed_bytes(n, false), n * (48 + 512));
+  }
+  EXPECT_TRUE(sc::sift_descriptors_fit_bytes(false));
+  EXPECT_FALSE(sc::sift_descriptors_fit_bytes(true));  // RootSIFT values are not integers
+}
+
+TEST(SiftCudaUnpack, BytesAndFloatsComeBackExactly) {
+  sc::HostCopyPool pool(3);
+  // Sizes around the piece size of the parallel conversion, and a Features with old content to replace.
+  for (std::size_t n : {std::size_t(1), std::size_t(5), sc::kSiftUnpackRowsPerPiece, sc::kSiftUnpackRowsPerPiece + 1,
+                        3 * sc::kSiftUnpackRowsPerPiece + 17}) {
+    for (bool u8_rows : {true, false}) {
+      for (sc::HostCopyPool* p : {static_cast<sc::HostCopyPool*>(nullptr), &pool}) {
+        ss::Features f;
+        f.keypoints.resize(7);
+        f.descriptors.assign(7 * 128 + 3, -1.0f);
+        const std::vector<unsigned char> b = pack(n, u8_rows);
+        sc::unpack_sift_features(b.data(), n, u8_rows, f, p);
+        SCOPED_TRACE(testing::Message() << "n " << n << " bytes " << u8_rows << " pool " << (p != nullptr));
+        expect_features(f, n);
+      }
+    }
+  }
+}
+
+// The byte rows are OpenCV's CV_8U export of the float rows: Features::descriptors_u8 gives them back.
+TEST(SiftCudaUnpack, BytesAreTheU8Export) {
+  const std::size_t n = 9;
+  const std::vector<unsigned char> b = pack(n, true);
+  ss::Features f;
+  sc::unpack_sift_features(b.data(), n, true, f, nullptr);
+  const std::vector<std::uint8_t> u8 = f.descriptors_u8();
+  ASSERT_EQ(u8.size(), n * 128);
+  EXPECT_EQ(0, std::memcmp(u8.data(), b.data() + sc::sift_packed_descriptor_offset(n), u8.size()));
+}
+#else
+TEST(SiftCudaUnpack, Skipped) { GTEST_SKIP() << "built without CUDA"; }
+#endif
+
+}  // namespace
