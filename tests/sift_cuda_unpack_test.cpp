@@ -1,6 +1,7 @@
-// The packed read-back of CUDA SIFT on the host (backend/cuda/host/sift_unpack.hpp; no GPU needed): the
-// layout that kernels/sift_pack.cuh writes, built here by hand, comes back as the same Keypoints and
-// descriptors, with byte rows and with float rows, on one thread and on a pool.
+// The host side of CUDA SIFT's transfers (no GPU needed): the packed read-back (backend/cuda/host/
+// sift_unpack.hpp: the layout that kernels/sift_pack.cuh writes, built here by hand, comes back as the same
+// Keypoints and descriptors, with byte rows and with float rows, on one thread and on a pool), and the chunks
+// of a staged upload (host/upload_chunks.hpp).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 
 #ifdef SPECTRASIFT_HAVE_CUDA
 #include "backend/cuda/host/sift_unpack.hpp"
+#include "backend/cuda/host/upload_chunks.hpp"
 #include "backend/cuda/host_copy.hpp"
 #endif
 
@@ -112,6 +114,32 @@ TEST(SiftCudaUnpack, BytesAreTheU8Export) {
   const std::vector<std::uint8_t> u8 = f.descriptors_u8();
   ASSERT_EQ(u8.size(), n * 128);
   EXPECT_EQ(0, std::memcmp(u8.data(), b.data() + sc::sift_packed_descriptor_offset(n), u8.size()));
+}
+
+// Chunks are consecutive, cover every byte once, stay within 256 KiB .. 4 MiB (but the last) on 64 KiB
+// boundaries, and number about 8 for mid-size images.
+TEST(SiftCudaUploadChunks, CoverTheImageInOrder) {
+  std::vector<sc::ByteRange> c;
+  for (std::size_t bytes : {sc::kStagedUploadMin, std::size_t(512000), std::size_t(1920) * 1080 * 3,
+                            std::size_t(3840) * 2160 * 3, std::size_t(3840) * 2160 * 4 * 4 + 7}) {
+    sc::split_upload(bytes, c);
+    ASSERT_FALSE(c.empty());
+    std::size_t next = 0;
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      EXPECT_EQ(c[i].offset, next) << bytes << " chunk " << i;
+      EXPECT_GT(c[i].bytes, 0u);
+      EXPECT_LE(c[i].bytes, std::size_t(4) << 20);
+      if (i + 1 < c.size()) {
+        EXPECT_GE(c[i].bytes, std::size_t(256) << 10);
+        EXPECT_EQ(c[i].bytes % (std::size_t(64) << 10), 0u);
+      }
+      next += c[i].bytes;
+    }
+    EXPECT_EQ(next, bytes);
+    if (bytes >= std::size_t(16) << 20 && bytes <= std::size_t(32) << 20) {
+      EXPECT_LE(c.size(), 9u) << bytes;
+    }
+  }
 }
 #else
 TEST(SiftCudaUnpack, Skipped) { GTEST_SKIP() << "built without CUDA"; }

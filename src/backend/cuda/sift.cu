@@ -1,6 +1,7 @@
 // CUDA SIFT (see sift.hpp): construction, the per-plan preparation, memory checks, the counters and timing.
-// The upload, pyramid, DoG, extrema and refinement are in sift_pyramid.cu; orientations, select and
-// descriptors in sift_features.cu; the download and the device copy of the descriptors in sift_download.cu.
+// The upload is in sift_upload.cu; the pyramid, DoG, extrema and refinement in sift_pyramid.cu; orientations,
+// select and descriptors in sift_features.cu; the download and the device copy of the descriptors in
+// sift_download.cu.
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -31,7 +32,8 @@ SiftStagesCuda::SiftStagesCuda(detail::ContextImpl& ctx)
     : ctx_(ctx),
       st_(state(ctx)),
       feature_blocks_(std::make_shared<DeviceBlockPool>(st_.device)),
-      events_(std::make_unique<EventSet>(EventSet::kTiming)) {}
+      events_(std::make_unique<EventSet>(EventSet::kTiming)),
+      ordering_(std::make_unique<EventSet>(EventSet::kOrdering)) {}
 
 SiftStagesCuda::~SiftStagesCuda() = default;
 

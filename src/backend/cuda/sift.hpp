@@ -9,9 +9,9 @@
 // attached to Features::device (device_features.hpp), for matching on this backend.
 //
 // This header includes no CUDA header (tests reach the stages' knobs through it); the device code is in
-// sift.cu (construction, memory checks, timing), sift_pyramid.cu (upload, pyramid, DoG, extrema,
-// refinement), sift_features.cu (orientations, select, descriptors) and sift_download.cu (the packed
-// read-back and the device copy of the descriptors).
+// sift.cu (construction, memory checks, timing), sift_pyramid.cu (upload and grey, pyramid, DoG, extrema,
+// refinement) with sift_upload.cu (the image copy: staged or direct), sift_features.cu (orientations,
+// select, descriptors) and sift_download.cu (the packed read-back and the device copy of the descriptors).
 #pragma once
 
 #include <array>
@@ -19,7 +19,11 @@
 #include <memory>
 #include <vector>
 
+#include "backend/cuda/host/upload_chunks.hpp"
+#include "backend/cuda/host_copy.hpp"
 #include "core/sift_backend.hpp"
+
+struct CUevent_st;  // cudaEvent_t is a CUevent_st*
 
 namespace spectrasift::cuda {
 
@@ -73,6 +77,9 @@ class SiftStagesCuda final : public detail::SiftStages {
   void read_counters();             // counters() -> counters_ (synchronises the compute stream)
   void mark(Stage stage);           // a stage starts (timing runs only)
   void finish_profile();
+  // sift_upload.cu
+  bool upload_bytes(void* dst, const void* src, std::size_t bytes);
+  CUevent_st* copy_done();  // (a cudaEvent_t) the direct copy of the caller's page-locked image has run
   // sift_pyramid.cu
   void size_blur_tiles();
   void blur(const float* src, float* dst, int w, int h, int kernel_index);
@@ -114,6 +121,9 @@ class SiftStagesCuda final : public detail::SiftStages {
   std::size_t memory_limit_ = 0, shared_limit_ = 0;
   // Timing: events in order, the stage each one starts.
   std::unique_ptr<EventSet> events_;
+  std::unique_ptr<EventSet> ordering_;         // [0]: copy_done()
+  std::vector<ByteRange> upload_chunks_;       // scratch of upload_bytes()
+  std::vector<CopyPiece> copy_piece_;
   std::vector<int> marks_;
   std::array<double, kStages> stage_ms_{};
 };

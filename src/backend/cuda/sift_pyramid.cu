@@ -1,6 +1,6 @@
-// CUDA SIFT scale space and candidates (see sift.hpp): the upload and grey conversion, the pyramid
-// (upsample or base blur, separable blurs through shared-memory tiles, downsample), the DoG of each octave
-// in one launch, the extrema with their count read back, and the refinement.
+// CUDA SIFT scale space and candidates (see sift.hpp): the upload (its copy in sift_upload.cu) and grey
+// conversion, the pyramid (upsample or base blur, separable blurs through shared-memory tiles, downsample),
+// the DoG of each octave in one launch, the extrema with their count read back, and the refinement.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -53,17 +53,17 @@ void SiftStagesCuda::upload(const detail::SiftPlan& plan, const detail::SiftImag
   mark(kUpload);
   SPECTRASIFT_CUDA_CHECK(cudaMemsetAsync(counters(), 0, kernels::kCounters * sizeof(unsigned int), st_.compute));
   float* grey = static_cast<float*>(buffer("sift.grey", pixels * sizeof(float)));
-  // From pageable memory the copy returns once the caller's bytes are staged: the caller's memory is not
-  // read after upload() returns, even when a later stage throws.
+  bool wait = false;
   if (image.grey_levels) {  // already grey levels: the upload is the grey image
-    SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(grey, image.data, bytes, cudaMemcpyHostToDevice, st_.compute));
-    return;
+    wait = upload_bytes(grey, image.data, bytes);
+  } else {
+    auto* raw = static_cast<unsigned char*>(buffer("sift.input", bytes));
+    wait = upload_bytes(raw, image.data, bytes);
+    kernels::sift_grey<<<plane_grid(image.width, image.height), kPlaneBlock, 0, st_.compute>>>(
+        raw, raw_type(image.type), image.channels, image.width, image.height, grey);
+    SPECTRASIFT_CUDA_CHECK_LAUNCH();
   }
-  auto* raw = static_cast<unsigned char*>(buffer("sift.input", bytes));
-  SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(raw, image.data, bytes, cudaMemcpyHostToDevice, st_.compute));
-  kernels::sift_grey<<<plane_grid(image.width, image.height), kPlaneBlock, 0, st_.compute>>>(
-      raw, raw_type(image.type), image.channels, image.width, image.height, grey);
-  SPECTRASIFT_CUDA_CHECK_LAUNCH();
+  if (wait) SPECTRASIFT_CUDA_CHECK(cudaEventSynchronize(copy_done()));
 }
 
 // The blur tile (TX, TY) of sift_blur: up to 32 x 8 threads, within the device's shared memory per block
