@@ -82,7 +82,12 @@ class SiftStagesCuda final : public detail::SiftStages {
   CUevent_st* copy_done();  // (a cudaEvent_t) the direct copy of the caller's page-locked image has run
   // sift_pyramid.cu
   void size_blur_tiles();
-  void blur(const float* src, float* dst, int w, int h, int kernel_index);
+  struct BlurSource {  // kernels::SiftBlurSource: value (y, x) is data[step y pitch + step x]
+    const float* data;
+    long long pitch;
+    int step;
+  };
+  void blur(const BlurSource& src, float* dst, int w, int h, int kernel_index, float* dog, float* level0);
   // sift_features.cu
   void size_feature_kernels();
   void sort(int* order, int count_slot, int mode);
@@ -112,7 +117,7 @@ class SiftStagesCuda final : public detail::SiftStages {
   int mask_type_ = -1;                      // select(): -1 none, 0 u8, 1 u16, 2 f32
   int mask_w_ = 0, mask_h_ = 0;
   // Launch geometry (from the device's limits and the plan).
-  int blur_tx_ = 0, blur_ty_ = 0;  // tile of sift_blur
+  int blur_tx_ = 0, blur_ty_ = 0;  // output tile of sift_blur_dog
   int blur_r_ = -1;                // the largest radius the tile was sized for
   int ori_chunk_ = 0, ori_ex_ = 0, desc_ex_ = 0;
   int blocks_ = 0;                 // block cap of the per-keypoint kernels
