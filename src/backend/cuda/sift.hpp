@@ -19,6 +19,7 @@
 #include <memory>
 #include <vector>
 
+#include "backend/cuda/host/bitonic_plan.hpp"
 #include "backend/cuda/host/upload_chunks.hpp"
 #include "backend/cuda/host_copy.hpp"
 #include "core/sift_backend.hpp"
@@ -129,6 +130,7 @@ class SiftStagesCuda final : public detail::SiftStages {
   std::unique_ptr<EventSet> ordering_;         // [0]: copy_done()
   std::vector<ByteRange> upload_chunks_;       // scratch of upload_bytes()
   std::vector<CopyPiece> copy_piece_;
+  std::vector<BitonicLaunch> sort_plan_;       // scratch of sort()
   std::vector<int> marks_;
   std::array<double, kStages> stage_ms_{};
 };

@@ -1,16 +1,20 @@
 // The host side of CUDA SIFT's transfers (no GPU needed): the packed read-back (backend/cuda/host/
 // sift_unpack.hpp: the layout that kernels/sift_pack.cuh writes, built here by hand, comes back as the same
-// Keypoints and descriptors, with byte rows and with float rows, on one thread and on a pool), and the chunks
-// of a staged upload (host/upload_chunks.hpp).
+// Keypoints and descriptors, with byte rows and with float rows, on one thread and on a pool), the chunks
+// of a staged upload (host/upload_chunks.hpp), and the bitonic sort's launch plan (host/bitonic_plan.hpp),
+// run here with the kernels' position arithmetic and checked against the plain network and std::sort.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include "spectrasift/types.hpp"
 
 #ifdef SPECTRASIFT_HAVE_CUDA
+#include "backend/cuda/host/bitonic_plan.hpp"
 #include "backend/cuda/host/sift_unpack.hpp"
 #include "backend/cuda/host/upload_chunks.hpp"
 #include "backend/cuda/host_copy.hpp"
@@ -140,6 +144,109 @@ TEST(SiftCudaUploadChunks, CoverTheImageInOrder) {
       EXPECT_LE(c.size(), 9u) << bytes;
     }
   }
+}
+
+// The select stage's sort on the host: keys with many ties (so that a different network would show), -1
+// past the live count; the comparisons as sift_index_before: -1 after every record.
+struct SortRun {
+  const std::vector<int>* keys;
+  unsigned p = 0;
+  bool before(int a, int b) const {
+    if (a < 0) return false;
+    if (b < 0) return true;
+    return (*keys)[std::size_t(a)] < (*keys)[std::size_t(b)];
+  }
+  void cmpx(std::vector<int>& o, unsigned i, unsigned l, unsigned k) const {  // sift_compare_exchange
+    const bool ascending = (i & k) == 0;
+    const bool swap = ascending ? before(o[l], o[i]) : before(o[i], o[l]);
+    if (swap) std::swap(o[i], o[l]);
+  }
+};
+
+unsigned pow2_at_least(unsigned n) {
+  unsigned p = 1;
+  while (p < n) p <<= 1;
+  return p;
+}
+
+// The launches of bitonic_plan as the kernels of sift_sort.cuh run them.
+void run_plan(std::vector<int>& o, const SortRun& s, std::size_t block) {
+  std::vector<sc::BitonicLaunch> plan;
+  sc::bitonic_plan(o.size(), block, plan);
+  const unsigned p = s.p, l = unsigned(block / 2);
+  for (const sc::BitonicLaunch& x : plan) {
+    if (x.kind == sc::BitonicLaunch::kLocalAll || x.kind == sc::BitonicLaunch::kLocalMerge) {
+      for (unsigned base = 0; base < o.size(); base += 2 * l) {
+        if (base >= p || x.k > p) continue;
+        const unsigned k_first = x.k ? x.k : 2, k_last = x.k ? x.k : 2 * l;
+        for (unsigned k = k_first; k <= k_last && k <= p; k <<= 1)
+          for (unsigned j = std::min(k / 2, l); j > 0; j >>= 1)
+            for (unsigned lid = 0; lid < l; ++lid) {
+              const unsigned i = sc::bitonic_pair_lower(lid, j);
+              if (base + i < p) s.cmpx(o, base + i, base + i + j, k);
+            }
+      }
+    } else if (x.kind == sc::BitonicLaunch::kStep) {
+      ASSERT_GE(x.j, block);
+      if (x.k > p) continue;
+      for (unsigned t = 0; t < p / 2; ++t) {
+        const unsigned i = sc::bitonic_pair_lower(t, x.j);
+        s.cmpx(o, i, i + x.j, x.k);
+      }
+    } else {
+      ASSERT_GE(x.j / 2, block);
+      if (x.k > p) continue;
+      const unsigned h = x.j / 2;
+      for (unsigned t = 0; t < p / 4; ++t) {
+        const unsigned b = sc::bitonic_quad_base(t, x.j);
+        s.cmpx(o, b, b + x.j, x.k);
+        s.cmpx(o, b + h, b + x.j + h, x.k);
+        s.cmpx(o, b, b + h, x.k);
+        s.cmpx(o, b + x.j, b + x.j + h, x.k);
+      }
+    }
+  }
+}
+
+// The plain network over [0, p): every step, every pair, in order.
+void run_network(std::vector<int>& o, const SortRun& s) {
+  for (unsigned k = 2; k <= s.p; k <<= 1)
+    for (unsigned j = k / 2; j > 0; j >>= 1)
+      for (unsigned i = 0; i < s.p; ++i)
+        if ((i & j) == 0) s.cmpx(o, i, i + j, k);
+}
+
+TEST(SiftCudaSort, PlanRunsTheNetworkAndSorts) {
+  std::mt19937 rng(7);
+  for (unsigned n : {1u, 2u, 3u, 511u, 2048u, 2049u, 5000u, 70000u}) {
+    for (std::size_t block : {std::size_t(512), std::size_t(2048)}) {
+      std::vector<int> keys(n);
+      for (int& k : keys) k = int(rng() % std::max(2u, n / 4));  // many ties
+      const std::size_t positions = std::max<std::size_t>(pow2_at_least(n + n / 3), block);  // P_max >= P
+      std::vector<int> order(positions, 12345);  // beyond P: never touched
+      for (unsigned i = 0; i < pow2_at_least(n); ++i) order[i] = i < n ? int(i) : -1;
+      SortRun s{&keys, pow2_at_least(n)};
+      std::vector<int> plain = order;
+      run_plan(order, s, block);
+      run_network(plain, s);
+      SCOPED_TRACE(testing::Message() << "n " << n << " block " << block);
+      ASSERT_EQ(order, plain);  // the same network, so the same order even among ties
+      for (unsigned i = 0; i + 1 < n; ++i) ASSERT_LE(keys[std::size_t(order[i])], keys[std::size_t(order[i + 1])]);
+      std::vector<int> seen(order.begin(), order.begin() + n);
+      std::sort(seen.begin(), seen.end());
+      for (unsigned i = 0; i < n; ++i) ASSERT_EQ(seen[i], int(i));
+      for (unsigned i = n; i < s.p; ++i) EXPECT_EQ(order[i], -1);
+      for (std::size_t i = s.p; i < positions; ++i) EXPECT_EQ(order[i], 12345);
+    }
+  }
+}
+
+TEST(SiftCudaSort, FewerLaunches) {
+  std::vector<sc::BitonicLaunch> plan;
+  sc::bitonic_plan(std::size_t(1) << 16, 2048, plan);
+  EXPECT_EQ(plan.size(), 15u);  // 1 + 5 merges + 9 global (was 36 with blocks of 512 and one step a launch)
+  sc::bitonic_plan(2048, 2048, plan);
+  EXPECT_EQ(plan.size(), 1u);
 }
 #else
 TEST(SiftCudaUnpack, Skipped) { GTEST_SKIP() << "built without CUDA"; }
