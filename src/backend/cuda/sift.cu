@@ -35,7 +35,9 @@ SiftStagesCuda::SiftStagesCuda(detail::ContextImpl& ctx)
       events_(std::make_unique<EventSet>(EventSet::kTiming)),
       ordering_(std::make_unique<EventSet>(EventSet::kOrdering)) {}
 
-SiftStagesCuda::~SiftStagesCuda() = default;
+SiftStagesCuda::~SiftStagesCuda() {
+  if (pyramid_graph_) cudaGraphExecDestroy(pyramid_graph_);
+}
 
 void* SiftStagesCuda::buffer(const char* name, std::size_t bytes) {
   return st_.buffer(name, std::max<std::size_t>(bytes, 16)).ptr;
@@ -119,6 +121,7 @@ void SiftStagesCuda::prepare(const detail::SiftPlan& p) {
   prepared_h_ = p.input_height;
   prepared_options_ = p.options;
   prepared_ = true;
+  ++prepared_generation_;
 }
 
 void SiftStagesCuda::mark(Stage stage) {

@@ -24,7 +24,8 @@
 #include "backend/cuda/host_copy.hpp"
 #include "core/sift_backend.hpp"
 
-struct CUevent_st;  // cudaEvent_t is a CUevent_st*
+struct CUevent_st;      // cudaEvent_t is a CUevent_st*
+struct CUgraphExec_st;  // cudaGraphExec_t is a CUgraphExec_st*
 
 namespace spectrasift::cuda {
 
@@ -88,7 +89,9 @@ class SiftStagesCuda final : public detail::SiftStages {
     long long pitch;
     int step;
   };
-  void blur(const BlurSource& src, float* dst, int w, int h, int kernel_index, float* dog, float* level0);
+  void blur(const BlurSource& src, float* dst, int w, int h, int kernel_index, const float* taps, float* dog,
+            float* level0);
+  void launch_pyramid(const float* grey, float* gauss, float* dog, const float* taps);  // every launch of pyramid()
   // sift_features.cu
   void size_feature_kernels();
   void sort(int* order, int count_slot, int mode);
@@ -107,6 +110,12 @@ class SiftStagesCuda final : public detail::SiftStages {
   int prepared_w_ = 0, prepared_h_ = 0;
   SiftOptions prepared_options_;
   bool prepared_ = false;
+  unsigned long long prepared_generation_ = 0;  // counts the plans prepare() set up
+  // pyramid(): its launches captured once per plan and buffers as a CUDA graph (the launches take only the
+  // plan, the tile and these buffers), replayed for every image of that plan.
+  CUgraphExec_st* pyramid_graph_ = nullptr;
+  unsigned long long pyramid_generation_ = 0;
+  std::array<const void*, 4> pyramid_buffers_{};  // grey, gauss, dog, taps the graph was captured with
   std::vector<long long> octave_info_;   // [4 o + k]: w, h, gauss offset, dog offset
   std::size_t max_plane_ = 0;            // floats of the largest octave plane
   std::size_t candidate_capacity_ = 0;   // candidate and refined records

@@ -3,6 +3,7 @@
 // shared-memory tile with the downsample and the DoG plane fused in), the extrema with their count read
 // back, and the refinement.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <string>
 
@@ -97,11 +98,11 @@ void SiftStagesCuda::size_blur_tiles() {
 }
 
 // One level: dst = blur of the source with kernel `kernel_index`; dog and level0 as sift_blur_dog says.
-void SiftStagesCuda::blur(const BlurSource& src, float* dst, int w, int h, int kernel_index, float* dog, float* level0) {
+void SiftStagesCuda::blur(const BlurSource& src, float* dst, int w, int h, int kernel_index, const float* taps,
+                          float* dog, float* level0) {
   const detail::SiftPlan& p = *plan_;
   const int r = p.tap_radius[std::size_t(kernel_index)];
-  const float* taps = static_cast<const float*>(buffer("sift.taps", p.taps.size() * sizeof(float))) +
-                      p.tap_offset[std::size_t(kernel_index)];
+  const float* k = taps + p.tap_offset[std::size_t(kernel_index)];
   const dim3 grid(blocks_for(std::size_t(w), unsigned(blur_tx_)), blocks_for(std::size_t(h), unsigned(blur_ty_)));
   const dim3 block(unsigned(std::min(blur_tx_, 32)), unsigned(std::min(blur_ty_, 8)));
   if (grid.y > 65535)
@@ -109,21 +110,17 @@ void SiftStagesCuda::blur(const BlurSource& src, float* dst, int w, int h, int k
                 "cuda");
   const kernels::SiftBlurSource s{src.data, src.pitch, src.step};
   kernels::sift_blur_dog<<<grid, block, blur_tile_bytes(blur_tx_, blur_ty_, r), st_.compute>>>(
-      s, w, h, taps, r, blur_tx_, blur_ty_, dst, dog, level0);
+      s, w, h, k, r, blur_tx_, blur_ty_, dst, dog, level0);
   SPECTRASIFT_CUDA_CHECK_LAUNCH();
 }
 
 // Launches per octave: level 0 (octave 0: the upsample and kernel 0's blur; later octaves: none, the
 // downsample is read by level 1's blur, which also writes level 0), then one sift_blur_dog per level
-// 1 .. S + 2, each also writing the DoG plane below it. So dog() has nothing left to do.
-void SiftStagesCuda::pyramid() {
+// 1 .. S + 2, each also writing the DoG plane below it. So dog() has nothing left to do. Only the plan, the
+// blur tile and the four buffers enter the launches (no buffer is looked up or grown here), so that
+// pyramid() can capture them as a graph.
+void SiftStagesCuda::launch_pyramid(const float* grey, float* gauss, float* dog, const float* taps) {
   const detail::SiftPlan& p = *plan_;
-  if (p.octaves == 0) return;
-  mark(kPyramid);
-  const float* grey = static_cast<const float*>(
-      buffer("sift.grey", std::size_t(p.input_width) * std::size_t(p.input_height) * sizeof(float)));
-  float* gauss = levels();
-  float* dog = dog_planes();
   for (int o = 0; o < p.octaves; ++o) {
     const int w = int(octave_info_[4 * std::size_t(o)]), h = int(octave_info_[4 * std::size_t(o) + 1]);
     const std::size_t plane = std::size_t(w) * std::size_t(h);
@@ -133,20 +130,58 @@ void SiftStagesCuda::pyramid() {
       if (p.upsample) {  // the doubled input goes through DoG plane 0, free until level 1's blur writes it
         kernels::sift_upsample<<<plane_grid(w, h), kPlaneBlock, 0, st_.compute>>>(grey, p.input_width, p.input_height, d0);
         SPECTRASIFT_CUDA_CHECK_LAUNCH();
-        blur({d0, w, 1}, g0, w, h, 0, nullptr, nullptr);
+        blur({d0, w, 1}, g0, w, h, 0, taps, nullptr, nullptr);
       } else {
-        blur({grey, w, 1}, g0, w, h, 0, nullptr, nullptr);
+        blur({grey, w, 1}, g0, w, h, 0, taps, nullptr, nullptr);
       }
-      blur({g0, w, 1}, g0 + plane, w, h, 1, d0, nullptr);
+      blur({g0, w, 1}, g0 + plane, w, h, 1, taps, d0, nullptr);
     } else {
       const long long pw = octave_info_[4 * std::size_t(o - 1)], ph = octave_info_[4 * std::size_t(o - 1) + 1];
       const float* prev_s = gauss + octave_info_[4 * std::size_t(o - 1) + 2] + std::size_t(p.layers) * std::size_t(pw * ph);
-      blur({prev_s, pw, 2}, g0 + plane, w, h, 1, d0, g0);  // level 0 = the even pixels of level S before
+      blur({prev_s, pw, 2}, g0 + plane, w, h, 1, taps, d0, g0);  // level 0 = the even pixels of level S before
     }
     for (int i = 2; i < p.levels; ++i)
-      blur({g0 + std::size_t(i - 1) * plane, w, 1}, g0 + std::size_t(i) * plane, w, h, i, d0 + std::size_t(i - 1) * plane,
-           nullptr);
+      blur({g0 + std::size_t(i - 1) * plane, w, 1}, g0 + std::size_t(i) * plane, w, h, i, taps,
+           d0 + std::size_t(i - 1) * plane, nullptr);
   }
+}
+
+// The launches of launch_pyramid() as a CUDA graph: captured (relaxed mode: nothing but launches happens
+// during the capture) the first time a plan runs on these buffers, then one cudaGraphLaunch per image
+// instead of ~5 launches per octave (a launch costs about 5 us on the H200). A new plan (prepare()) or a
+// moved buffer captures again. The graph's kernels are exactly the stream's, so the results are the same.
+void SiftStagesCuda::pyramid() {
+  const detail::SiftPlan& p = *plan_;
+  if (p.octaves == 0) return;
+  mark(kPyramid);
+  const float* grey = static_cast<const float*>(
+      buffer("sift.grey", std::size_t(p.input_width) * std::size_t(p.input_height) * sizeof(float)));
+  float* gauss = levels();
+  float* dog = dog_planes();
+  const float* taps = static_cast<const float*>(buffer("sift.taps", p.taps.size() * sizeof(float)));
+  const std::array<const void*, 4> used{grey, gauss, dog, taps};
+  if (!pyramid_graph_ || pyramid_generation_ != prepared_generation_ || pyramid_buffers_ != used) {
+    if (pyramid_graph_) {
+      SPECTRASIFT_CUDA_CHECK(cudaGraphExecDestroy(pyramid_graph_));
+      pyramid_graph_ = nullptr;
+    }
+    SPECTRASIFT_CUDA_CHECK(cudaStreamBeginCapture(st_.compute, cudaStreamCaptureModeRelaxed));
+    cudaGraph_t graph = nullptr;
+    try {
+      launch_pyramid(grey, gauss, dog, taps);
+    } catch (...) {
+      if (cudaStreamEndCapture(st_.compute, &graph) == cudaSuccess && graph) cudaGraphDestroy(graph);
+      throw;
+    }
+    SPECTRASIFT_CUDA_CHECK(cudaStreamEndCapture(st_.compute, &graph));
+    const cudaError_t e = cudaGraphInstantiate(&pyramid_graph_, graph, 0);
+    cudaGraphDestroy(graph);
+    if (e != cudaSuccess) pyramid_graph_ = nullptr;
+    SPECTRASIFT_CUDA_CHECK(e);
+    pyramid_generation_ = prepared_generation_;
+    pyramid_buffers_ = used;
+  }
+  SPECTRASIFT_CUDA_CHECK(cudaGraphLaunch(pyramid_graph_, st_.compute));
 }
 
 // Fused into pyramid() (each level's blur writes the DoG plane below it): nothing to do, no time recorded.
