@@ -76,6 +76,17 @@ void SiftStagesCuda::download(Features& out, detail::SiftCounts& counts) {
   const float* desc = static_cast<const float*>(buffer("sift.desc", descriptor_capacity_ * 128 * sizeof(float)));
   DeviceBlockPool::Block block = feature_blocks_->take(desc_bytes);
   cudaError_t e = cudaMemcpyAsync(block.ptr, desc, desc_bytes, cudaMemcpyDeviceToDevice, st_.compute);
+  try {
+    // While the copies run: the output vectors sized (a fresh vector's zeroing and page faults, milliseconds
+    // for 100k features, overlap the read-back instead of following it; unpack_sift_features sizes them the
+    // same, so its resize is then a no-op).
+    out.keypoints.resize(kept);
+    out.descriptors.resize(kept * Features::kDescriptorSize);
+  } catch (...) {
+    (void)cudaStreamSynchronize(st_.compute);  // the block may still be written
+    feature_blocks_->give(block);
+    throw;
+  }
   if (e == cudaSuccess) e = cudaStreamSynchronize(st_.compute);
   if (e != cudaSuccess) {
     feature_blocks_->give(block);

@@ -23,8 +23,8 @@ void unpack_sift_features(const unsigned char* packed, std::size_t n, bool u8_ro
     out.descriptors.assign(f, f + values);
     return;
   }
-  // resize() writes the zeros (and takes the page faults of a fresh vector) once; the conversion then runs
-  // on every thread of the pool.
+  // resize() writes the zeros (and takes the page faults of a fresh vector) once, on one thread (a caller may
+  // have done it already, overlapping a copy); the conversion then runs on every thread of the pool.
   out.descriptors.resize(values);
   float* dst = out.descriptors.data();
   const std::size_t pieces = (n + kSiftUnpackRowsPerPiece - 1) / kSiftUnpackRowsPerPiece;
