@@ -43,7 +43,9 @@ SiftKeypoint record(std::size_t i) {
   return s;
 }
 
-float value(std::size_t i, int k) { return float((i * 131 + std::size_t(k) * 7) % 256); }
+float value(std::size_t i, int k) {
+  return float((i * 131 + std::size_t(k) * 7) % 256);
+}
 
 // The layout of sift_pack_features for n features, rows as bytes or floats.
 std::vector<unsigned char> pack(std::size_t n, bool u8_rows) {
@@ -56,8 +58,10 @@ std::vector<unsigned char> pack(std::size_t n, bool u8_rows) {
   for (std::size_t i = 0; i < n; ++i)
     for (int k = 0; k < 128; ++k) {
       const float v = value(i, k);
-      if (u8_rows) rows[i * 128 + std::size_t(k)] = static_cast<unsigned char>(v);
-      else std::memcpy(rows + (i * 128 + std::size_t(k)) * 4, &v, 4);
+      if (u8_rows)
+        rows[i * 128 + std::size_t(k)] = static_cast<unsigned char>(v);
+      else
+        std::memcpy(rows + (i * 128 + std::size_t(k)) * 4, &v, 4);
     }
   return b;
 }
@@ -221,9 +225,9 @@ TEST(SiftCudaSort, PlanRunsTheNetworkAndSorts) {
   for (unsigned n : {1u, 2u, 3u, 511u, 2048u, 2049u, 5000u, 70000u}) {
     for (std::size_t block : {std::size_t(512), std::size_t(2048)}) {
       std::vector<int> keys(n);
-      for (int& k : keys) k = int(rng() % std::max(2u, n / 4));  // many ties
+      for (int& k : keys) k = int(rng() % std::max(2u, n / 4));                              // many ties
       const std::size_t positions = std::max<std::size_t>(pow2_at_least(n + n / 3), block);  // P_max >= P
-      std::vector<int> order(positions, 12345);  // beyond P: never touched
+      std::vector<int> order(positions, 12345);                                              // beyond P: never touched
       for (unsigned i = 0; i < pow2_at_least(n); ++i) order[i] = i < n ? int(i) : -1;
       SortRun s{&keys, pow2_at_least(n)};
       std::vector<int> plain = order;
@@ -249,7 +253,9 @@ TEST(SiftCudaSort, FewerLaunches) {
   EXPECT_EQ(plan.size(), 1u);
 }
 #else
-TEST(SiftCudaUnpack, Skipped) { GTEST_SKIP() << "built without CUDA"; }
+TEST(SiftCudaUnpack, Skipped) {
+  GTEST_SKIP() << "built without CUDA";
+}
 #endif
 
 }  // namespace

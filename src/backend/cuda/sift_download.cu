@@ -14,7 +14,9 @@
 
 namespace spectrasift::cuda {
 
-bool SiftStagesCuda::packs_bytes() const noexcept { return sift_descriptors_fit_bytes(plan_->root_sift); }
+bool SiftStagesCuda::packs_bytes() const noexcept {
+  return sift_descriptors_fit_bytes(plan_->root_sift);
+}
 
 // After the descriptor kernel (in descriptors(), so that it is queued before read-back 2's wait): the kept
 // records and descriptor rows into "sift.packed", sized for the descriptor capacity.
@@ -24,9 +26,10 @@ void SiftStagesCuda::pack_features() {
   const auto* desc = static_cast<const float*>(buffer("sift.desc", descriptor_capacity_ * 128 * sizeof(float)));
   auto* packed = static_cast<unsigned char*>(buffer("sift.packed", std::size_t(sift_packed_bytes(cap, packs_bytes()))));
   const std::size_t units = 35 * cap;  // 3 record units + 32 descriptor units per feature
-  const unsigned grid = unsigned(std::max<std::size_t>(1, std::min<std::size_t>((units + 255) / 256, std::size_t(blocks_))));
-  kernels::sift_pack_features<<<grid, 256, 0, st_.compute>>>(kept, desc, counters(), unsigned(cap), packs_bytes() ? 1 : 0,
-                                                             packed);
+  const unsigned grid =
+      unsigned(std::max<std::size_t>(1, std::min<std::size_t>((units + 255) / 256, std::size_t(blocks_))));
+  kernels::sift_pack_features<<<grid, 256, 0, st_.compute>>>(kept, desc, counters(), unsigned(cap),
+                                                             packs_bytes() ? 1 : 0, packed);
   SPECTRASIFT_CUDA_CHECK_LAUNCH();
 }
 
@@ -44,12 +47,14 @@ void SiftStagesCuda::download(Features& out, detail::SiftCounts& counts) {
     return;
   }
   read_counters();  // read-back 2 starts: the counts, then the packed features they size
-  if (counters_[kernels::kCountOriented] > keypoint_capacity_ || counters_[kernels::kCountKept] > descriptor_capacity_) {
+  if (counters_[kernels::kCountOriented] > keypoint_capacity_ ||
+      counters_[kernels::kCountKept] > descriptor_capacity_) {
     // More orientation peaks or kept keypoints than the buffers hold: grow them, run those stages again.
     keypoint_capacity_ = std::max<std::size_t>(keypoint_capacity_, counters_[kernels::kCountOriented]);
     descriptor_capacity_ = std::max<std::size_t>(descriptor_capacity_, counters_[kernels::kCountOriented]);
     ++regrowths_;
-    SPECTRASIFT_CUDA_CHECK(cudaMemsetAsync(counters() + kernels::kCountOriented, 0, 3 * sizeof(unsigned int), st_.compute));
+    SPECTRASIFT_CUDA_CHECK(
+        cudaMemsetAsync(counters() + kernels::kCountOriented, 0, 3 * sizeof(unsigned int), st_.compute));
     orientations();
     select(nullptr);  // the mask uploaded by the first select() stays in force until the next upload()
     descriptors();    // packs again
@@ -110,6 +115,8 @@ CudaDeviceFeatures::CudaDeviceFeatures(const detail::BackendImpl& owner, const F
       pool_(std::move(pool)),
       block_(block) {}
 
-CudaDeviceFeatures::~CudaDeviceFeatures() { pool_->give(block_); }
+CudaDeviceFeatures::~CudaDeviceFeatures() {
+  pool_->give(block_);
+}
 
 }  // namespace spectrasift::cuda

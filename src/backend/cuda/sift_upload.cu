@@ -1,9 +1,9 @@
 // CUDA SIFT: the copy of the user's image to the device (see sift.hpp; upload() in sift_pyramid.cu then
 // converts it to grey on the device, kernels/sift_convert.cuh). From page-locked memory
-// (cudaPointerGetAttributes says so: cudaMallocHost or cudaHostRegister'ed) it is copied directly; from pageable memory it is staged through
-// the State's pinned "sift.upload_host" (reused across calls) in chunks (host/upload_chunks.hpp): the host
-// copy pool copies chunk c + 1 while the copy engine uploads chunk c, instead of the driver's serial
-// pageable staging. Small images take one plain copy.
+// (cudaPointerGetAttributes says so: cudaMallocHost or cudaHostRegister'ed) it is copied directly; from
+// pageable memory it is staged through the State's pinned "sift.upload_host" (reused across calls) in chunks
+// (host/upload_chunks.hpp): the host copy pool copies chunk c + 1 while the copy engine uploads chunk c,
+// instead of the driver's serial pageable staging. Small images take one plain copy.
 //
 // The caller's memory is never read after upload() returns, even when a later stage throws: staged chunks
 // are read by the host before it returns, and a direct copy is waited for (after the grey kernel is queued
@@ -53,12 +53,14 @@ bool SiftStagesCuda::upload_bytes(void* dst, const void* src, std::size_t bytes)
     copy_piece_.assign(1, CopyPiece{stage, static_cast<const char*>(src) + c.offset, c.bytes});
     // Lines demoted to the shared cache: the upload right after reads them without snooping the copiers.
     pool.copy(copy_piece_, std::size_t(64) << 10, CopyStores::kDemote);
-    SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(dst) + c.offset, stage, c.bytes, cudaMemcpyHostToDevice,
-                                           st_.compute));
+    SPECTRASIFT_CUDA_CHECK(
+        cudaMemcpyAsync(static_cast<char*>(dst) + c.offset, stage, c.bytes, cudaMemcpyHostToDevice, st_.compute));
   }
   return false;
 }
 
-cudaEvent_t SiftStagesCuda::copy_done() { return (*ordering_)[0]; }
+cudaEvent_t SiftStagesCuda::copy_done() {
+  return (*ordering_)[0];
+}
 
 }  // namespace spectrasift::cuda

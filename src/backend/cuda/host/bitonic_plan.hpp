@@ -48,7 +48,9 @@ inline void bitonic_plan(std::size_t positions, std::size_t block, std::vector<B
 }
 
 /// Pair t of a step of width j: its lower position (bit j clear); the partner is that + j.
-SPECTRASIFT_FN unsigned int bitonic_pair_lower(unsigned int t, unsigned int j) { return 2 * j * (t / j) + t % j; }
+SPECTRASIFT_FN unsigned int bitonic_pair_lower(unsigned int t, unsigned int j) {
+  return 2 * j * (t / j) + t % j;
+}
 
 /// Quad t of the two steps (j, j/2): its lowest position b (bits j and j/2 clear); the quad is b, b + j/2,
 /// b + j, b + j + j/2: step j pairs (b, b + j) and (b + j/2, b + j + j/2), then step j/2 pairs (b, b + j/2)

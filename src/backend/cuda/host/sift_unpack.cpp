@@ -8,8 +8,7 @@
 
 namespace spectrasift::cuda {
 
-void unpack_sift_features(const unsigned char* packed, std::size_t n, bool u8_rows, Features& out,
-                          HostCopyPool* pool) {
+void unpack_sift_features(const unsigned char* packed, std::size_t n, bool u8_rows, Features& out, HostCopyPool* pool) {
   const std::size_t values = n * std::size_t(Features::kDescriptorSize);
   out.keypoints.resize(n);
   for (std::size_t i = 0; i < n; ++i) {

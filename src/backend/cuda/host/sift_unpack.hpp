@@ -29,7 +29,9 @@ SPECTRASIFT_FN unsigned long long sift_packed_bytes(unsigned long long n, bool u
 
 /// Whether the descriptors of these options travel as bytes without loss: the default descriptors are
 /// integers 0..255 (numeric/sift_descriptor.h's finalize rounds and saturates); RootSIFT's are not.
-inline bool sift_descriptors_fit_bytes(bool root_sift) noexcept { return !root_sift; }
+inline bool sift_descriptors_fit_bytes(bool root_sift) noexcept {
+  return !root_sift;
+}
 
 /// Descriptor rows per piece of the byte -> float conversion (512 KiB of floats).
 constexpr std::size_t kSiftUnpackRowsPerPiece = 1024;
@@ -37,7 +39,6 @@ constexpr std::size_t kSiftUnpackRowsPerPiece = 1024;
 /// Fills out.keypoints and out.descriptors (replacing them) from packed features of n keypoints. The byte
 /// rows are converted to floats by `pool` (its threads and the caller) in pieces; the values are the same
 /// whatever the split.
-void unpack_sift_features(const unsigned char* packed, std::size_t n, bool u8_rows, Features& out,
-                          HostCopyPool* pool);
+void unpack_sift_features(const unsigned char* packed, std::size_t n, bool u8_rows, Features& out, HostCopyPool* pool);
 
 }  // namespace spectrasift::cuda

@@ -39,9 +39,9 @@ __global__ void sift_sort_step2(int* order, const SiftKeypoint* kp, const unsign
   for (unsigned int t = blockIdx.x * blockDim.x + threadIdx.x; t < p / 4; t += gridDim.x * blockDim.x) {
     const unsigned int b = bitonic_quad_base(t, j);
     int v0 = order[b], v1 = order[b + h], v2 = order[b + j], v3 = order[b + j + h];
-    sift_compare_exchange(kp, &v0, &v2, b, k, mode);      // step j
+    sift_compare_exchange(kp, &v0, &v2, b, k, mode);  // step j
     sift_compare_exchange(kp, &v1, &v3, b + h, k, mode);
-    sift_compare_exchange(kp, &v0, &v1, b, k, mode);      // step j / 2
+    sift_compare_exchange(kp, &v0, &v1, b, k, mode);  // step j / 2
     sift_compare_exchange(kp, &v2, &v3, b + j, k, mode);
     order[b] = v0;
     order[b + h] = v1;
@@ -55,8 +55,9 @@ __global__ void sift_sort_step2(int* order, const SiftKeypoint* kp, const unsign
 // j = L .. 1 of stage k (k_fixed > 0: the merges of a stage larger than the block), or every stage
 // k = 2 .. 2 L with all its steps (k_fixed = 0: the first launch). Only pairs below P and stages k <= P run.
 constexpr int kSortLocalMaxThreads = 1024;
-__global__ void __launch_bounds__(kSortLocalMaxThreads) sift_sort_local(int* order, const SiftKeypoint* kp, const unsigned int* counters, int count_slot,
-                                unsigned int capacity, unsigned int k_fixed, int mode) {
+__global__ void __launch_bounds__(kSortLocalMaxThreads)
+    sift_sort_local(int* order, const SiftKeypoint* kp, const unsigned int* counters, int count_slot,
+                    unsigned int capacity, unsigned int k_fixed, int mode) {
   extern __shared__ int sift_sort_block[];
   const unsigned int p = sift_pow2_at_least(min(counters[count_slot], capacity));
   const unsigned int lid = threadIdx.x, l = blockDim.x;
