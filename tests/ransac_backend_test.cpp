@@ -28,7 +28,9 @@ namespace {
 
 using Mat3 = std::array<double, 9>;
 
-bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+bool same_bits(double a, double b) {
+  return std::memcmp(&a, &b, sizeof a) == 0;
+}
 
 ss::ContextOptions device_options(ss::Backend b) {
   ss::ContextOptions o = b == ss::Backend::kOpenCL ? ss::test::opencl_options() : ss::ContextOptions{};
@@ -198,8 +200,8 @@ TEST_P(RansacBackend, PlantedModelsAreTheCpuModels) {
         o.model = model;
         o.msac = msac;
         o.seed = seed;
-        const std::string what = std::string(ss::to_string(model)) + (msac ? " msac" : "") + " seed " +
-                                 std::to_string(seed);
+        const std::string what =
+            std::string(ss::to_string(model)) + (msac ? " msac" : "") + " seed " + std::to_string(seed);
         const ss::ModelEstimate c = ss::estimate_model(cpu, moving, fixed, o);
         const ss::ModelEstimate d = ss::estimate_model(*ctx_, moving, fixed, o);
         expect_same_estimate(c, d, what);

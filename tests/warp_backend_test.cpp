@@ -42,9 +42,15 @@ ss::Image random_image(int w, int h, int channels, ss::PixelType type, std::uint
   const std::size_t n = im.pixel_count() * std::size_t(channels);
   for (std::size_t i = 0; i < n; ++i) {
     switch (type) {
-      case ss::PixelType::kU8: im.as<std::uint8_t>()[i] = std::uint8_t(g() & 0xFF); break;
-      case ss::PixelType::kU16: im.as<std::uint16_t>()[i] = std::uint16_t(g() & 0xFFFF); break;
-      case ss::PixelType::kF32: im.as<float>()[i] = float(double(std::int64_t(g() % 2000001) - 1000000) / 3.0); break;
+      case ss::PixelType::kU8:
+        im.as<std::uint8_t>()[i] = std::uint8_t(g() & 0xFF);
+        break;
+      case ss::PixelType::kU16:
+        im.as<std::uint16_t>()[i] = std::uint16_t(g() & 0xFFFF);
+        break;
+      case ss::PixelType::kF32:
+        im.as<float>()[i] = float(double(std::int64_t(g() % 2000001) - 1000000) / 3.0);
+        break;
     }
   }
   if (type == ss::PixelType::kF32) im.as<float>()[n / 2] = std::nanf("");
@@ -83,8 +89,8 @@ std::vector<std::pair<std::string, Mat3>> models(int w, int h) {
   const double c = std::cos(0.3), s = std::sin(0.3), cx = w / 2.0, cy = h / 2.0;
   return {
       {"planted", {0.92, 0.11, 5.0, -0.07, 1.03, -8.0, 4.1e-4, -2.4e-4, 1.0}},
-      {"rotation", {1.2 * c, -1.2 * s, cx - 1.2 * (c * cx - s * cy), 1.2 * s, 1.2 * c, cy - 1.2 * (s * cx + c * cy), 0, 0,
-                    1}},
+      {"rotation",
+       {1.2 * c, -1.2 * s, cx - 1.2 * (c * cx - s * cy), 1.2 * s, 1.2 * c, cy - 1.2 * (s * cx + c * cy), 0, 0, 1}},
       {"identity", {1, 0, 0, 0, 1, 0, 0, 0, 1}},
       {"half-pixel shift", {1, 0, 0.5, 0, 1, -0.5, 0, 0, 1}},
       {"integer shift", {1, 0, -3, 0, 1, 2, 0, 0, 1}},

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "core/context_impl.hpp"
-#include "core/estimators/estimators.hpp"
 #include "core/dispatch.hpp"
+#include "core/estimators/estimators.hpp"
 #include "core/thread_pool.hpp"
 #include "numeric/philox.h"
 #include "spectrasift/error.hpp"
@@ -32,9 +32,23 @@ struct Problem {
   const Point2* fixed;
   int n;
   std::uint64_t seed;
-  Normaliser nm, nf;  // global normalisation for the minimal homography solver
+  Normaliser nm, nf;                      // global normalisation for the minimal homography solver
   detail::BackendImpl* scorer = nullptr;  // runs score_models and inlier_mask
   detail::PointPairs pairs{};             // moving, fixed, n and the run's id
+  double* scoring_ms = nullptr;           // time spent in the scorer's calls (the log line's split)
+};
+
+/// Adds the time of its scope to *ms.
+class ScopeTimer {
+ public:
+  explicit ScopeTimer(double* ms) : ms_(ms), t0_(std::chrono::steady_clock::now()) {}
+  ~ScopeTimer() { *ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count(); }
+  ScopeTimer(const ScopeTimer&) = delete;
+  ScopeTimer& operator=(const ScopeTimer&) = delete;
+
+ private:
+  double* ms_;
+  std::chrono::steady_clock::time_point t0_;
 };
 
 /// A new id for a run's PointPairs (process-wide, never 0).
@@ -75,7 +89,8 @@ struct Scored {
   /// the lower truncated cost sum + (n - inliers) * t^2, then more inliers.
   bool better_than(const Scored& o, bool msac, int n, double thr2) const {
     if (msac) {
-      const double c = sum + double(n - inliers) * thr2, oc = o.inliers < 0 ? HUGE_VAL : o.sum + double(n - o.inliers) * thr2;
+      const double c = sum + double(n - inliers) * thr2,
+                   oc = o.inliers < 0 ? HUGE_VAL : o.sum + double(n - o.inliers) * thr2;
       if (c != oc) return c < oc;
       return inliers > o.inliers;
     }
@@ -86,6 +101,7 @@ struct Scored {
 Scored score_one(const Problem& pb, const Mat3& h, double thr2, std::vector<std::uint8_t>& mask) {
   Scored s;
   s.h = h;
+  const ScopeTimer timer(pb.scoring_ms);
   s.inliers = pb.scorer->inlier_mask(h.data(), pb.pairs, thr2, mask.data(), &s.sum);
   return s;
 }
@@ -101,7 +117,8 @@ int adaptive_iterations(const RansacOptions& o, int inliers, int n) {
   const double w = double(inliers) / double(n);
   const double ws = std::pow(w, minimal_sample_size(o.model));
   double need;
-  if (ws >= 1.0) need = 1;
+  if (ws >= 1.0)
+    need = 1;
   else {
     const double denom = std::log1p(-ws);
     need = denom < 0 ? std::ceil(std::log(1.0 - o.confidence) / denom) : double(o.max_iterations);
@@ -130,6 +147,8 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
   // decision sequence below is identical everywhere. Hypotheses and decisions stay on the host.
   pb.scorer = &detail::backend_for(ctx.impl(), detail::Operation::kRansac);
   pb.pairs = {pb.moving, pb.fixed, n, next_pairs_id()};
+  double scoring_ms = 0;
+  pb.scoring_ms = &scoring_ms;
   const int threads = ctx.impl().cpu_threads();
   const double thr2 = options.threshold_px * options.threshold_px;
 
@@ -155,9 +174,14 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
       }
     };
     // Threads only pay off for large batches (waking the pool costs more than ~100 small solves).
-    if (b >= 64 && std::int64_t(b) * n >= (1 << 17)) calling_thread_pool(threads).run(b, 8, solve_batch);
-    else solve_batch(0, b, 0);
-    pb.scorer->score_models(models.data(), valid.data(), b, pb.pairs, thr2, threads, counts.data(), sums.data());
+    if (b >= 64 && std::int64_t(b) * n >= (1 << 17))
+      calling_thread_pool(threads).run(b, 8, solve_batch);
+    else
+      solve_batch(0, b, 0);
+    {
+      const ScopeTimer timer(pb.scoring_ms);
+      pb.scorer->score_models(models.data(), valid.data(), b, pb.pairs, thr2, threads, counts.data(), sums.data());
+    }
     // Decisions are taken strictly in iteration order, so the batch size and the thread count do not
     // change the result.
     for (int k = 0; k < b && base + k < limit; ++k) {
@@ -214,8 +238,8 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   ctx.impl().log("ransac: " + std::string(to_string(options.model)) + " " + std::to_string(result.inliers) + "/" +
                  std::to_string(n) + " inliers, rms " + std::to_string(result.rms_px) + " px, " +
-                 std::to_string(result.iterations) + " iterations, " + std::to_string(ms) + " ms (scored on " +
-                 spectrasift::to_string(pb.scorer->kind()) + ")");
+                 std::to_string(result.iterations) + " iterations, " + std::to_string(ms) + " ms (" +
+                 std::to_string(scoring_ms) + " ms of scoring on " + spectrasift::to_string(pb.scorer->kind()) + ")");
   return result;
 }
 

@@ -15,13 +15,12 @@ namespace {
 /// The grid of the fixed-point sums for a threshold (numeric/ransac_score.h).
 struct SumGrid {
   double scale, inv_scale;
-  explicit SumGrid(double threshold2)
-      : scale(ss_score_scale(threshold2)), inv_scale(ss_score_inv_scale(threshold2)) {}
+  explicit SumGrid(double threshold2) : scale(ss_score_scale(threshold2)), inv_scale(ss_score_inv_scale(threshold2)) {}
 };
 
 /// Scores one model over every pair; writes mask[i] when mask is not null. Returns the count.
-int score_one(const double* m, const Point2* moving, const Point2* fixed, int n, double threshold2,
-              const SumGrid& grid, std::uint8_t* mask, double* sum) {
+int score_one(const double* m, const Point2* moving, const Point2* fixed, int n, double threshold2, const SumGrid& grid,
+              std::uint8_t* mask, double* sum) {
   int c = 0;
   ss_u64 hi = 0, lo = 0;
   for (int i = 0; i < n; ++i) {
@@ -41,8 +40,8 @@ int score_one(const double* m, const Point2* moving, const Point2* fixed, int n,
 
 }  // namespace
 
-void score_models(const double* models, const std::uint8_t* valid, int count, const Point2* moving,
-                  const Point2* fixed, int n, double threshold2, int threads, int* inliers, double* sums) {
+void score_models(const double* models, const std::uint8_t* valid, int count, const Point2* moving, const Point2* fixed,
+                  int n, double threshold2, int threads, int* inliers, double* sums) {
   const SumGrid grid(threshold2);
   const auto score = [&](int h0, int h1, int) {
     for (int h = h0; h < h1; ++h) {
@@ -56,8 +55,10 @@ void score_models(const double* models, const std::uint8_t* valid, int count, co
   };
   // Threads only for enough work: waking the pool costs tens of microseconds (more on a busy machine),
   // about the time to score 100 models against 200 points.
-  if (std::int64_t(count) * n >= (1 << 17)) calling_thread_pool(threads).run(count, 4, score);
-  else score(0, count, 0);
+  if (std::int64_t(count) * n >= (1 << 17))
+    calling_thread_pool(threads).run(count, 4, score);
+  else
+    score(0, count, 0);
 }
 
 int inlier_mask(const double* model, const Point2* moving, const Point2* fixed, int n, double threshold2,

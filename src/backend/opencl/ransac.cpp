@@ -67,7 +67,8 @@ void State::score_models(const double* models, const std::uint8_t* valid, int co
   const cl_mem v = buffer("ransac.valid", c, CL_MEM_READ_ONLY);
   const cl_mem in = buffer("ransac.inliers", c * sizeof(cl_int));
   const cl_mem sm = buffer("ransac.sums", c * sizeof(double));
-  SPECTRASIFT_CL_CHECK(clEnqueueWriteBuffer(queue, m, CL_FALSE, 0, c * 9 * sizeof(double), models, 0, nullptr, nullptr));
+  SPECTRASIFT_CL_CHECK(
+      clEnqueueWriteBuffer(queue, m, CL_FALSE, 0, c * 9 * sizeof(double), models, 0, nullptr, nullptr));
   SPECTRASIFT_CL_CHECK(clEnqueueWriteBuffer(queue, v, CL_FALSE, 0, c, valid, 0, nullptr, nullptr));
   set_args(k, m, v, p, cl_int(pairs.n), threshold2, ss_score_scale(threshold2), ss_score_inv_scale(threshold2), in, sm);
   const std::size_t global = c * wg;
@@ -98,10 +99,10 @@ int State::inlier_mask(const double* model, const detail::PointPairs& pairs, dou
   std::vector<cl_int> count(groups);
   std::vector<cl_ulong> hi(groups), lo(groups);
   SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(queue, mk, CL_FALSE, 0, std::size_t(pairs.n), mask, 0, nullptr, nullptr));
-  SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(queue, pc, CL_FALSE, 0, groups * sizeof(cl_int), count.data(), 0, nullptr,
-                                           nullptr));
-  SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(queue, ph, CL_FALSE, 0, groups * sizeof(cl_ulong), hi.data(), 0, nullptr,
-                                           nullptr));
+  SPECTRASIFT_CL_CHECK(
+      clEnqueueReadBuffer(queue, pc, CL_FALSE, 0, groups * sizeof(cl_int), count.data(), 0, nullptr, nullptr));
+  SPECTRASIFT_CL_CHECK(
+      clEnqueueReadBuffer(queue, ph, CL_FALSE, 0, groups * sizeof(cl_ulong), hi.data(), 0, nullptr, nullptr));
   SPECTRASIFT_CL_CHECK(
       clEnqueueReadBuffer(queue, pl, CL_TRUE, 0, groups * sizeof(cl_ulong), lo.data(), 0, nullptr, nullptr));
   int total = 0;

@@ -15,9 +15,12 @@ namespace {
 /// The build options of warp.cl for a sample type.
 std::string warp_options(PixelType t) {
   switch (t) {
-    case PixelType::kU8: return "-DWARP_T=uchar -DWARP_MAX=255.0";
-    case PixelType::kU16: return "-DWARP_T=ushort -DWARP_MAX=65535.0";
-    case PixelType::kF32: return "-DWARP_T=float -DWARP_FLOAT";
+    case PixelType::kU8:
+      return "-DWARP_T=uchar -DWARP_MAX=255.0";
+    case PixelType::kU16:
+      return "-DWARP_T=ushort -DWARP_MAX=65535.0";
+    case PixelType::kF32:
+      return "-DWARP_T=float -DWARP_FLOAT";
   }
   return {};
 }
@@ -45,7 +48,8 @@ Image State::warp(const Image& moving, const std::array<double, 9>& inverse, int
   cl_kernel k = kernel("warp.cl", "warp_bilinear", warp_options(moving.type));
   const cl_mem src = buffer("warp.src", in_bytes, CL_MEM_READ_ONLY);
   const cl_mem dst = buffer("warp.dst", out_bytes, CL_MEM_WRITE_ONLY);
-  SPECTRASIFT_CL_CHECK(clEnqueueWriteBuffer(queue, src, CL_FALSE, 0, in_bytes, moving.data.data(), 0, nullptr, nullptr));
+  SPECTRASIFT_CL_CHECK(
+      clEnqueueWriteBuffer(queue, src, CL_FALSE, 0, in_bytes, moving.data.data(), 0, nullptr, nullptr));
   set_args(k, src, cl_int(moving.width), cl_int(moving.height), cl_int(moving.channels), dst, cl_int(fixed_w),
            cl_int(fixed_h), inverse[0], inverse[1], inverse[2], inverse[3], inverse[4], inverse[5], inverse[6],
            inverse[7], inverse[8]);
