@@ -5,12 +5,13 @@
 // there. Checks that every backend returns the CPU backend's model and pixels (bits) and says so.
 //
 //   geometry_bench [--runs N] [--threads T] [--opencl-device I] [--backends cpu,opencl,cuda] [--only ransac|warp]
+//                  [--verbose]   (the contexts log; estimate_model's line gives the time spent scoring)
 //
 // RANSAC cases: 10,000 pairs in a 1920 x 1080 frame, 50 % and 30 % outliers (uniform), inliers with 1 px
 // Gaussian noise, default RansacOptions (threshold 3 px, confidence 0.999, local optimisation and the final
 // refinement on): "end to end" is estimate_model; "no final refinement" the same with RansacOptions::refine off
-// (RANSAC + local optimisation, as CudaSift's and CV-CUDA's); "score 128 x 10k" is one score_models batch of 128 models
-// on the run's device-resident pairs (the driver's largest batch), i.e. the launch + read-back floor.
+// (RANSAC + local optimisation); "score 128 x 10k" is one score_models batch of 128 models on the run's
+// device-resident pairs (the driver's largest batch), i.e. the launch + read-back floor.
 // Warp: 3840 x 2160 u8 RGB and grey, a planted homography, output of the same size (upload, kernel and
 // read-back included: the operation as warp_image(Context&, ...) runs it).
 #include <algorithm>
@@ -103,6 +104,7 @@ std::vector<std::string> split(const std::string& s) {
 
 int main(int argc, char** argv) {
   int runs = 100, threads = 0, opencl_device = -1;
+  bool verbose = false;
   std::string wanted = "cpu,opencl,cuda", only;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -116,10 +118,12 @@ int main(int argc, char** argv) {
       wanted = argv[++i];
     else if (a == "--only" && i + 1 < argc)
       only = argv[++i];
+    else if (a == "--verbose")
+      verbose = true;
     else {
       std::fprintf(stderr,
                    "usage: geometry_bench [--runs N] [--threads T] [--opencl-device I] [--backends LIST] [--only "
-                   "ransac|warp]\n");
+                   "ransac|warp] [--verbose]\n");
       return 2;
     }
   }
@@ -128,6 +132,7 @@ int main(int argc, char** argv) {
   for (const std::string& name : split(wanted)) {
     ContextOptions o;
     o.threads = threads;
+    o.verbose = verbose;
     if (name == "cpu")
       o.backend = Backend::kCpu;
     else if (name == "opencl")

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "core/context_impl.hpp"
-#include "core/dispatch.hpp"
 #include "core/estimators/estimators.hpp"
+#include "core/dispatch.hpp"
 #include "core/thread_pool.hpp"
 #include "numeric/philox.h"
 #include "spectrasift/error.hpp"
@@ -32,10 +32,10 @@ struct Problem {
   const Point2* fixed;
   int n;
   std::uint64_t seed;
-  Normaliser nm, nf;                      // global normalisation for the minimal homography solver
+  Normaliser nm, nf;  // global normalisation for the minimal homography solver
   detail::BackendImpl* scorer = nullptr;  // runs score_models and inlier_mask
-  detail::PointPairs pairs{};             // moving, fixed, n and the run's id
-  double* scoring_ms = nullptr;           // time spent in the scorer's calls (the log line's split)
+  detail::PointPairs pairs{};  // moving, fixed, n and the run's id
+  double* scoring_ms = nullptr;  // time spent in the scorer's calls (the log line's split)
 };
 
 /// Adds the time of its scope to *ms.
@@ -89,8 +89,7 @@ struct Scored {
   /// the lower truncated cost sum + (n - inliers) * t^2, then more inliers.
   bool better_than(const Scored& o, bool msac, int n, double thr2) const {
     if (msac) {
-      const double c = sum + double(n - inliers) * thr2,
-                   oc = o.inliers < 0 ? HUGE_VAL : o.sum + double(n - o.inliers) * thr2;
+      const double c = sum + double(n - inliers) * thr2, oc = o.inliers < 0 ? HUGE_VAL : o.sum + double(n - o.inliers) * thr2;
       if (c != oc) return c < oc;
       return inliers > o.inliers;
     }
@@ -117,8 +116,7 @@ int adaptive_iterations(const RansacOptions& o, int inliers, int n) {
   const double w = double(inliers) / double(n);
   const double ws = std::pow(w, minimal_sample_size(o.model));
   double need;
-  if (ws >= 1.0)
-    need = 1;
+  if (ws >= 1.0) need = 1;
   else {
     const double denom = std::log1p(-ws);
     need = denom < 0 ? std::ceil(std::log(1.0 - o.confidence) / denom) : double(o.max_iterations);
@@ -174,10 +172,8 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
       }
     };
     // Threads only pay off for large batches (waking the pool costs more than ~100 small solves).
-    if (b >= 64 && std::int64_t(b) * n >= (1 << 17))
-      calling_thread_pool(threads).run(b, 8, solve_batch);
-    else
-      solve_batch(0, b, 0);
+    if (b >= 64 && std::int64_t(b) * n >= (1 << 17)) calling_thread_pool(threads).run(b, 8, solve_batch);
+    else solve_batch(0, b, 0);
     {
       const ScopeTimer timer(pb.scoring_ms);
       pb.scorer->score_models(models.data(), valid.data(), b, pb.pairs, thr2, threads, counts.data(), sums.data());
@@ -195,7 +191,8 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
       best = cand;
       if (options.local_optimization && best.inliers > pb.s) {
         for (int round = 0; round < 4; ++round) {
-          score_one(pb, best.h, thr2, mask);
+          // After a kept round `mask` already holds best's mask (best is that round's refit): scored once.
+          if (round == 0) score_one(pb, best.h, thr2, mask);
           Mat3 h;
           if (!geometry::fit_subset(options.model, pb.moving, pb.fixed, indices_of(mask), false, h)) break;
           const Scored lo = score_one(pb, h, thr2, mask);

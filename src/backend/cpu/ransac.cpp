@@ -55,10 +55,8 @@ void score_models(const double* models, const std::uint8_t* valid, int count, co
   };
   // Threads only for enough work: waking the pool costs tens of microseconds (more on a busy machine),
   // about the time to score 100 models against 200 points.
-  if (std::int64_t(count) * n >= (1 << 17))
-    calling_thread_pool(threads).run(count, 4, score);
-  else
-    score(0, count, 0);
+  if (std::int64_t(count) * n >= (1 << 17)) calling_thread_pool(threads).run(count, 4, score);
+  else score(0, count, 0);
 }
 
 int inlier_mask(const double* model, const Point2* moving, const Point2* fixed, int n, double threshold2,

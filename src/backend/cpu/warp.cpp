@@ -4,8 +4,6 @@
 // the image (so the border half pixel repeats the edge); beyond it the output is 0. U8/U16 are rounded to
 // nearest; F32 is kept as is. Chunks of rows run on the WorkPool (core/thread_pool.hpp); each output value
 // depends only on the input, so the result is deterministic.
-#include "numeric/warp.h"
-
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -13,6 +11,7 @@
 
 #include "backend/cpu/operations.hpp"
 #include "core/thread_pool.hpp"
+#include "numeric/warp.h"
 
 namespace spectrasift::cpu {
 
@@ -34,10 +33,8 @@ void warp_rows(const Image& src, const std::array<double, 9>& h, Image& dst, int
       const T* p11 = in + (std::size_t(t.y1) * w + t.x1) * ch;
       for (int c = 0; c < ch; ++c) {
         const double v = ss_warp_mix(double(p00[c]), double(p01[c]), double(p10[c]), double(p11[c]), t.ax, t.ay);
-        if constexpr (std::is_same_v<T, float>)
-          o[c] = float(v);
-        else
-          o[c] = T(ss_warp_round(v, double(std::numeric_limits<T>::max())));
+        if constexpr (std::is_same_v<T, float>) o[c] = float(v);
+        else o[c] = T(ss_warp_round(v, double(std::numeric_limits<T>::max())));
       }
     }
   }
@@ -55,15 +52,9 @@ void warp_typed(const Image& src, const std::array<double, 9>& h, Image& dst, in
 Image warp(const Image& moving, const std::array<double, 9>& inverse, int fixed_w, int fixed_h, int threads) {
   Image out = Image::allocate(fixed_w, fixed_h, moving.channels, moving.type);
   switch (moving.type) {
-    case PixelType::kU8:
-      warp_typed<std::uint8_t>(moving, inverse, out, threads);
-      break;
-    case PixelType::kU16:
-      warp_typed<std::uint16_t>(moving, inverse, out, threads);
-      break;
-    case PixelType::kF32:
-      warp_typed<float>(moving, inverse, out, threads);
-      break;
+    case PixelType::kU8: warp_typed<std::uint8_t>(moving, inverse, out, threads); break;
+    case PixelType::kU16: warp_typed<std::uint16_t>(moving, inverse, out, threads); break;
+    case PixelType::kF32: warp_typed<float>(moving, inverse, out, threads); break;
   }
   return out;
 }
