@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_timing.hpp"
 #include "core/context_impl.hpp"
 #include "core/dispatch.hpp"
 #include "spectrasift/context.hpp"
@@ -41,19 +42,9 @@
 using namespace spectrasift;
 using Mat3 = std::array<double, 9>;
 
-namespace {
+using spectrasift::bench::median_ms;
 
-double median_ms(int runs, const std::function<void()>& f) {
-  f();  // warm-up
-  std::vector<double> t;
-  for (int i = 0; i < runs; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+namespace {
 
 const Mat3 kPlanted{0.92, 0.11, 35.0, -0.07, 1.03, -18.0, 2.1e-5, -1.4e-5, 1.0};
 

@@ -13,10 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/context_impl.hpp"
-#include "core/dispatch.hpp"
-#include "opencl_test_util.hpp"
-#include "sift_device_test_util.hpp"
+#include "device_geometry_test_util.hpp"
 #include "spectrasift/error.hpp"
 #include "spectrasift/geometry.hpp"
 #include "spectrasift/match.hpp"
@@ -30,13 +27,6 @@ using Mat3 = std::array<double, 9>;
 
 bool same_bits(double a, double b) {
   return std::memcmp(&a, &b, sizeof a) == 0;
-}
-
-ss::ContextOptions device_options(ss::Backend b) {
-  ss::ContextOptions o = b == ss::Backend::kOpenCL ? ss::test::opencl_options() : ss::ContextOptions{};
-  o.backend = b;
-  o.threads = 2;
-  return o;
 }
 
 ss::Context cpu_context() {
@@ -88,15 +78,9 @@ void expect_same_estimate(const ss::ModelEstimate& cpu, const ss::ModelEstimate&
 class RansacBackend : public ::testing::TestWithParam<ss::Backend> {
  protected:
   void SetUp() override {
-    const ss::Backend b = GetParam();
-    if (!ss::test::have_device(b) || (b == ss::Backend::kOpenCL && ss::test::opencl_device() < 0))
-      GTEST_SKIP() << "no " << ss::to_string(b) << " device on this machine";
-    ctx_ = std::make_unique<ss::Context>(device_options(b));
-    ss::detail::ContextImpl& im = ctx_->impl();
-    if (!im.backend_impl->implements(ss::detail::Operation::kRansac))
-      GTEST_SKIP() << "the " << ss::to_string(b) << " device has no doubles: RANSAC scoring stays on the CPU backend";
-    // The device runs it (no silent host scoring).
-    ASSERT_EQ(&ss::detail::backend_for(im, ss::detail::Operation::kRansac), im.backend_impl.get());
+    std::string why;
+    ctx_ = ss::test::device_context_for(GetParam(), ss::detail::Operation::kRansac, why);
+    if (!ctx_) GTEST_SKIP() << why;
   }
   ss::detail::BackendImpl& device() { return *ctx_->impl().backend_impl; }
   std::unique_ptr<ss::Context> ctx_;

@@ -14,10 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "core/context_impl.hpp"
-#include "core/dispatch.hpp"
-#include "opencl_test_util.hpp"
-#include "sift_device_test_util.hpp"
+#include "device_geometry_test_util.hpp"
 #include "spectrasift/error.hpp"
 #include "spectrasift/geometry.hpp"
 #include "spectrasift/io.hpp"
@@ -27,13 +24,6 @@ namespace ss = spectrasift;
 namespace {
 
 using Mat3 = std::array<double, 9>;
-
-ss::ContextOptions device_options(ss::Backend b) {
-  ss::ContextOptions o = b == ss::Backend::kOpenCL ? ss::test::opencl_options() : ss::ContextOptions{};
-  o.backend = b;
-  o.threads = 2;
-  return o;
-}
 
 /// A random image whose values cover the type's range (f32: signed values, some non-integers, one NaN).
 ss::Image random_image(int w, int h, int channels, ss::PixelType type, std::uint64_t seed) {
@@ -102,14 +92,9 @@ std::vector<std::pair<std::string, Mat3>> models(int w, int h) {
 class WarpBackend : public ::testing::TestWithParam<ss::Backend> {
  protected:
   void SetUp() override {
-    const ss::Backend b = GetParam();
-    if (!ss::test::have_device(b) || (b == ss::Backend::kOpenCL && ss::test::opencl_device() < 0))
-      GTEST_SKIP() << "no " << ss::to_string(b) << " device on this machine";
-    ctx_ = std::make_unique<ss::Context>(device_options(b));
-    ss::detail::ContextImpl& im = ctx_->impl();
-    if (!im.backend_impl->implements(ss::detail::Operation::kWarp))
-      GTEST_SKIP() << "the " << ss::to_string(b) << " device has no doubles: warping stays on the CPU backend";
-    ASSERT_EQ(&ss::detail::backend_for(im, ss::detail::Operation::kWarp), im.backend_impl.get());
+    std::string why;
+    ctx_ = ss::test::device_context_for(GetParam(), ss::detail::Operation::kWarp, why);
+    if (!ctx_) GTEST_SKIP() << why;
   }
   std::unique_ptr<ss::Context> ctx_;
 };

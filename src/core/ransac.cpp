@@ -145,8 +145,13 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
   // decision sequence below is identical everywhere. Hypotheses and decisions stay on the host.
   pb.scorer = &detail::backend_for(ctx.impl(), detail::Operation::kRansac);
   pb.pairs = {pb.moving, pb.fixed, n, next_pairs_id()};
-  double scoring_ms = 0;
+  // Where the time goes, for the log line: hypotheses (host), scoring and masks (the backend), refits (host).
+  double hypotheses_ms = 0, scoring_ms = 0, refits_ms = 0;
   pb.scoring_ms = &scoring_ms;
+  const auto refit = [&](const std::vector<std::uint8_t>& m, bool nonlinear, Mat3& h) {
+    const ScopeTimer timer(&refits_ms);
+    return geometry::fit_subset(options.model, pb.moving, pb.fixed, indices_of(m), nonlinear, h);
+  };
   const int threads = ctx.impl().cpu_threads();
   const double thr2 = options.threshold_px * options.threshold_px;
 
@@ -172,8 +177,11 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
       }
     };
     // Threads only pay off for large batches (waking the pool costs more than ~100 small solves).
-    if (b >= 64 && std::int64_t(b) * n >= (1 << 17)) calling_thread_pool(threads).run(b, 8, solve_batch);
-    else solve_batch(0, b, 0);
+    {
+      const ScopeTimer timer(&hypotheses_ms);
+      if (b >= 64 && std::int64_t(b) * n >= (1 << 17)) calling_thread_pool(threads).run(b, 8, solve_batch);
+      else solve_batch(0, b, 0);
+    }
     {
       const ScopeTimer timer(pb.scoring_ms);
       pb.scorer->score_models(models.data(), valid.data(), b, pb.pairs, thr2, threads, counts.data(), sums.data());
@@ -194,7 +202,7 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
           // After a kept round `mask` already holds best's mask (best is that round's refit): scored once.
           if (round == 0) score_one(pb, best.h, thr2, mask);
           Mat3 h;
-          if (!geometry::fit_subset(options.model, pb.moving, pb.fixed, indices_of(mask), false, h)) break;
+          if (!refit(mask, false, h)) break;
           const Scored lo = score_one(pb, h, thr2, mask);
           if (!lo.better_than(best, options.msac, n, thr2)) break;
           best = lo;
@@ -212,7 +220,7 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
   if (options.refine) {
     for (int round = 0; round < 3; ++round) {
       Mat3 h;
-      if (!geometry::fit_subset(options.model, pb.moving, pb.fixed, indices_of(cur_mask), true, h)) break;
+      if (!refit(cur_mask, true, h)) break;
       const Scored cand = score_one(pb, h, thr2, mask);
       if (!cand.better_than(cur, options.msac, n, thr2)) break;
       const bool same = mask == cur_mask;
@@ -235,8 +243,10 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   ctx.impl().log("ransac: " + std::string(to_string(options.model)) + " " + std::to_string(result.inliers) + "/" +
                  std::to_string(n) + " inliers, rms " + std::to_string(result.rms_px) + " px, " +
-                 std::to_string(result.iterations) + " iterations, " + std::to_string(ms) + " ms (" +
-                 std::to_string(scoring_ms) + " ms of scoring on " + spectrasift::to_string(pb.scorer->kind()) + ")");
+                 std::to_string(result.iterations) + " iterations, " + std::to_string(ms) + " ms (hypotheses " +
+                 std::to_string(hypotheses_ms) + " ms, scoring " + std::to_string(scoring_ms) + " ms on " +
+                 spectrasift::to_string(pb.scorer->kind()) + ", least-squares refits " + std::to_string(refits_ms) +
+                 " ms)");
   return result;
 }
 

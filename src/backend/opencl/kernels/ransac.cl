@@ -33,6 +33,19 @@ inline void ransac_group_sum(int* count, ulong* hi, ulong* lo, __local int* lc, 
   *lo = ll[0];
 }
 
+/* Scores pair i of the buffer (moving at mv, fixed at fx) against model m: adds an inlier's count and
+ * fixed-point halves; returns whether it is an inlier. */
+inline int ransac_add_pair(const double* m, __global const double* mv, __global const double* fx, int i,
+                           double threshold2, double scale, int* count, ulong* hi, ulong* lo) {
+  const double e2 = ss_transfer_error2(m, mv[2 * i], mv[2 * i + 1], fx[2 * i], fx[2 * i + 1]);
+  if (!(e2 <= threshold2)) return 0;
+  const ulong q = ss_score_fixed(e2, scale);
+  *count += 1;
+  *hi += ss_score_hi(q);
+  *lo += ss_score_lo(q);
+  return 1;
+}
+
 /* Launch: 1-D, global = count * RANSAC_WG, local = RANSAC_WG: work-group h scores model h; its work-item t
  * takes pairs t, t + RANSAC_WG, ... . inliers[h] = count (-1 when valid[h] == 0), sums[h] = the sum of the
  * inliers' squared errors (ss_score_sum; 0 when invalid). */
@@ -56,15 +69,8 @@ __kernel void ransac_score(__global const double* models, __global const uchar* 
   __global const double* fx = pairs + 2 * (size_t)n;
   int count = 0;
   ulong hi = 0, lo = 0;
-  for (int i = (int)get_local_id(0); i < n; i += RANSAC_WG) {
-    const double e2 = ss_transfer_error2(m, mv[2 * i], mv[2 * i + 1], fx[2 * i], fx[2 * i + 1]);
-    if (e2 <= threshold2) {
-      const ulong q = ss_score_fixed(e2, scale);
-      ++count;
-      hi += ss_score_hi(q);
-      lo += ss_score_lo(q);
-    }
-  }
+  for (int i = (int)get_local_id(0); i < n; i += RANSAC_WG)
+    ransac_add_pair(m, mv, fx, i, threshold2, scale, &count, &hi, &lo);
   ransac_group_sum(&count, &hi, &lo, lc, lh, ll);
   if (get_local_id(0) == 0) {
     inliers[h] = count;
@@ -87,17 +93,8 @@ __kernel void ransac_inlier_mask(__global const double* model, __global const do
   __global const double* fx = pairs + 2 * (size_t)n;
   int count = 0;
   ulong hi = 0, lo = 0;
-  for (int i = (int)get_global_id(0); i < n; i += (int)get_global_size(0)) {
-    const double e2 = ss_transfer_error2(m, mv[2 * i], mv[2 * i + 1], fx[2 * i], fx[2 * i + 1]);
-    const int in = e2 <= threshold2;
-    mask[i] = (uchar)in;
-    if (in) {
-      const ulong q = ss_score_fixed(e2, scale);
-      ++count;
-      hi += ss_score_hi(q);
-      lo += ss_score_lo(q);
-    }
-  }
+  for (int i = (int)get_global_id(0); i < n; i += (int)get_global_size(0))
+    mask[i] = (uchar)ransac_add_pair(m, mv, fx, i, threshold2, scale, &count, &hi, &lo);
   ransac_group_sum(&count, &hi, &lo, lc, lh, ll);
   if (get_local_id(0) == 0) {
     part_count[get_group_id(0)] = count;
