@@ -131,6 +131,21 @@ TEST_P(RansacBackend, ScoresAndMasksAreTheCpuBits) {
   }
   EXPECT_EQ(ci[5], -1);
   EXPECT_GT(ci[1], 1700);  // the planted model finds its inliers
+  // Extreme thresholds: infinite (a threshold above 1e154 px; every error but NaN is an inlier, the sums
+  // saturate) and subnormal (only exact pairs): still the CPU's counts and sums.
+  for (double extreme : {HUGE_VAL, 1e-310}) {
+    std::vector<int> ce(nc), de(nc, -7);
+    std::vector<double> cse(nc), dse(nc, -7);
+    ss::detail::host_backend().score_models(flat.data(), valid.data(), count, pairs, extreme, 2, ce.data(), cse.data());
+    device().score_models(flat.data(), valid.data(), count, pairs, extreme, 2, de.data(), dse.data());
+    EXPECT_TRUE(ce == de) << "threshold2 " << extreme;
+    for (int h = 0; h < count; ++h)
+      EXPECT_TRUE(same_bits(cse[std::size_t(h)], dse[std::size_t(h)]))
+          << "threshold2 " << extreme << ", model " << h << ": " << cse[std::size_t(h)] << " vs " << dse[std::size_t(h)];
+    if (extreme == HUGE_VAL) {
+      EXPECT_EQ(ce[0], n - 1) << "every pair but the NaN one";
+    }
+  }
   // The masks, the identity's included (its threshold pairs), on the same device copy of the pairs.
   for (int h : {0, 1, 7, count - 1}) {
     std::vector<std::uint8_t> cm(std::size_t(n), 9), dm(std::size_t(n), 9);

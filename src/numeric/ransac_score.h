@@ -11,7 +11,8 @@
  * exact in any order for up to 2^31 pairs; the double is formed once (ss_score_sum):
  *   sum = (double(hi) * 2^32 + double(lo)) * 2^(E - 62).
  * The grid step 2^(E - 62) is threshold2 * 2^-61 or finer (about 4e-18 px^2 for a 3 px threshold), far below
- * the rounding of a double sum of thousands of terms. E is kept >= -900 so that 2^(62 - E) stays finite. */
+ * the rounding of a double sum of thousands of terms. E is kept in [-900, 1024] so that 2^(62 - E) and its
+ * inverse stay finite. */
 #ifndef SPECTRASIFT_NUMERIC_RANSAC_SCORE_H
 #define SPECTRASIFT_NUMERIC_RANSAC_SCORE_H
 
@@ -20,8 +21,10 @@
 /* philox.h: ss_u64 */
 #include "philox.h"
 
-/* E of the fixed-point grid: threshold2 < 2^E (frexp's exponent), at least -900. */
+/* E of the fixed-point grid: threshold2 < 2^E (frexp's exponent), at least -900; 1024 for a threshold2 that
+ * is not finite (a threshold above 1e154 px squares to infinity). */
 SPECTRASIFT_FN int ss_score_exponent(double threshold2) {
+  if (!(threshold2 <= 1.7976931348623157e308)) return 1024;
   int e = 0;
   frexp(threshold2, &e);
   return e < -900 ? -900 : e;
@@ -33,8 +36,13 @@ SPECTRASIFT_FN double ss_score_inv_scale(double threshold2) {
   return ldexp(1.0, ss_score_exponent(threshold2) - 62);
 }
 
-/* The fixed-point value of an inlier's squared error; scale = 2^(62 - E). */
-SPECTRASIFT_FN ss_u64 ss_score_fixed(double e2, double scale) { return (ss_u64)(e2 * scale); }
+/* The fixed-point value of an inlier's squared error; scale = 2^(62 - E). Below 2^62 for every e2 <= a finite
+ * threshold2; saturated at 2^62 otherwise (an infinite threshold2 admits any e2, infinity included), so that the
+ * conversion is defined and the same on every device. */
+SPECTRASIFT_FN ss_u64 ss_score_fixed(double e2, double scale) {
+  const double v = e2 * scale;
+  return v < 4611686018427387904.0 ? (ss_u64)v : ((ss_u64)1 << 62);
+}
 
 /* The halves of q that are summed separately. */
 SPECTRASIFT_FN ss_u64 ss_score_hi(ss_u64 q) { return q >> 32; }
