@@ -15,12 +15,10 @@
 // Warp: 3840 x 2160 u8 RGB and grey, a planted homography, output of the same size (upload, kernel and
 // read-back included: the operation as warp_image(Context&, ...) runs it).
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <memory>
 #include <random>
 #include <sstream>

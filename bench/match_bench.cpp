@@ -9,12 +9,10 @@
 // times the features), with the ground truth H1to3p (scaled for the x2 pair), so that the accuracy of
 // both RANSACs is printed beside their time.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
