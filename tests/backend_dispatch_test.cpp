@@ -159,7 +159,7 @@ TEST(Dispatch, OperationsAGpuBackendLacksFollowTheAutoRule) {
   detail::ContextImpl& im = ctx.impl();
   detail::BackendImpl& gpu = *im.backend_impl;
   EXPECT_EQ(&detail::backend_for(im, detail::Operation::kMatch), &gpu);
-  // RANSAC scoring and warping run on the host for every backend, explicit or not.
+  // RANSAC scoring and warping of a backend that lacks them run on the CPU backend (the same bits), explicit or not.
   im.options.backend = Backend::kOpenCL;
   EXPECT_EQ(&detail::backend_for(im, detail::Operation::kRansac), &detail::host_backend());
   EXPECT_EQ(&detail::backend_for(im, detail::Operation::kWarp), &detail::host_backend());

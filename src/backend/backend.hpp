@@ -75,6 +75,16 @@ struct FeatureView {
   const DeviceFeatures* device = nullptr;
 };
 
+/// The correspondences of one RANSAC run (core/ransac.cpp): MOVING -> FIXED pairs on the host and an id
+/// unique to the run in the process, so that a device backend uploads them once per run and keeps them
+/// between its score_models / inlier_mask calls (the host arrays do not change during a run).
+struct PointPairs {
+  const Point2* moving = nullptr;
+  const Point2* fixed = nullptr;
+  int n = 0;
+  std::uint64_t id = 0;
+};
+
 /// A backend. Each entry has a default body that throws Error(kInternal): a backend overrides implements()
 /// and the entries of the operations it has (the CPU backend: all of them), and dispatch never calls an
 /// entry whose operation implements() denies. (Defaults rather than pure virtuals, so that a GPU backend
@@ -94,15 +104,16 @@ class BackendImpl {
   /// kMatch: the nearest and second nearest train descriptor of every query; out has query.count entries.
   /// Lower train index wins ties; distances are the exact squared L2 of backend/cpu/match.cpp.
   virtual void match_top2(ContextImpl& ctx, const FeatureView& query, const FeatureView& train, Top2* out);
-  /// kRansac: scores `count` models (9 doubles each, row-major) against n correspondences: for model h the
-  /// number of pairs with transfer error^2 <= threshold2 and the sum of those errors^2. Models with
-  /// valid[h] == 0 are skipped (count -1). Each sum is accumulated in point order, so the result does not
-  /// depend on the thread count.
-  virtual void score_models(const double* models, const std::uint8_t* valid, int count, const Point2* moving,
-                            const Point2* fixed, int n, double threshold2, int threads, int* inliers, double* sums);
-  /// kRansac: the inlier mask of one model and the sum of squared errors of its inliers; returns the count.
-  virtual int inlier_mask(const double* model, const Point2* moving, const Point2* fixed, int n, double threshold2,
-                          std::uint8_t* mask, double* sum2);
+  /// kRansac: scores `count` models (9 doubles each, row-major) against the pairs: for model h the number
+  /// of pairs with transfer error^2 <= threshold2 and the sum of those errors^2, exact and independent of
+  /// the order of the additions (numeric/ransac_score.h), so every backend and thread count gives the same
+  /// bits. Models with valid[h] == 0 are skipped (count -1, sum 0).
+  virtual void score_models(const double* models, const std::uint8_t* valid, int count, const PointPairs& pairs,
+                            double threshold2, int threads, int* inliers, double* sums);
+  /// kRansac: the inlier mask of one model and the sum of squared errors of its inliers (as score_models);
+  /// returns the count.
+  virtual int inlier_mask(const double* model, const PointPairs& pairs, double threshold2, std::uint8_t* mask,
+                          double* sum2);
   /// kWarp: bilinear warp (see warp_image in geometry.hpp); `inverse` maps FIXED -> MOVING pixels.
   virtual Image warp(const Image& moving, const std::array<double, 9>& inverse, int fixed_w, int fixed_h,
                      int threads);
