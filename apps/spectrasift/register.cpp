@@ -69,9 +69,9 @@ int register_one(Context& ctx, const RegisterArgs& a, const GlobalOptions& g, Fe
     throw Error(ErrorCode::kInvalidArgument, moving_path + ": a feature file: -o, --draw and --overlay need the image");
 
   // Query = MOVING, train = FIXED; the model maps MOVING points onto FIXED points (spectrasift/registration.hpp).
-  stage("match", 0.5);
-  const Registration reg = register_features(ctx, moving.features, fixed.features, moving.width(), moving.height(),
-                                             fixed.width(), fixed.height(), {a.match, a.ransac, {}});
+  const Registration reg = register_features(
+      ctx, moving.features, fixed.features, moving.width(), moving.height(), fixed.width(), fixed.height(),
+      {a.match, a.ransac, {}}, [&](const char* s) { stage(s, std::string(s) == "match" ? 0.5 : 0.7); });
   const std::vector<Match>& matches = reg.matches;
   const ModelEstimate& est = reg.estimate;
   const double match_ms = reg.match_ms, ransac_ms = reg.ransac_ms;

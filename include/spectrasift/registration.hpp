@@ -3,6 +3,7 @@
 // The CLI and the Python module both run it, so that they give the same model for the same features.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "spectrasift/context.hpp"
@@ -30,10 +31,14 @@ struct Registration {
   double ransac_ms = 0;                ///< wall time of RANSAC (estimate_model)
 };
 
+/// Called with "match" and then "ransac" as each stage starts (the CLI's progress bar).
+using RegistrationStageFn = std::function<void(const char* stage)>;
+
 /// Matches `moving` (query) against `fixed` (train), fits options.ransac.model to the matched keypoints by
 /// RANSAC and judges it (assess_model with the images' sizes; 0 x 0 = the points' bounding box). Throws what
 /// match_features and estimate_model throw (invalid options); no model is not an error (estimate.found).
 Registration register_features(Context& ctx, const Features& moving, const Features& fixed, int moving_w, int moving_h,
-                               int fixed_w, int fixed_h, const RegistrationOptions& options = {});
+                               int fixed_w, int fixed_h, const RegistrationOptions& options = {},
+                               const RegistrationStageFn& on_stage = {});
 
 }  // namespace spectrasift
