@@ -1,34 +1,40 @@
 #!/usr/bin/env bash
 # `pip install .` from the repository root, as a user runs it, into a folder of its own; then the installed
 # package is imported from elsewhere and runs (ctest python_pip_install, label "slow").
-#   pip_install_test.sh PYTHON WORK_DIR
-# PYTHON must have scikit-build-core and nanobind (scripts/test.sh's venv): the build runs without build
-# isolation so that it needs no network. It is a second build of the library: CPU + OpenCL (CUDA off, the
-# slowest part to compile; the CUDA build's module is the build tree's, tested by the rest of the suite),
-# with ccache when it is installed, in WORK_DIR/build so that a rerun is incremental.
+#   pip_install_test.sh PYTHON WORK_DIR [-DNAME=VALUE...]
+# PYTHON must have scikit-build-core and nanobind (scripts/python-venv.sh): the build runs without build
+# isolation, so it needs no network. The -D definitions go to CMake (the calling build passes its backends and
+# flags, so that ccache, when installed, serves the library's objects: same flags, build folder at the same
+# depth: WORK_DIR is the build folder; CMAKE_GENERATOR in the environment picks the same generator). A rerun is
+# incremental.
 set -euo pipefail
 python=$1
 work=$2
+shift 2
 root=$(cd "$(dirname "$0")/../.." && pwd)
+settings=(--config-settings=build-dir="$work")
+for d in "$@"; do
+  d=${d#-D}
+  settings+=("--config-settings=cmake.define.$d")
+done
+# The compiler CMake would pick, not the one Python was built with (pip's build sets CC/CXX from sysconfig).
+export CC=${SPECTRASIFT_CC:-cc} CXX=${SPECTRASIFT_CXX:-c++}
+if command -v ccache >/dev/null; then
+  settings+=(--config-settings=cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache
+             --config-settings=cmake.define.CMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+fi
 mkdir -p "$work"
 rm -rf "$work/site"
-launcher=()
-if command -v ccache >/dev/null; then
-  launcher=(--config-settings=cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache
-            --config-settings=cmake.define.CMAKE_C_COMPILER_LAUNCHER=ccache)
-fi
 cd "$root"
 "$python" -m pip install --no-build-isolation --no-deps --disable-pip-version-check -q --target "$work/site" \
-  --config-settings=build-dir="$work/build" --config-settings=cmake.define.SPECTRASIFT_WITH_CUDA=OFF \
-  --config-settings=cmake.define.SPECTRASIFT_WERROR=ON "${launcher[@]}" .
-test -f "$work/site/spectrasift/__init__.py" -a -f "$work/site/spectrasift/__init__.pyi" -a -f "$work/site/spectrasift/py.typed"
+  "${settings[@]}" .
+for f in __init__.py __init__.pyi py.typed; do test -f "$work/site/spectrasift/$f"; done
 ls "$work/site/spectrasift"/_core*.so >/dev/null
-# Only the package is installed (no headers, library or CLI in the wheel).
-test ! -e "$work/site/include" -a ! -e "$work/site/bin" -a ! -e "$work/site/lib"
+# Only the package is installed: no headers, library or CLI in the wheel.
+for d in include bin lib share; do test ! -e "$work/site/$d"; done
 cd "$work"
 PYTHONPATH="$work/site" "$python" - "$root" <<'PY'
 import sys
-import numpy as np
 import spectrasift as ss
 assert "/site/spectrasift/" in ss.__file__, ss.__file__
 print(ss.__version__, ss.devices())
