@@ -17,7 +17,8 @@ import time
 import spectrasift as ss
 
 
-def measure(call, runs):
+def measure(call, runs, between=None):
+    """Median wall time of `call` and of the library call inside it; `between` runs after each (not timed)."""
     call()  # warm up: plans, buffers, kernels
     outer, inner = [], []
     for _ in range(runs):
@@ -25,12 +26,20 @@ def measure(call, runs):
         call()
         outer.append((time.perf_counter() - t0) * 1e3)
         inner.append(ss._core._last_call_ms())
+        if between:
+            between()
     return statistics.median(outer), statistics.median(inner)
 
 
 def report(what, outer, inner):
     print(f"{what}: Python {outer:.3f} ms, library call {inner:.3f} ms, overhead {outer - inner:.3f} ms "
           f"= {100 * (outer - inner) / inner:.2f} %")
+
+
+def cli_sift_ms(cli, image, backend, threads, tmp):
+    out = subprocess.run([cli, "sift", image, "--json", "-q", "--backend", backend, "--threads", str(threads), "-o",
+                          f"{tmp}/f.bin"], capture_output=True, text=True, check=True).stdout
+    return json.loads(out)["times_ms"]["sift"]
 
 
 def main():
@@ -43,24 +52,20 @@ def main():
     p.add_argument("--cube")
     a = p.parse_args()
     img = ss.read_image(a.image)
-    with ss.Context(a.backend, threads=a.threads) as ctx:
+    with ss.Context(a.backend, threads=a.threads) as ctx, tempfile.TemporaryDirectory() as tmp:
         print(f"{ss.__version__} on {ctx.describe()}; {a.image}: {img.shape[1]} x {img.shape[0]} {img.dtype}, "
               f"median of {a.runs}")
         f = ss.sift(ctx, img)
-        report(f"sift ({len(f)} keypoints)", *measure(lambda: ss.sift(ctx, img), a.runs))
+        cli_times = []
+        # The CLI runs between the Python calls (interleaved: both see the same load on the machine).
+        between = (lambda: cli_times.append(cli_sift_ms(a.cli, a.image, a.backend, a.threads, tmp))) if a.cli else None
+        report(f"sift ({len(f)} keypoints)", *measure(lambda: ss.sift(ctx, img), a.runs, between))
+        if a.cli:
+            print(f"CLI sift --json times_ms.sift (interleaved): median {statistics.median(cli_times):.3f} ms")
         if a.cube:
             cube = ss.open_envi(a.cube)
             refs = ss.reference_pixels(cube, [(0, 0), (5, 5)])
             report("spectral sam best of 2", *measure(lambda: ss.spectral(ctx, cube, refs, best=True), a.runs))
-    if a.cli:
-        times = []
-        with tempfile.TemporaryDirectory() as tmp:
-            for _ in range(a.runs):
-                out = subprocess.run([a.cli, "sift", a.image, "--json", "-q", "--backend", a.backend, "--threads",
-                                      str(a.threads), "-o", f"{tmp}/f.bin"],
-                                     capture_output=True, text=True, check=True).stdout
-                times.append(json.loads(out)["times_ms"]["sift"])
-        print(f"CLI sift --json times_ms.sift: median {statistics.median(times):.3f} ms")
 
 
 if __name__ == "__main__":
