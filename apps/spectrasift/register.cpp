@@ -16,6 +16,7 @@
 #include "report.hpp"
 #include "spectrasift/geometry.hpp"
 #include "spectrasift/match.hpp"
+#include "spectrasift/registration.hpp"
 #include "spectrasift/verdict.hpp"
 
 namespace spectrasift::cli {
@@ -67,24 +68,13 @@ int register_one(Context& ctx, const RegisterArgs& a, const GlobalOptions& g, Fe
   if (!moving.from_image && (!out.warped.empty() || !out.draw.empty() || !out.overlay.empty()))
     throw Error(ErrorCode::kInvalidArgument, moving_path + ": a feature file: -o, --draw and --overlay need the image");
 
-  // Query = MOVING, train = FIXED; the model maps MOVING points onto FIXED points.
-  stage("match", 0.5);
-  auto t0 = std::chrono::steady_clock::now();
-  const std::vector<Match> matches = match_features(ctx, moving.features, fixed.features, a.match);
-  const double match_ms = ms_since(t0);
-  std::vector<Point2> pm, pf;
-  pm.reserve(matches.size());
-  pf.reserve(matches.size());
-  for (const Match& m : matches) {
-    const Keypoint& km = moving.features.keypoints[std::size_t(m.query)];
-    const Keypoint& kf = fixed.features.keypoints[std::size_t(m.train)];
-    pm.push_back({km.x, km.y});
-    pf.push_back({kf.x, kf.y});
-  }
-  stage("ransac", 0.7);
-  t0 = std::chrono::steady_clock::now();
-  const ModelEstimate est = estimate_model(ctx, pm, pf, a.ransac);
-  const double ransac_ms = ms_since(t0);
+  // Query = MOVING, train = FIXED; the model maps MOVING points onto FIXED points (spectrasift/registration.hpp).
+  const Registration reg = register_features(
+      ctx, moving.features, fixed.features, moving.width(), moving.height(), fixed.width(), fixed.height(),
+      {a.match, a.ransac, {}}, [&](const char* s) { stage(s, std::string(s) == "match" ? 0.5 : 0.7); });
+  const std::vector<Match>& matches = reg.matches;
+  const ModelEstimate& est = reg.estimate;
+  const double match_ms = reg.match_ms, ransac_ms = reg.ransac_ms;
   const std::string between = " between " + a.fixed + " (" + std::to_string(fixed.features.size()) +
                               " features) and " + moving_path + " (" + std::to_string(moving.features.size()) +
                               " features)";
@@ -93,8 +83,7 @@ int register_one(Context& ctx, const RegisterArgs& a, const GlobalOptions& g, Fe
                                          " matches, best model " + std::to_string(est.inliers) + " inliers, " +
                                          std::to_string(a.ransac.required_inliers()) + " needed (do the images overlap?)");
   }
-  const ModelVerdict verdict =
-      assess_model(est, pm, pf, moving.width(), moving.height(), fixed.width(), fixed.height());
+  const ModelVerdict& verdict = reg.verdict;
   if (!verdict.reliable) {
     char figures[160];
     std::snprintf(figures, sizeof figures, " (%d inliers of %zu matches, rms %.2f px)", est.inliers, matches.size(),
@@ -107,7 +96,7 @@ int register_one(Context& ctx, const RegisterArgs& a, const GlobalOptions& g, Fe
 
   // Pictures, then all files at once.
   stage("warp", 0.8);
-  t0 = std::chrono::steady_clock::now();
+  auto t0 = std::chrono::steady_clock::now();
   Image warped;
   if (!out.warped.empty() || !out.overlay.empty())
     warped = warp_image(ctx, moving.image, est.matrix, fixed.width(), fixed.height());

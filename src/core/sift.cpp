@@ -121,20 +121,41 @@ Features run_sift(detail::ContextImpl& im, const detail::SiftImageView& view, co
 
 }  // namespace
 
+namespace {
+
+void check_image_shape(int width, int height, int channels, bool no_data) {
+  if (width <= 0 || height <= 0 || channels <= 0 || no_data)
+    invalid("the image is empty (" + std::to_string(width) + " x " + std::to_string(height) + " x " +
+            std::to_string(channels) + ")");
+  if (channels > 4) invalid("images with " + std::to_string(channels) + " channels are not supported");
+}
+
+// SIFT on a view whose shape was checked (the Image and ImageView overloads).
+Features sift_checked_view(Context& ctx, const ImageView& image, const SiftOptions& options, const Image* mask) {
+  check_image_size(ctx.impl(), image.width, image.height);
+  check_mask(mask, image.width, image.height);
+  const detail::SiftImageView view{image.data, image.type, image.width, image.height, image.channels, false};
+  return run_sift(ctx.impl(), view, options, mask);
+}
+
+}  // namespace
+
 Features detect_and_compute(Context& ctx, const Image& image, const SiftOptions& options, const Image* mask) {
   const detail::ContextUse use(ctx.impl(), "detect_and_compute");
   options.check();
-  if (image.width <= 0 || image.height <= 0 || image.channels <= 0 || image.data.empty())
-    invalid("the image is empty (" + std::to_string(image.width) + " x " + std::to_string(image.height) + " x " +
-            std::to_string(image.channels) + ")");
-  if (image.channels > 4) invalid("images with " + std::to_string(image.channels) + " channels are not supported");
+  check_image_shape(image.width, image.height, image.channels, image.data.empty());
   if (image.data.size() != image.pixel_count() * std::size_t(image.channels) * bytes_per_sample(image.type))
     invalid("the image buffer has " + std::to_string(image.data.size()) + " bytes, its shape needs " +
             std::to_string(image.pixel_count() * std::size_t(image.channels) * bytes_per_sample(image.type)));
-  check_image_size(ctx.impl(), image.width, image.height);
-  check_mask(mask, image.width, image.height);
-  const detail::SiftImageView view{image.data.data(), image.type, image.width, image.height, image.channels, false};
-  return run_sift(ctx.impl(), view, options, mask);
+  return sift_checked_view(ctx, ImageView{image.data.data(), image.width, image.height, image.channels, image.type},
+                           options, mask);
+}
+
+Features detect_and_compute(Context& ctx, const ImageView& image, const SiftOptions& options, const Image* mask) {
+  const detail::ContextUse use(ctx.impl(), "detect_and_compute");
+  options.check();
+  check_image_shape(image.width, image.height, image.channels, image.data == nullptr);
+  return sift_checked_view(ctx, image, options, mask);
 }
 
 Features detect_and_compute(Context& ctx, const ImageF& gray, const SiftOptions& options, const Image* mask) {
