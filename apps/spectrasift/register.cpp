@@ -58,7 +58,11 @@ int register_one(Context& ctx, const RegisterArgs& a, const GlobalOptions& g, Fe
   const auto stage = [&](const char* what, double f) {
     bar.stage(std::string(what) + " " + name, progress0 + f * (progress1 - progress0));
   };
+  const auto part = [&](double lo, double hi) {  // the library's progress of one step, onto [lo, hi] of this input
+    return bar.within(progress0 + lo * (progress1 - progress0), progress0 + hi * (progress1 - progress0));
+  };
   stage("sift", 0.0);
+  ctx.set_progress(part(0.0, 0.5));
   FeatureInput moving = load_input(ctx, moving_path, a.sift, false);
   if (!moving.from_image && moving.features.image_width <= 0) {
     moving.features.image_width = size.first;
@@ -69,6 +73,7 @@ int register_one(Context& ctx, const RegisterArgs& a, const GlobalOptions& g, Fe
 
   // Query = MOVING, train = FIXED; the model maps MOVING points onto FIXED points.
   stage("match", 0.5);
+  ctx.set_progress(part(0.5, 0.7));
   auto t0 = std::chrono::steady_clock::now();
   const std::vector<Match> matches = match_features(ctx, moving.features, fixed.features, a.match);
   const double match_ms = ms_since(t0);
@@ -82,6 +87,7 @@ int register_one(Context& ctx, const RegisterArgs& a, const GlobalOptions& g, Fe
     pf.push_back({kf.x, kf.y});
   }
   stage("ransac", 0.7);
+  ctx.set_progress(part(0.7, 0.8));
   t0 = std::chrono::steady_clock::now();
   const ModelEstimate est = estimate_model(ctx, pm, pf, a.ransac);
   const double ransac_ms = ms_since(t0);
@@ -107,6 +113,7 @@ int register_one(Context& ctx, const RegisterArgs& a, const GlobalOptions& g, Fe
 
   // Pictures, then all files at once.
   stage("warp", 0.8);
+  ctx.set_progress({});
   t0 = std::chrono::steady_clock::now();
   Image warped;
   if (!out.warped.empty() || !out.overlay.empty())
@@ -204,6 +211,7 @@ int run_register(RegisterArgs& a, const GlobalOptions& g) {
   Context ctx(g.context_options());
   Progress bar("sift " + fs::path(a.fixed).filename().string(), !g.quiet);
   bar.update(0.0);
+  ctx.set_progress(bar.within(0.0, 0.3));  // the library reports, the bar draws
   FeatureInput fixed = load_input(ctx, a.fixed, a.sift, false);
   if (!fixed.from_image && fixed.features.image_width <= 0) {
     fixed.features.image_width = size.first;
