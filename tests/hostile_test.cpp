@@ -417,17 +417,19 @@ TEST_F(Hostile, Item4_DevicesFifosAndFoldersAreRefusedLinksWrittenThrough) {
 
 // ---- 5. output sets that survive faults -------------------------------------------------------------
 
-TEST_F(Hostile, Item5_SigtermRemovesTheTemporaries) {
-  const ChildResult r = in_child([&] {
-    OutputSet set;
-    set.add(dir_ / "a.img");
-    set.add(dir_ / "a.hdr");
-    ::kill(::getpid(), SIGTERM);
-    return std::string("survived SIGTERM");
-  });
-  EXPECT_FALSE(r.exited) << r.message;
-  EXPECT_EQ(r.status, SIGTERM);
-  EXPECT_EQ(temporaries(), 0u);
+TEST_F(Hostile, Item5_SigtermAndSigintRemoveTheTemporaries) {
+  for (const int sig : {SIGTERM, SIGINT}) {
+    const ChildResult r = in_child([&] {
+      OutputSet set;
+      set.add(dir_ / "a.img");
+      set.add(dir_ / "a.hdr");
+      ::kill(::getpid(), sig);
+      return std::string("survived signal ") + std::to_string(sig);
+    });
+    EXPECT_FALSE(r.exited) << r.message;
+    EXPECT_EQ(r.status, sig);
+    EXPECT_EQ(temporaries(), 0u) << "signal " << sig;
+  }
 }
 
 TEST_F(Hostile, Item5_TemporariesOfDeadProcessesAreSwept) {
