@@ -226,7 +226,7 @@ TEST(DeviceMemory, JobsOnAGpuBackendAreCheckedAgainstTheDevicesMemory) {
   const Image flat = Image::allocate(256, 256, 1, PixelType::kU8);
   std::string e = error_of([&] { detect_and_compute(ctx, flat); });
   EXPECT_NE(e.find("sift: image of 256 x 256 needs a single buffer of"), std::string::npos) << e;
-  EXPECT_NE(e.find("allocates at most 256.0 KB"), std::string::npos) << e;
+  EXPECT_NE(e.find("allows at most 256.0 KB per buffer"), std::string::npos) << e;
   // 64 x 64 without upsampling: every buffer fits one allocation, the whole job not the device.
   SiftOptions no_up;
   no_up.upsample = false;

@@ -26,7 +26,7 @@ struct ContextOptions {
   /// Working-memory budget of one job, in bytes: SIFT (from its plan: pyramid, DoG, candidates) and
   /// spectral matching (scores and index of the output, K or all references) estimate what they need and
   /// refuse, before allocating, a job that exceeds it, saying how to lower it. 0 = the default: half of
-  /// the physical memory for a job in host memory; for a job on a GPU (CUDA, OpenCL) the device's free
+  /// the physical memory for a job in host memory; for a job on a GPU (CUDA, OpenCL) the device's total
   /// memory (cudaMemGetInfo) or global memory (CL_DEVICE_GLOBAL_MEM_SIZE), and no single buffer may exceed
   /// the device's largest allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE). UINT64_MAX = no limit. The CLI's
   /// --max-memory and the environment variable SPECTRASIFT_MAX_MEMORY set it (parse_memory_size).

@@ -80,7 +80,7 @@ struct FeatureView {
 struct DeviceMemory {
   std::uint64_t total = 0;           ///< the device's memory (the default budget of a job there); 0 = host memory
   std::uint64_t available = 0;       ///< free now (CUDA: cudaMemGetInfo; for messages), else total (OpenCL cannot tell)
-  std::uint64_t max_allocation = 0;  ///< the largest single buffer (OpenCL: CL_DEVICE_MAX_MEM_ALLOC_SIZE)
+  std::uint64_t max_allocation = 0;  ///< the largest single buffer (OpenCL: CL_DEVICE_MAX_MEM_ALLOC_SIZE); 0 = no own limit
 };
 
 /// A backend. Each entry has a default body that throws Error(kInternal): a backend overrides implements()

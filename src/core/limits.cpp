@@ -56,8 +56,9 @@ void check_memory_budget(const std::string& what, std::uint64_t need, std::uint6
   const bool on_device = device && device->total != 0;
   if (on_device && device->max_allocation != 0 && largest_buffer > device->max_allocation)
     throw Error(ErrorCode::kOutOfMemory, what + " needs a single buffer of " + human_bytes(largest_buffer) +
-                                             " on the device, which allocates at most " +
-                                             human_bytes(device->max_allocation) + " at once; " + how_to_lower);
+                                             " on the device, which allows at most " +
+                                             human_bytes(device->max_allocation) +
+                                             " per buffer (CL_DEVICE_MAX_MEM_ALLOC_SIZE); " + how_to_lower);
   const std::uint64_t budget = memory_budget(max_memory, device);
   if (need <= budget) return;
   std::string which;

@@ -75,7 +75,7 @@ detail::DeviceMemory State::device_memory() const {
   activate();
   std::size_t free = 0, total = 0;
   SPECTRASIFT_CUDA_CHECK(cudaMemGetInfo(&free, &total));
-  return {total, free, free};
+  return {total, free, 0};
 }
 
 State& state(detail::ContextImpl& ctx) {

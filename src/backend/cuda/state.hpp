@@ -57,7 +57,8 @@ struct State final : detail::BackendImpl {
   bool implements(detail::Operation op) const noexcept override {
     return op == detail::Operation::kSpectral || op == detail::Operation::kSift || op == detail::Operation::kMatch;
   }
-  /// context.cpp: cudaMemGetInfo (free and total); a single allocation may take all that is free.
+  /// context.cpp: cudaMemGetInfo (total; free for messages: it excludes this context's own reused buffers, so
+  /// it is not the budget); no per-buffer limit of its own.
   detail::DeviceMemory device_memory() const override;
   /// match.cu: the nearest two train descriptors of every query (exactly backend/cpu/match.cpp's results).
   void match_top2(detail::ContextImpl& ctx, const detail::FeatureView& query, const detail::FeatureView& train,
