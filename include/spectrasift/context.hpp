@@ -69,9 +69,9 @@ class Context {
   /// "cuda:0 NVIDIA H200", "opencl:1 pthread-... (Portable Computing Language)", "cpu:0 (16 threads)".
   std::string describe() const;
   /// The progress callback of the operations on this Context (empty, the default: none): detect_and_compute
-  /// after each stage and, on the CPU backend, each octave; match_features and nearest_two per pass;
-  /// estimate_model per batch of RANSAC iterations; spectral_match per chunk of lines (unless the call gives
-  /// its own). Each operation reports from 0 to 1.0.
+  /// after each stage and, on the CPU backend, each octave; match_features and nearest_two per pass (on the
+  /// CPU backend per sixteenth of the queries); estimate_model per batch of RANSAC iterations; spectral_match
+  /// per chunk of lines (unless the call gives its own). Each operation reports from 0 to 1.0.
   void set_progress(ProgressFn progress);
 
   /// Backend-private state; not part of the public API.
