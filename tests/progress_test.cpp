@@ -59,6 +59,7 @@ TEST(Progress, EveryOperationReportsFromZeroToOneWithoutGoingBack) {
   const Image a = read_image(kData / "graf1_gray.png", ReadMode::kGray);
   const Image b = read_image(kData / "graf3_gray.png", ReadMode::kGray);
   const Features fa = detect_and_compute(ctx, a);
+  const std::vector<double> sift_values = rec.values;
   // SIFT: the stages and, on the CPU backend, one value per octave of the extrema stage.
   const int octaves = int(std::log2(std::min(a.width, a.height))) - 1;  // with the upsampled octave
   rec.expect_complete("sift", std::size_t(octaves) + 6);
@@ -116,6 +117,7 @@ TEST(Progress, EveryOperationReportsFromZeroToOneWithoutGoingBack) {
   });
   (void)detect_and_compute(ctx, a);
   EXPECT_TRUE(nested);
+  EXPECT_EQ(rec.values, sift_values) << "the nested match reported into the SIFT's progress";
   rec.expect_complete("sift with a nested match", std::size_t(octaves) + 6);
 
   ctx.set_progress({});  // off again

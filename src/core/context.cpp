@@ -143,44 +143,45 @@ void ContextImpl::log(const std::string& line) const {
 }
 
 void ContextImpl::report_progress(double fraction) {
-  if (!progress_active) return;
+  if (!progress_active || progress_depth != 1) return;  // none, or from inside a nested operation
   const double f = progress_lo + std::clamp(fraction, 0.0, 1.0) * (progress_hi - progress_lo);
   if (f <= progress_last) return;
   progress_last = f;
   progress(f);
 }
 
-OperationProgress::OperationProgress(ContextImpl& impl) : exceptions_(std::uncaught_exceptions()) {
+OperationProgress::OperationProgress(ContextImpl& impl) : impl_(impl), exceptions_(std::uncaught_exceptions()) {
+  ++impl.progress_depth;
   if (!impl.progress || impl.progress_active) return;
-  owner_ = &impl;
+  owner_ = true;
   impl.progress_active = true;
   impl.progress_last = -1;
   stage(0, 1);
 }
 
 OperationProgress::~OperationProgress() {
-  if (!owner_) return;
-  if (std::uncaught_exceptions() == exceptions_) {
+  if (owner_ && std::uncaught_exceptions() == exceptions_) {
     try {
       finish();
     } catch (...) {  // a callback that throws here cannot be reported from a destructor
     }
   }
-  if (owner_) owner_->progress_active = false;
+  if (owner_) impl_.progress_active = false;
+  --impl_.progress_depth;
 }
 
 void OperationProgress::stage(double lo, double hi) {
   if (!owner_) return;
-  owner_->progress_lo = lo;
-  owner_->progress_hi = hi;
-  owner_->report_progress(0);
+  impl_.progress_lo = lo;
+  impl_.progress_hi = hi;
+  impl_.report_progress(0);
 }
 
 void OperationProgress::finish() {
   if (!owner_) return;
   stage(1, 1);
-  owner_->progress_active = false;
-  owner_ = nullptr;
+  impl_.progress_active = false;
+  owner_ = false;
 }
 
 ContextUse::ContextUse(ContextImpl& impl, const char* operation) {

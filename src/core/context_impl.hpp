@@ -30,9 +30,10 @@ struct ContextImpl {
   ProgressFn progress;
   double progress_lo = 0, progress_hi = 1, progress_last = -1;
   bool progress_active = false;
+  int progress_depth = 0;  ///< OperationProgress objects alive: reports come only from the outermost (depth 1)
 
   /// Reports `fraction` (0..1) of the current stage: progress(lo + fraction * (hi - lo)), never lower than the
-  /// last value reported. Nothing outside an operation's OperationProgress.
+  /// last value reported. Nothing outside an operation's OperationProgress, nor inside a nested operation.
   void report_progress(double fraction);
 
   Backend backend() const noexcept { return device.backend; }
@@ -56,8 +57,9 @@ class OperationProgress {
   void finish();
 
  private:
-  ContextImpl* owner_ = nullptr;  ///< null when nested or when no callback is set
-  int exceptions_ = 0;            ///< std::uncaught_exceptions() on construction
+  ContextImpl& impl_;
+  bool owner_ = false;  ///< false when nested or when no callback is set
+  int exceptions_ = 0;  ///< std::uncaught_exceptions() on construction
 };
 
 /// Claims a Context for one public operation (held for the whole call): a Context must not be used by two
