@@ -85,6 +85,14 @@ struct PointPairs {
   std::uint64_t id = 0;
 };
 
+/// The memory of a backend's device, which a job's working-memory estimate is checked against (issue 21,
+/// item 2; core/limits.hpp). All zero for a backend that works in host memory (the CPU backend).
+struct DeviceMemory {
+  std::uint64_t total = 0;           ///< the device's memory (the default budget of a job there); 0 = host memory
+  std::uint64_t available = 0;       ///< free now (CUDA: cudaMemGetInfo; for messages), else total (OpenCL cannot tell)
+  std::uint64_t max_allocation = 0;  ///< the largest single buffer (OpenCL: CL_DEVICE_MAX_MEM_ALLOC_SIZE); 0 = no own limit
+};
+
 /// A backend. Each entry has a default body that throws Error(kInternal): a backend overrides implements()
 /// and the entries of the operations it has (the CPU backend: all of them), and dispatch never calls an
 /// entry whose operation implements() denies. (Defaults rather than pure virtuals, so that a GPU backend
@@ -98,6 +106,8 @@ class BackendImpl {
 
   virtual Backend kind() const noexcept = 0;
   virtual bool implements(Operation op) const noexcept = 0;
+  /// The device's memory (default: all zero, host memory). Each GPU backend's context/state file answers it.
+  virtual DeviceMemory device_memory() const { return {}; }
   /// A number unique to this backend object in the process (1, 2, ... in creation order).
   std::uint64_t instance() const noexcept { return instance_; }
 

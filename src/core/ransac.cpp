@@ -165,7 +165,11 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
   std::vector<int> counts(kBatch);
   std::vector<double> sums(kBatch);
   int batch = 16;  // grows to kBatch: the adaptive limit is often reached within a few dozen iterations
+  // Progress: the iterations done of the current limit (which only shrinks), then the refinement.
+  detail::OperationProgress progress(ctx.impl());
+  progress.stage(0.0, 0.95);
   while (processed < limit) {
+    ctx.impl().report_progress(double(processed) / double(limit));
     const int base = processed;
     const int b = std::min(batch, limit - base);
     batch = std::min(kBatch, 2 * batch);
@@ -212,6 +216,7 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
     }
   }
   result.iterations = processed;
+  progress.stage(0.95, 1.0);
   if (best.inliers < 0) return result;
 
   // Final refinement on the inliers; a refit is kept only when it is at least as good.

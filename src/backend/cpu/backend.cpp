@@ -18,7 +18,7 @@ class CpuBackend final : public detail::BackendImpl {
   void match_top2(detail::ContextImpl& ctx, const detail::FeatureView& query, const detail::FeatureView& train,
                   Top2* out) override {
     cpu::match_top2(query.descriptors, query.count, train.descriptors, train.count, query.dim, ctx.cpu_threads(),
-                    out);
+                    out, ctx.progress_active ? ProgressFn([&ctx](double f) { ctx.report_progress(f); }) : ProgressFn());
   }
   // The CPU backend scores the host arrays (pairs.id is for device copies).
   void score_models(const double* models, const std::uint8_t* valid, int count, const detail::PointPairs& pairs,

@@ -58,6 +58,9 @@ struct State final : detail::BackendImpl {
 
   Backend kind() const noexcept override { return Backend::kCuda; }
   bool implements(detail::Operation) const noexcept override { return true; }
+  /// context.cpp: cudaMemGetInfo (total; free for messages: it excludes this context's own reused buffers, so
+  /// it is not the budget); no per-buffer limit of its own.
+  detail::DeviceMemory device_memory() const override;
   /// match.cu: the nearest two train descriptors of every query (exactly backend/cpu/match.cpp's results).
   void match_top2(detail::ContextImpl& ctx, const detail::FeatureView& query, const detail::FeatureView& train,
                   Top2* out) override;

@@ -87,6 +87,9 @@ struct State final : detail::BackendImpl {
   std::unique_ptr<detail::SiftStages> make_sift_stages(detail::ContextImpl& ctx) override;
   void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, const detail::PreparedReferences& refs,
                       const SpectralOptions& options, SpectralResult& result, const ProgressFn& progress) override;
+  /// CL_DEVICE_GLOBAL_MEM_SIZE (also as available: OpenCL cannot tell what is free) and
+  /// CL_DEVICE_MAX_MEM_ALLOC_SIZE.
+  detail::DeviceMemory device_memory() const override { return {global_mem, global_mem, max_alloc}; }
 
   cl_platform_id platform = nullptr;
   cl_device_id device = nullptr;
