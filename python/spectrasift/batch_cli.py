@@ -85,13 +85,20 @@ def _read_list(path: str, kind: str) -> list[list[str]]:
     return [list(table[c]) for c in _COLUMNS[kind]]
 
 
+def _pixel(text: str) -> tuple[int, int]:
+    parts = text.split(",")
+    if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+        raise ValueError(f"--ref-pixel wants X,Y (two integers from 0), not {text!r}")
+    return int(parts[0]), int(parts[1])
+
+
 def _options(a: argparse.Namespace) -> dict[str, Any]:
     if a.kind == "spectral":
         o: dict[str, Any] = {"metric": a.metric, "best": a.best, "top": a.top, "threshold": a.threshold}
         if a.library:
             o["library"] = a.library
         else:
-            o["ref_pixels"] = [tuple(int(v) for v in xy.split(",")) for xy in a.ref_pixel]
+            o["ref_pixels"] = [_pixel(xy) for xy in a.ref_pixel]
         return o
     o = {"max_features": a.max_features, "no_upsample": a.no_upsample}
     if a.kind == "register":
