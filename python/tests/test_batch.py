@@ -179,6 +179,16 @@ def test_features_and_spectral_jobs(client, sample_data, tmp_path):
         want = ss.spectral(ctx, e, ss.reference_pixels(e, [(30, 30), (5, 5)]), best=True)
         assert np.array_equal(z["scores"], want.scores) and np.array_equal(z["index"], want.index)
         assert s["valid_pixels"][0] == np.count_nonzero(want.index >= 0)
+        # A library file (CSV: a wavelength column, one column per spectrum), read once and sent to the workers.
+        refs = ss.reference_pixels(e, [(30, 30), (5, 5)]).spectra.astype(np.float64)
+        library = tmp_path / "library.csv"
+        library.write_text("wavelength,plane,ground\n" + "".join(f"{b},{p!r},{g!r}\n" for b, p, g in
+                                                                zip(range(1, 190), refs[0], refs[1])))
+        lib = batch.match_cubes([cube], tmp_path / "l", library=library, metric="sid", top=2, client=client, **OPTIONS)
+        want = ss.spectral(ctx, e, ss.read_library(library), metric="sid", top=2)
+        z = np.load(tmp_path / "l" / (lib["output"][0] + ".npz"))
+        assert lib["error"][0] == "" and (lib["metric"][0], lib["reduction"][0]) == ("sid", "top")
+        assert np.array_equal(z["scores"], want.scores) and np.array_equal(z["index"], want.index)
 
 
 def batch_command(*args):
@@ -210,3 +220,29 @@ def test_the_command_line(client, pairs, tmp_path):
     (tmp_path / "bad.csv").write_text("a,b\nx,y\n")
     p = batch_command("register", str(tmp_path / "bad.csv"), "--out", str(tmp_path / "o2"))
     assert p.returncode == 2 and "no column fixed, moving" in p.stderr
+
+
+def test_worker_i_takes_device_i_mod_n(monkeypatch):
+    """The device rule, with a backend of 3 devices faked: rank i -> device i % 3 of the backend "auto" resolved
+    to; an explicit device wins; a worker name that is not a number is ranked by a hash."""
+    opened = []
+
+    class FakeContext:
+        def __init__(self, backend, device, threads):
+            self.backend, self.closed = ("cuda" if backend == "auto" else backend), False
+            opened.append((backend, device, threads))
+
+        def close(self):
+            self.closed = True
+
+    monkeypatch.setattr(batch, "Context", FakeContext)
+    monkeypatch.setattr(batch, "devices", lambda: [{"backend": "cuda"}] * 3 + [{"backend": "cpu"}])
+    cases = ((0, [("auto", 0, 2)]), (4, [("auto", 0, 2), ("cuda", 1, 2)]), (5, [("auto", 0, 2), ("cuda", 2, 2)]))
+    for rank, want in cases:
+        opened.clear()
+        batch._ContextHolder(("auto", None, 2), rank).context()
+        assert opened == want, (rank, opened)
+    opened.clear()
+    batch._ContextHolder(("cuda", 1, 0), 5).context()
+    assert opened == [("cuda", 1, 0)]
+    assert batch._rank(7) == 7 and batch._rank("7") == 7 and batch._rank("tcp://a:1") == batch._rank("tcp://a:1") >= 0
