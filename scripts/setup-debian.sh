@@ -4,7 +4,7 @@
 set -euo pipefail
 [ "${SPECTRASIFT_SKIP_APT:-0}" = 1 ] && exit 0
 packages=(
-  build-essential cmake pkg-config
+  build-essential cmake pkg-config ccache
   libpng-dev libjpeg-dev libtiff-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo

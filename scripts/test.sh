@@ -14,7 +14,12 @@ build=${SPECTRASIFT_TEST_BUILD_DIR:-build-test}
 case "$build" in /*) venv=$build/venv ;; *) venv=$PWD/$build/venv ;; esac
 mkdir -p "$build"
 python=$(bash scripts/python-venv.sh "$venv")
+# ccache, when installed, serves rebuilds and the `pip install .` check's second build of the library.
+launcher=()
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+fi
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DSPECTRASIFT_WERROR=ON -DSPECTRASIFT_BUILD_TESTS=ON \
-  -DSPECTRASIFT_WITH_PYTHON=ON -DPython_EXECUTABLE="$python" "$@"
+  -DSPECTRASIFT_WITH_PYTHON=ON -DPython_EXECUTABLE="$python" "${launcher[@]}" "$@"
 cmake --build "$build" -j"$(nproc)"
 ctest --test-dir "$build" --output-on-failure --no-tests=error -j"$(nproc)" --timeout 900

@@ -22,13 +22,13 @@ struct RegistrationOptions {
 
 /// What register_features found; `estimate.found` false means no model (the verdict then says "no model").
 struct Registration {
-  std::vector<Match> matches;          ///< query = MOVING, train = FIXED
-  std::vector<Point2> moving_points;   ///< the matched MOVING keypoints, one per match
-  std::vector<Point2> fixed_points;    ///< the matched FIXED keypoints, one per match
-  ModelEstimate estimate;              ///< RANSAC's model MOVING -> FIXED
-  ModelVerdict verdict;                ///< assess_model on the MOVING frame and the FIXED area
-  double match_ms = 0;                 ///< wall time of the matching
-  double ransac_ms = 0;                ///< wall time of RANSAC (estimate_model)
+  std::vector<Match> matches;         ///< query = MOVING, train = FIXED
+  std::vector<Point2> moving_points;  ///< the matched MOVING keypoints, one per match
+  std::vector<Point2> fixed_points;   ///< the matched FIXED keypoints, one per match
+  ModelEstimate estimate;             ///< RANSAC's model MOVING -> FIXED
+  ModelVerdict verdict;               ///< assess_model on the MOVING frame and the FIXED area
+  double match_ms = 0;                ///< wall time of the matching
+  double ransac_ms = 0;               ///< wall time of RANSAC (estimate_model)
 };
 
 /// Called with "match" and then "ransac" as each stage starts (the CLI's progress bar).

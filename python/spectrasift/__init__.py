@@ -455,7 +455,7 @@ class EnviCube:
     ``array``: a read-only (lines, samples, bands) view of the mapped samples, in the file's interleave and byte
     order (no copy); ``header``: the header's fields (``"samples"``, ``"wavelength"``, ``"bbl"``, ``"data ignore
     value"``, ..., and every key as written in ``header["fields"]``). :func:`spectral` on the cube itself uses its
-    header's bad bands, data ignore value and reflectance scale factor, as the CLI does.
+    header's bad bands, data ignore value and reflectance scale factor, as the CLI does. Pickled as its path.
     """
 
     __slots__ = ("_core", "_header", "_array")
@@ -492,6 +492,10 @@ class EnviCube:
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         return self._array if dtype is None else self._array.astype(dtype)
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        # Pickled as its path (a worker process maps the file again), not as its samples.
+        return (open_envi, (self.path,))
 
     def __repr__(self) -> str:
         h = self._header

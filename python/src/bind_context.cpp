@@ -31,20 +31,26 @@ nb::dict device_dict(const DeviceInfo& d) {
 
 }  // namespace
 
-void record_input(const void* data) noexcept { g_last_input.store(reinterpret_cast<std::uintptr_t>(data)); }
-std::uintptr_t last_input() noexcept { return g_last_input.load(); }
+void record_input(const void* data) noexcept {
+  g_last_input.store(reinterpret_cast<std::uintptr_t>(data));
+}
+std::uintptr_t last_input() noexcept {
+  return g_last_input.load();
+}
 CallTimer::~CallTimer() {
   g_last_call_ms.store(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count());
 }
-double last_call_ms() noexcept { return g_last_call_ms.load(); }
+double last_call_ms() noexcept {
+  return g_last_call_ms.load();
+}
 
 ContextCall::ContextCall(PyContext& c, const char* operation) : lock_(c.busy, std::try_to_lock) {
   if (!lock_.owns_lock())
-    throw nb::builtin_exception(nb::exception_type::runtime_error,
-                                (std::string(operation) +
-                                 ": this Context is in use by another thread; a Context must be used by one thread "
-                                 "at a time (create one per thread)")
-                                    .c_str());
+    throw nb::builtin_exception(
+        nb::exception_type::runtime_error,
+        (std::string(operation) + ": this Context is in use by another thread; a Context must be used by one thread "
+                                  "at a time (create one per thread)")
+            .c_str());
   if (!c.context) {
     lock_.unlock();
     throw nb::builtin_exception(nb::exception_type::runtime_error,

@@ -50,6 +50,12 @@ Image image_copy(const ImageArray& a) {
   return img;
 }
 
+nb::ndarray<nb::numpy, std::uint8_t> match_bytes(const std::vector<Match>& matches) {
+  std::vector<std::uint8_t> bytes(matches.size() * sizeof(Match));
+  if (!bytes.empty()) std::memcpy(bytes.data(), matches.data(), bytes.size());
+  return owned_array(std::move(bytes), {matches.size(), sizeof(Match)});
+}
+
 nb::object image_to_numpy(Image&& image) {
   auto* heap = new Image(std::move(image));
   nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<Image*>(p); });
@@ -79,7 +85,9 @@ void bind_features(nb::module_& m) {
                          f.descriptors.data(), {f.keypoints.size(), std::size_t(Features::kDescriptorSize)}, self);
                    })
       .def("descriptors_u8",
-           [](const Features& f) { return owned_array(f.descriptors_u8(), {f.size(), std::size_t(Features::kDescriptorSize)}); })
+           [](const Features& f) {
+             return owned_array(f.descriptors_u8(), {f.size(), std::size_t(Features::kDescriptorSize)});
+           })
       .def_static(
           "from_arrays",
           [](nb::ndarray<const std::uint8_t, nb::ndim<2>, nb::c_contig, nb::device::cpu> keypoint_bytes,
@@ -158,9 +166,7 @@ void bind_features(nb::module_& m) {
           nb::gil_scoped_release release;
           matches = match_features(call.ctx(), query, train, o);
         }
-        std::vector<std::uint8_t> bytes(matches.size() * sizeof(Match));
-        if (!bytes.empty()) std::memcpy(bytes.data(), matches.data(), bytes.size());
-        return owned_array(std::move(bytes), {matches.size(), sizeof(Match)});
+        return match_bytes(matches);
       },
       nb::arg("ctx"), nb::arg("query"), nb::arg("train"), nb::arg("ratio"), nb::arg("mutual"), nb::arg("max_distance"));
 

@@ -2,7 +2,6 @@
 #include <nanobind/stl/string.h>
 
 #include <array>
-#include <cstring>
 #include <string>
 
 #include "common.hpp"
@@ -72,17 +71,14 @@ void bind_geometry(nb::module_& m) {
         d["iterations"] = e.iterations;
         d["required_inliers"] = o.ransac.required_inliers();
         d["verdict"] = verdict_dict(r.verdict);
-        std::vector<std::uint8_t> bytes(r.matches.size() * sizeof(Match));
-        if (!bytes.empty()) std::memcpy(bytes.data(), r.matches.data(), bytes.size());
-        d["match_bytes"] = owned_array(std::move(bytes), {r.matches.size(), sizeof(Match)});
+        d["match_bytes"] = match_bytes(r.matches);
         d["match_ms"] = r.match_ms;
         d["ransac_ms"] = r.ransac_ms;
         return d;
       },
-      nb::arg("ctx"), nb::arg("moving"), nb::arg("fixed"), nb::arg("moving_w"), nb::arg("moving_h"),
-      nb::arg("fixed_w"), nb::arg("fixed_h"), nb::arg("ratio"), nb::arg("mutual"), nb::arg("model"),
-      nb::arg("threshold"), nb::arg("confidence"), nb::arg("max_iterations"), nb::arg("min_inliers"), nb::arg("seed"),
-      nb::arg("msac"));
+      nb::arg("ctx"), nb::arg("moving"), nb::arg("fixed"), nb::arg("moving_w"), nb::arg("moving_h"), nb::arg("fixed_w"),
+      nb::arg("fixed_h"), nb::arg("ratio"), nb::arg("mutual"), nb::arg("model"), nb::arg("threshold"),
+      nb::arg("confidence"), nb::arg("max_iterations"), nb::arg("min_inliers"), nb::arg("seed"), nb::arg("msac"));
 
   m.def(
       "warp",

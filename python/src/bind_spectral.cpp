@@ -21,22 +21,39 @@ namespace {
 
 nb::dlpack::dtype native_dtype(SampleType t) {
   switch (t) {
-    case SampleType::kU8: return nb::dtype<std::uint8_t>();
-    case SampleType::kI16: return nb::dtype<std::int16_t>();
-    case SampleType::kI32: return nb::dtype<std::int32_t>();
-    case SampleType::kF32: return nb::dtype<float>();
-    case SampleType::kF64: return nb::dtype<double>();
-    case SampleType::kU16: return nb::dtype<std::uint16_t>();
-    case SampleType::kU32: return nb::dtype<std::uint32_t>();
-    case SampleType::kI64: return nb::dtype<std::int64_t>();
-    case SampleType::kU64: return nb::dtype<std::uint64_t>();
+    case SampleType::kU8:
+      return nb::dtype<std::uint8_t>();
+    case SampleType::kI16:
+      return nb::dtype<std::int16_t>();
+    case SampleType::kI32:
+      return nb::dtype<std::int32_t>();
+    case SampleType::kF32:
+      return nb::dtype<float>();
+    case SampleType::kF64:
+      return nb::dtype<double>();
+    case SampleType::kU16:
+      return nb::dtype<std::uint16_t>();
+    case SampleType::kU32:
+      return nb::dtype<std::uint32_t>();
+    case SampleType::kI64:
+      return nb::dtype<std::int64_t>();
+    case SampleType::kU64:
+      return nb::dtype<std::uint64_t>();
   }
   throw Error(ErrorCode::kInternal, "unknown sample type");
 }
 
 SampleType sample_type(int envi_code) {
   switch (envi_code) {
-    case 1: case 2: case 3: case 4: case 5: case 12: case 13: case 14: case 15:
+    case 1:
+    case 2:
+    case 3:
+    case 4:
+    case 5:
+    case 12:
+    case 13:
+    case 14:
+    case 15:
       return static_cast<SampleType>(envi_code);
     default:
       throw Error(ErrorCode::kInvalidArgument, "ENVI data type " + std::to_string(envi_code) + " is not supported");
@@ -76,7 +93,8 @@ SpectralLibrary library_from(const Refs& refs, const std::vector<std::string>& n
   lib.bands = int(refs.shape(1));
   lib.spectra.assign(refs.data(), refs.data() + refs.size());
   lib.names = names;
-  while (lib.names.size() < std::size_t(lib.count)) lib.names.push_back("reference " + std::to_string(lib.names.size()));
+  while (lib.names.size() < std::size_t(lib.count))
+    lib.names.push_back("reference " + std::to_string(lib.names.size()));
   return lib;
 }
 
@@ -84,11 +102,16 @@ SpectralOptions spectral_options(const std::string& metric, const std::string& r
                                  int chunk_lines, bool tensor_cores) {
   SpectralOptions o;
   o.metric = parse_metric(metric);
-  if (reduction == "all") o.reduction = Reduction::kAll;
-  else if (reduction == "best") o.reduction = Reduction::kBest;
-  else if (reduction == "top") o.reduction = Reduction::kTopK;
-  else if (reduction == "threshold") o.reduction = Reduction::kThreshold;
-  else throw Error(ErrorCode::kInvalidArgument, "reduction must be all, best, top or threshold");
+  if (reduction == "all")
+    o.reduction = Reduction::kAll;
+  else if (reduction == "best")
+    o.reduction = Reduction::kBest;
+  else if (reduction == "top")
+    o.reduction = Reduction::kTopK;
+  else if (reduction == "threshold")
+    o.reduction = Reduction::kThreshold;
+  else
+    throw Error(ErrorCode::kInvalidArgument, "reduction must be all, best, top or threshold");
   o.top_k = top_k;
   o.threshold = threshold;
   o.chunk_lines = chunk_lines;
@@ -141,8 +164,9 @@ void bind_spectral(nb::module_& m) {
 
   m.def(
       "spectral_envi",
-      [](PyContext& c, const EnviCube& cube, Refs refs, const std::vector<std::string>& names, const std::string& metric,
-         const std::string& reduction, int top_k, double threshold, int chunk_lines, bool tensor_cores) {
+      [](PyContext& c, const EnviCube& cube, Refs refs, const std::vector<std::string>& names,
+         const std::string& metric, const std::string& reduction, int top_k, double threshold, int chunk_lines,
+         bool tensor_cores) {
         ContextCall call(c, "spectral");
         const SpectralLibrary lib = library_from(refs, names);
         const SpectralOptions o = spectral_options(metric, reduction, top_k, threshold, chunk_lines, tensor_cores);

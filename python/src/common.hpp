@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "spectrasift/context.hpp"
+#include "spectrasift/match.hpp"
 #include "spectrasift/types.hpp"
 
 namespace spectrasift::python {
@@ -54,6 +55,8 @@ nb::ndarray<nb::numpy, T> owned_array(std::vector<T>&& values, std::initializer_
 using ImageArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
 /// An Image copied from an image array (for the calls that take an owning Image: warp, masks).
 Image image_copy(const ImageArray& a);
+/// The matches as an owned (N, 16) uint8 array (the package views it as MATCH_DTYPE).
+nb::ndarray<nb::numpy, std::uint8_t> match_bytes(const std::vector<Match>& matches);
 /// A NumPy array (H, W) or (H, W, C) that owns `image`.
 nb::object image_to_numpy(Image&& image);
 

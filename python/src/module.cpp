@@ -1,9 +1,8 @@
 // spectrasift._core: the nanobind extension under the Python package spectrasift (python/spectrasift). The
 // package's __init__.py checks and converts the arguments, this module calls the library with the GIL released.
 // Library errors become Python exceptions here (translate_error), with the library's message.
-#include <nanobind/nanobind.h>
-
 #include <Python.h>
+#include <nanobind/nanobind.h>
 
 #include "common.hpp"
 #include "spectrasift/error.hpp"
@@ -19,27 +18,42 @@ PyObject* no_model_error = nullptr;
 /// The exception carries `code` (the CLI's JSON code name, e.g. "invalid_argument") and `backend`.
 PyObject* exception_type(const Error& e) {
   switch (e.code()) {
-    case ErrorCode::kInvalidArgument: return PyExc_ValueError;
+    case ErrorCode::kInvalidArgument:
+      return PyExc_ValueError;
     case ErrorCode::kIo:
-    case ErrorCode::kBadFormat: return PyExc_OSError;
-    case ErrorCode::kUnsupported: return e.backend().empty() ? PyExc_OSError : PyExc_RuntimeError;
-    case ErrorCode::kOutOfMemory: return PyExc_MemoryError;
-    case ErrorCode::kNoModel: return no_model_error;
-    default: return PyExc_RuntimeError;
+    case ErrorCode::kBadFormat:
+      return PyExc_OSError;
+    case ErrorCode::kUnsupported:
+      return e.backend().empty() ? PyExc_OSError : PyExc_RuntimeError;
+    case ErrorCode::kOutOfMemory:
+      return PyExc_MemoryError;
+    case ErrorCode::kNoModel:
+      return no_model_error;
+    default:
+      return PyExc_RuntimeError;
   }
 }
 
 const char* code_name(ErrorCode c) {
   switch (c) {
-    case ErrorCode::kInvalidArgument: return "invalid_argument";
-    case ErrorCode::kIo: return "io";
-    case ErrorCode::kBadFormat: return "bad_format";
-    case ErrorCode::kUnsupported: return "unsupported";
-    case ErrorCode::kBackendUnavailable: return "backend_unavailable";
-    case ErrorCode::kBackend: return "backend";
-    case ErrorCode::kOutOfMemory: return "out_of_memory";
-    case ErrorCode::kNoModel: return "no_model";
-    case ErrorCode::kInternal: return "internal";
+    case ErrorCode::kInvalidArgument:
+      return "invalid_argument";
+    case ErrorCode::kIo:
+      return "io";
+    case ErrorCode::kBadFormat:
+      return "bad_format";
+    case ErrorCode::kUnsupported:
+      return "unsupported";
+    case ErrorCode::kBackendUnavailable:
+      return "backend_unavailable";
+    case ErrorCode::kBackend:
+      return "backend";
+    case ErrorCode::kOutOfMemory:
+      return "out_of_memory";
+    case ErrorCode::kNoModel:
+      return "no_model";
+    case ErrorCode::kInternal:
+      return "internal";
   }
   return "internal";
 }

@@ -3,10 +3,9 @@
 # package is imported from elsewhere and runs (ctest python_pip_install, label "slow").
 #   pip_install_test.sh PYTHON WORK_DIR [-DNAME=VALUE...]
 # PYTHON must have scikit-build-core and nanobind (scripts/python-venv.sh): the build runs without build
-# isolation, so it needs no network. The -D definitions go to CMake (the calling build passes its backends and
-# flags, so that ccache, when installed, serves the library's objects: same flags, build folder at the same
-# depth: WORK_DIR is the build folder; CMAKE_GENERATOR in the environment picks the same generator). A rerun is
-# incremental.
+# isolation, so it needs no network. The -D definitions go to CMake (python/CMakeLists.txt passes its backends,
+# flags and compiler launcher, so that ccache serves the library's objects: WORK_DIR, the build folder, is at the
+# build's depth, and CMAKE_GENERATOR in the environment picks the build's generator). A rerun is incremental.
 set -euo pipefail
 python=$1
 work=$2
@@ -19,10 +18,6 @@ for d in "$@"; do
 done
 # The compiler CMake would pick, not the one Python was built with (pip's build sets CC/CXX from sysconfig).
 export CC=${SPECTRASIFT_CC:-cc} CXX=${SPECTRASIFT_CXX:-c++}
-if command -v ccache >/dev/null; then
-  settings+=(--config-settings=cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache
-             --config-settings=cmake.define.CMAKE_CUDA_COMPILER_LAUNCHER=ccache)
-fi
 mkdir -p "$work"
 rm -rf "$work/site"
 cd "$root"

@@ -86,3 +86,19 @@ def test_memory_budget_raises_memory_error():
     with ss.Context("cpu", max_memory=1 << 20) as c:
         with pytest.raises(MemoryError, match="max-memory|budget|memory"):
             ss.sift(c, np.zeros((512, 512), np.uint8))
+
+
+def test_every_public_name_has_a_stub_and_a_docstring():
+    import ast
+    import pathlib
+
+    stub = pathlib.Path(ss.__file__).with_name("__init__.pyi")
+    assert (stub.parent / "py.typed").exists()
+    tree = ast.parse(stub.read_text())
+    stubbed = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    stubbed |= {t.id for n in tree.body if isinstance(n, ast.AnnAssign) for t in [n.target]}
+    assert set(ss.__all__) - stubbed == set()
+    for name in ss.__all__:
+        obj = getattr(ss, name)
+        if callable(obj) and not isinstance(obj, type(ss.KEYPOINT_DTYPE)):
+            assert obj.__doc__, name

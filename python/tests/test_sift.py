@@ -103,3 +103,21 @@ def test_feature_files_read_back(ctx, cli, test_data, tmp_path):
         ref = ss.sift(ctx, ss.read_image(test_data / "box.png"))
         for name_ in FIELDS:
             assert np.array_equal(f.keypoints[name_], ref.keypoints[name_]), (fmt, name_)
+
+
+def test_an_image_without_features(ctx):
+    f = ss.sift(ctx, np.full((80, 90), 128, np.uint8))
+    assert len(f) == 0 and f.keypoints.shape == (0,) and f.descriptors.shape == (0, 128)
+    assert (f.image_width, f.image_height) == (90, 80)
+    assert len(ss.match(ctx, f, f)) == 0 and ss.match(ctx, f, f).dtype == ss.MATCH_DTYPE
+    assert ss.to_cv2_keypoints(f) == [] if _has_cv2() else True
+    with pytest.raises(ss.NoModelError):
+        ss.register(ctx, f, f)
+
+
+def _has_cv2() -> bool:
+    try:
+        import cv2  # noqa: F401
+    except ImportError:
+        return False
+    return True

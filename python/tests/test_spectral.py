@@ -106,3 +106,28 @@ def test_spectral_python_agrees_on_the_hydice_scene(ctx, test_data):
     assert np.abs(ours - angles)[angles > 0.01].max() < 1e-4
     assert np.abs(ours - angles).max() < 5e-4
     assert (ours.argmin(axis=2) == angles.argmin(axis=2)).mean() >= 0.999
+
+
+@pytest.mark.parametrize("interleave", ["bsq", "bil", "bip"])
+def test_envi_files_of_every_interleave_and_byte_order(ctx, tmp_path, interleave):
+    rng = np.random.default_rng(3)
+    cube = rng.integers(-500, 3000, size=(7, 9, 5)).astype(np.int16)  # (lines, samples, bands)
+    order = {"bsq": (2, 0, 1), "bil": (0, 2, 1), "bip": (0, 1, 2)}[interleave]
+    (tmp_path / "c.img").write_bytes(np.ascontiguousarray(cube.transpose(order)).astype(">i2").tobytes())
+    (tmp_path / "c.hdr").write_text(f"ENVI\nsamples = 9\nlines = 7\nbands = 5\nheader offset = 0\ndata type = 2\n"
+                                    f"interleave = {interleave}\nbyte order = 1\n")
+    envi = ss.open_envi(tmp_path / "c.hdr")
+    assert envi.dtype == np.dtype(">i2") and np.array_equal(envi.array, cube)
+    refs = cube[[1, 4], [2, 6], :].astype(np.float32)
+    from_file = ss.spectral(ctx, envi, refs, metric="ed", top=2)
+    from_array = ss.spectral(ctx, cube, refs, metric="ed", top=2)
+    assert np.array_equal(from_file.scores, from_array.scores) and np.array_equal(from_file.index, from_array.index)
+    assert from_file.index[1, 2, 0] == 0 and from_file.scores[1, 2, 0] == 0  # reference 0 is pixel (line 1, sample 2)
+
+
+def test_an_envi_cube_pickles_as_its_path(sample_data):
+    import pickle
+
+    cube = ss.open_envi(sample_data / "sandiego_plane_60.hdr")
+    again = pickle.loads(pickle.dumps(cube))
+    assert again.path == cube.path and np.array_equal(again.array, cube.array)

@@ -29,8 +29,8 @@ Registration register_features(Context& ctx, const Features& moving, const Featu
   t0 = clock::now();
   r.estimate = estimate_model(ctx, r.moving_points, r.fixed_points, options.ransac);
   r.ransac_ms = ms_since(t0);
-  r.verdict = assess_model(r.estimate, r.moving_points, r.fixed_points, moving_w, moving_h, fixed_w, fixed_h,
-                           options.verdict);
+  r.verdict =
+      assess_model(r.estimate, r.moving_points, r.fixed_points, moving_w, moving_h, fixed_w, fixed_h, options.verdict);
   return r;
 }
 
