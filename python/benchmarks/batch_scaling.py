@@ -9,12 +9,15 @@ each worker count N: a LocalCluster of N worker processes of one thread each, ev
 spectrasift.batch.register_pairs(IMAGE, warp k) over all pairs (no output folder: nothing written or resumed), the
 best of RUNS. The same pairs for every N. Prints pairs/s, the speed-up over 1 worker and the efficiency (speed-up
 / N), and the share of the workers' time spent inside items (sum of the items' time_ms / (N x wall time):
-what Dask's scheduling and idle workers leave; it holds on a loaded machine where the speed-up does not).
+what Dask's scheduling and idle workers leave; it holds on a loaded machine where the speed-up does not). --plain
+also times the same pairs on N plain processes (concurrent.futures, one Context each, no Dask): the speed-up the
+machine itself allows, against which Dask's is judged on a shared machine.
 --workers defaults to 1, 2, 4, ... up to the CPU count. --threads: CPU threads of each worker's Context
 (1: N workers use N cores; with --backend cuda the workers share the GPUs, worker i on device i % n)."""
 import argparse
 import json
 import logging
+import multiprocessing
 import os
 import pathlib
 import platform
@@ -25,6 +28,8 @@ import distributed
 import numpy as np
 
 import spectrasift as ss
+from concurrent.futures import ProcessPoolExecutor
+
 from spectrasift import batch
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -70,6 +75,33 @@ def pairs_per_second(pairs, workers, backend, threads, runs):
         return len(pairs) / best, busy, described
 
 
+_CONTEXT = None
+
+
+def _open_context(backend, threads):
+    global _CONTEXT  # noqa: PLW0603 - one Context per pool process, as batch keeps one per worker
+    _CONTEXT = ss.Context(backend, 0, threads)
+
+
+def _register_one(pair):
+    return ss.register(_CONTEXT, ss.read_image(pair[0]), ss.read_image(pair[1])).inlier_count
+
+
+def plain_pairs_per_second(pairs, workers, backend, threads, runs):
+    """The same pairs on N plain processes (no Dask): what the machine gives N workers."""
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(workers, mp_context=spawn, initializer=_open_context,
+                             initargs=(backend, threads)) as pool:
+        list(pool.map(_register_one, pairs[:workers]))  # start the processes, make the Contexts
+        best = None
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            list(pool.map(_register_one, pairs))
+            seconds = time.perf_counter() - t0
+            best = seconds if best is None else min(best, seconds)
+    return len(pairs) / best
+
+
 def main():
     cpus = os.cpu_count() or 1
     default_workers = [n for n in (1, 2, 4, 8, 16, 32, 64) if n <= cpus] or [1]
@@ -81,6 +113,8 @@ def main():
     p.add_argument("--threads", type=int, default=1, help="CPU threads of each worker's Context (default 1)")
     p.add_argument("--image", default=str(ROOT / "data" / "box.png"))
     p.add_argument("--json", help="also write the figures here")
+    p.add_argument("--plain", action="store_true",
+                   help="also time the same pairs on N plain processes (no Dask): the machine's own scaling")
     a = p.parse_args()
     counts = [int(n) for n in a.workers.split(",")]
     with tempfile.TemporaryDirectory() as folder:
@@ -90,8 +124,13 @@ def main():
             rate, busy, described = pairs_per_second(pairs, n, a.backend, a.threads, a.runs)
             rows.append({"workers": n, "pairs_per_s": rate, "busy": busy, "contexts": described})
             base = rows[0]["pairs_per_s"] / rows[0]["workers"]
+            plain = ""
+            if a.plain:
+                rows[-1]["plain_pairs_per_s"] = plain_rate = plain_pairs_per_second(pairs, n, a.backend, a.threads,
+                                                                                    a.runs)
+                plain = f", plain processes {plain_rate:7.2f} pairs/s (Dask / plain {rate / plain_rate:5.2f})"
             print(f"{n:>3} workers: {rate:7.2f} pairs/s, speed-up {rate / base:5.2f}, efficiency "
-                  f"{rate / base / n:5.2f}, workers busy {busy:5.1%}   ({described[0]})", flush=True)
+                  f"{rate / base / n:5.2f}, workers busy {busy:5.1%}{plain}   ({described[0]})", flush=True)
     info = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "host": platform.node(), "cpus": cpus,
             "load_average": os.getloadavg(), "python": platform.python_version(), "dask": distributed.__version__,
             "backend": a.backend, "threads": a.threads, "pairs": a.pairs, "image": a.image, "runs": a.runs,
