@@ -403,7 +403,11 @@ def _run_job(kind: str, items: list[dict[str, Any]], out_dir: Any, options: dict
             try:
                 while pending:
                     left = None if deadline is None else max(0.0, deadline - time.monotonic())
-                    finished, pending = distributed.wait(list(pending), timeout=left, return_when="FIRST_COMPLETED")
+                    try:
+                        finished, pending = distributed.wait(list(pending), timeout=left,
+                                                             return_when="FIRST_COMPLETED")
+                    except (TimeoutError, distributed.TimeoutError):
+                        break
                     pending = set(pending)
                     for f in finished:
                         i = futures[f]
@@ -414,6 +418,11 @@ def _run_job(kind: str, items: list[dict[str, Any]], out_dir: Any, options: dict
             finally:
                 if pending:
                     c.cancel(list(pending))
+            for f in pending:  # the job's time ran out: these items get a row that says so
+                i = futures[f]
+                rows[i] = _complete(kind, {k: items[i][k] for k in _INPUTS[kind]})
+                rows[i].update(output=items[i]["output"], resumed=False,
+                               error=f"TimeoutError: not finished within the job's {timeout} s")
     frame = _typed(pd.DataFrame([_complete(kind, r) for r in rows], columns=COLUMNS[kind]))
     if out is not None:
         write_results(frame, out / "results.csv")
@@ -488,7 +497,7 @@ def register_pairs(pairs: Any, out_dir: Any = None, *, client: distributed.Clien
     given in the rows. Returns one row per pair (``COLUMNS["register"]``): ``matrix`` 3x3 float64, MOVING pixel ->
     FIXED pixel, None when the pair failed (no reliable model: ``NoModelError`` in ``error``, with the match
     and inlier counts). ``progress``: True for a bar on stderr, or a callable(done, total, errors). ``timeout``:
-    seconds for the whole job (``TimeoutError``). See the module's docstring for the cluster and the files."""
+    seconds for the whole job; the items not finished by then are cancelled and get a ``TimeoutError`` row. See the module's docstring for the cluster and the files."""
     if isinstance(pairs, pd.DataFrame):
         pairs = list(zip(pairs["fixed"], pairs["moving"]))
     items = [{"fixed": os.fspath(f), "moving": os.fspath(m), "fixed_path": fp, "moving_path": mp}

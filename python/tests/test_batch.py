@@ -246,3 +246,11 @@ def test_worker_i_takes_device_i_mod_n(monkeypatch):
     batch._ContextHolder(("cuda", 1, 0), 5).context()
     assert opened == [("cuda", 1, 0)]
     assert batch._rank(7) == 7 and batch._rank("7") == 7 and batch._rank("tcp://a:1") == batch._rank("tcp://a:1") >= 0
+
+
+def test_a_job_out_of_time_gets_timeout_rows(client, pairs, tmp_path):
+    items, _ = pairs
+    frame = batch.register_pairs(items[:6], tmp_path, client=client, backend="cpu", threads=1, timeout=0.001)
+    late = frame[frame["error"].str.startswith("TimeoutError")]
+    assert len(frame) == 6 and len(late) >= 1 and frame["matrix"][late.index[0]] is None
+    assert (tmp_path / "results.csv").exists()
