@@ -497,7 +497,8 @@ def register_pairs(pairs: Any, out_dir: Any = None, *, client: distributed.Clien
     given in the rows. Returns one row per pair (``COLUMNS["register"]``): ``matrix`` 3x3 float64, MOVING pixel ->
     FIXED pixel, None when the pair failed (no reliable model: ``NoModelError`` in ``error``, with the match
     and inlier counts). ``progress``: True for a bar on stderr, or a callable(done, total, errors). ``timeout``:
-    seconds for the whole job; the items not finished by then are cancelled and get a ``TimeoutError`` row. See the module's docstring for the cluster and the files."""
+    seconds for the whole job; the items not finished by then are cancelled and get a ``TimeoutError`` row.
+    See the module's docstring for the cluster and the files."""
     if isinstance(pairs, pd.DataFrame):
         pairs = list(zip(pairs["fixed"], pairs["moving"]))
     items = [{"fixed": os.fspath(f), "moving": os.fspath(m), "fixed_path": fp, "moving_path": mp}

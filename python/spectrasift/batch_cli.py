@@ -41,7 +41,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="CPU threads per worker's Context (default 0: the cores / workers of a LocalCluster "
                              "made here, all cores on another cluster)")
     common.add_argument("--no-resume", action="store_true", help="recompute items whose outputs exist")
-    common.add_argument("--timeout", type=float, metavar="S", help="cancel the items not finished after S seconds (their rows say so; default: none)")
+    common.add_argument("--timeout", type=float, metavar="S",
+                        help="cancel the items not finished after S seconds (their rows say so; default: none)")
     common.add_argument("-q", "--quiet", action="store_true",
                         help="no progress bar (it is shown only when stderr is a terminal)")
 

@@ -182,8 +182,8 @@ def test_features_and_spectral_jobs(client, sample_data, tmp_path):
         # A library file (CSV: a wavelength column, one column per spectrum), read once and sent to the workers.
         refs = ss.reference_pixels(e, [(30, 30), (5, 5)]).spectra.astype(np.float64)
         library = tmp_path / "library.csv"
-        library.write_text("wavelength,plane,ground\n" + "".join(f"{b},{p!r},{g!r}\n" for b, p, g in
-                                                                zip(range(1, 190), refs[0], refs[1])))
+        rows = "".join(f"{b},{float(p)!r},{float(g)!r}\n" for b, p, g in zip(range(1, 190), refs[0], refs[1]))
+        library.write_text("wavelength,plane,ground\n" + rows)
         lib = batch.match_cubes([cube], tmp_path / "l", library=library, metric="sid", top=2, client=client, **OPTIONS)
         want = ss.spectral(ctx, e, ss.read_library(library), metric="sid", top=2)
         z = np.load(tmp_path / "l" / (lib["output"][0] + ".npz"))
