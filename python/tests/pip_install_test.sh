@@ -25,8 +25,10 @@ cd "$root"
   "${settings[@]}" .
 for f in __init__.py __init__.pyi py.typed; do test -f "$work/site/spectrasift/$f"; done
 ls "$work/site/spectrasift"/_core*.so >/dev/null
-# Only the package is installed: no headers, library or CLI in the wheel.
-for d in include bin lib share; do test ! -e "$work/site/$d"; done
+# Only the package is installed: no headers, library or CLI in the wheel; bin/ holds the package's one command.
+for d in include lib share; do test ! -e "$work/site/$d"; done
+test "$(ls "$work/site/bin")" = spectrasift-batch
+PYTHONPATH="$work/site" "$work/site/bin/spectrasift-batch" register --help | grep -q "fixed,moving"
 cd "$work"
 PYTHONPATH="$work/site" "$python" - "$root" <<'PY'
 import sys
