@@ -107,6 +107,15 @@ fs::path find_data(const std::string& option) {
                                   "); give its folder with --data DIR (the repository's data/)");
 }
 
+/// The positions of matched keypoints: pm in the query (MOVING), pf in the train set (FIXED).
+void matched_points(const Features& fm, const Features& ff, const std::vector<Match>& matches, std::vector<Point2>& pm,
+                    std::vector<Point2>& pf) {
+  for (const auto& m : matches) {
+    pm.push_back({fm.keypoints[std::size_t(m.query)].x, fm.keypoints[std::size_t(m.query)].y});
+    pf.push_back({ff.keypoints[std::size_t(m.train)].x, ff.keypoints[std::size_t(m.train)].y});
+  }
+}
+
 /// The window (x0, y0, w, h) of a one-channel U8 image.
 Image crop(const Image& im, int x0, int y0, int w, int h) {
   Image c = Image::allocate(w, h, 1, PixelType::kU8);
@@ -139,10 +148,7 @@ void demo_georeferenced(Context& ctx, const fs::path& data, const fs::path& out,
   const Features ff = detect_and_compute(ctx, fixed), fm = detect_and_compute(ctx, moving);
   const auto matches = match_features(ctx, fm, ff);
   std::vector<Point2> pm, pf;
-  for (const auto& m : matches) {
-    pm.push_back({fm.keypoints[std::size_t(m.query)].x, fm.keypoints[std::size_t(m.query)].y});
-    pf.push_back({ff.keypoints[std::size_t(m.train)].x, ff.keypoints[std::size_t(m.train)].y});
-  }
+  matched_points(fm, ff, matches, pm, pf);
   RansacOptions ro;
   ro.model = GeometryModel::kSimilarity;
   const ModelEstimate est = estimate_model(ctx, pm, pf, ro);
@@ -220,10 +226,7 @@ int run_demo(const DemoOptions& o, const GlobalOptions& g) {
   const Features ff = detect_and_compute(ctx, fixed);
   const auto matches = match_features(ctx, fm, ff);
   std::vector<Point2> pm, pf;
-  for (const auto& m : matches) {
-    pm.push_back({fm.keypoints[std::size_t(m.query)].x, fm.keypoints[std::size_t(m.query)].y});
-    pf.push_back({ff.keypoints[std::size_t(m.train)].x, ff.keypoints[std::size_t(m.train)].y});
-  }
+  matched_points(fm, ff, matches, pm, pf);
   const ModelEstimate est = estimate_model(ctx, pm, pf);
   const double reg_ms = ms_since(t0);
   save_png(out / "matches.png", draw_matches(moving, fm, fixed, ff, matches, &est.inlier_mask));

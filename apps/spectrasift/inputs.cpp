@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "spectrasift/error.hpp"
@@ -80,6 +81,7 @@ RasterInput read_raster_input(const std::string& path, int band, std::uint64_t m
   if (band > 0 && !gdal_supported())
     throw Error(ErrorCode::kUnsupported, path + ": --band reads through GDAL, and this build has none: install "
                                                 "libgdal-dev (scripts/setup-debian.sh) and rebuild spectrasift");
+  std::optional<Error> ours;  // our decoders' refusal, when GDAL is asked next
   if (band == 0 && !gdal_dataset_name(path)) {
     try {
       in.image = read_image(path, limits);
@@ -88,11 +90,18 @@ RasterInput read_raster_input(const std::string& path, int band, std::uint64_t m
       if (!gdal_supported())
         throw Error(e.code(), std::string(e.what()) + " (other raster formats, GeoTIFF among them, are read through "
                                                       "GDAL: install libgdal-dev and rebuild spectrasift)");
-      band = 1;
+      ours = e;
     }
   }
   if (band > 0 || in.image.empty()) {
-    GeoImage g = read_raster_image(path, band, limits);
+    GeoImage g;
+    try {
+      g = read_raster_image(path, band, limits);
+    } catch (const Error& e) {
+      // A file neither reads: our decoders' message first (it names the format they saw), then GDAL's.
+      if (!ours || e.code() != ErrorCode::kBadFormat) throw;
+      throw Error(ours->code(), std::string(ours->what()) + "; GDAL cannot read it either");
+    }
     in.image = std::move(g.image);
     in.georef = std::move(g.georef);
     in.through_gdal = true;

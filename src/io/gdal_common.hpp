@@ -23,6 +23,8 @@ inline Error gdal_missing(const std::string& what) {
 
 #include <mutex>
 
+#include "spectrasift/envi.hpp"
+
 namespace spectrasift::io_detail {
 
 /// Registers GDAL's drivers once per process.
@@ -48,6 +50,20 @@ class GdalQuiet {
 inline std::string gdal_message(const char* fallback = "GDAL error") {
   const char* m = CPLGetLastErrorMsg();
   return (m && *m) ? std::string(m) : std::string(fallback);
+}
+
+/// GDAL's band type of a sample type; GDT_Unknown for the 64-bit integers, which GDAL 3.6 does not have.
+inline GDALDataType gdal_type(SampleType t) {
+  switch (t) {
+    case SampleType::kU8: return GDT_Byte;
+    case SampleType::kU16: return GDT_UInt16;
+    case SampleType::kI16: return GDT_Int16;
+    case SampleType::kU32: return GDT_UInt32;
+    case SampleType::kI32: return GDT_Int32;
+    case SampleType::kF32: return GDT_Float32;
+    case SampleType::kF64: return GDT_Float64;
+    default: return GDT_Unknown;
+  }
 }
 
 /// Closes a dataset at the end of a scope.

@@ -32,6 +32,7 @@ bool gdal_supported() noexcept {
 namespace {
 
 using io_detail::DatasetCloser;
+using io_detail::gdal_type;
 using io_detail::gdal_message;
 using io_detail::GdalQuiet;
 
@@ -91,19 +92,6 @@ bool cube_type(GDALDataType t, SampleType& out) {
     case GDT_Float32: out = SampleType::kF32; return true;
     case GDT_Float64: out = SampleType::kF64; return true;
     default: return false;
-  }
-}
-
-GDALDataType gdal_type(SampleType t) {
-  switch (t) {
-    case SampleType::kU8: return GDT_Byte;
-    case SampleType::kU16: return GDT_UInt16;
-    case SampleType::kI16: return GDT_Int16;
-    case SampleType::kU32: return GDT_UInt32;
-    case SampleType::kI32: return GDT_Int32;
-    case SampleType::kF32: return GDT_Float32;
-    case SampleType::kF64: return GDT_Float64;
-    default: return GDT_Unknown;
   }
 }
 

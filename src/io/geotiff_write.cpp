@@ -30,17 +30,10 @@ void check_bands(const std::filesystem::path& path, const RasterBands& b) {
 namespace {
 
 GDALDataType gdal_write_type(const std::filesystem::path& path, SampleType t) {
-  switch (t) {
-    case SampleType::kU8: return GDT_Byte;
-    case SampleType::kU16: return GDT_UInt16;
-    case SampleType::kI16: return GDT_Int16;
-    case SampleType::kU32: return GDT_UInt32;
-    case SampleType::kI32: return GDT_Int32;
-    case SampleType::kF32: return GDT_Float32;
-    case SampleType::kF64: return GDT_Float64;
-    default: break;
-  }
-  throw Error(ErrorCode::kUnsupported, path.string() + ": GeoTIFF output of " + to_string(t) + " samples is not supported");
+  const GDALDataType g = io_detail::gdal_type(t);
+  if (g == GDT_Unknown)
+    throw Error(ErrorCode::kUnsupported, path.string() + ": GeoTIFF output of " + to_string(t) + " samples is not supported");
+  return g;
 }
 
 }  // namespace
