@@ -227,6 +227,14 @@ TEST(Geo, CubeFromMultibandGeoTiffScoresAsEnvi) {
                   .get<double>(),
               -1.0);
   }
+  // ENVI output of the GeoTIFF cube: "map info" and "coordinate system string" carry its georeferencing.
+  const auto r = run_captured(SPECTRASIFT_CLI,
+                              "spectral --quiet " + quote(kScene.string()) + " --ref-pixel 120,80 -o " + quote(s / "sam.hdr"),
+                              s.dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json envi_info = gdalinfo(s / "sam.img", s);
+  EXPECT_EQ(geotransform(envi_info), geotransform(gdalinfo(kScene.string(), s)));
+  EXPECT_EQ(envi_info.at("coordinateSystem").at("wkt"), gdalinfo(kScene.string(), s).at("coordinateSystem").at("wkt"));
   const ss::RasterCube x = ss::read_raster_cube(s / "best_tif.tif"), y = ss::read_raster_cube(s / "best_hdr.tif");
   ASSERT_EQ(x.ref().size_bytes, y.ref().size_bytes);
   EXPECT_EQ(std::memcmp(x.ref().data, y.ref().data, x.ref().size_bytes), 0);

@@ -351,6 +351,7 @@ int run_spectral(const SpectralArgs& a, const GlobalOptions& g) {
     for (int i = 0; i < r.k; ++i)
       idx_names.push_back(r.k == 1 ? "best reference index" : "reference index rank " + std::to_string(i + 1));
     EnviHeader like = envi ? envi->header() : EnviHeader{};
+    if (raster) put_envi_georeference(raster->georef(), like);
     std::string desc = "spectrasift spectral " + m + " of " + fs::path(a.cube).filename().string() +
                        ": reference indices (0-based; -1 = no data or rejected):";
     for (std::size_t i = 0; i < names.size(); ++i) desc += " " + std::to_string(i) + " = " + names[i] + ";";
@@ -359,6 +360,7 @@ int run_spectral(const SpectralArgs& a, const GlobalOptions& g) {
   }
   if (!geotiff_output(a)) {
     EnviHeader like = envi ? envi->header() : EnviHeader{};
+    if (raster) put_envi_georeference(raster->georef(), like);  // a GDAL cube's georeferencing, as ENVI keeps it
     like.description = "spectrasift spectral " + m + " scores of " + fs::path(a.cube).filename().string();
     write_envi_f32(files, out, r.samples, r.lines, band_names, r.scores.data(), &like);
   }

@@ -45,6 +45,11 @@ struct GeoReference {
   double pixel_size() const noexcept;
 };
 
+/// Puts a north-up georeferencing into an ENVI header's "map info" ({Arbitrary, 1, 1, x, y, dx, dy}: the map position
+/// of the top-left pixel's corner and the pixel size) and "coordinate system string" (the WKT), which GDAL and ENVI
+/// read; a rotated geotransform, or none, leaves the header as it is. Returns whether it wrote them.
+bool put_envi_georeference(const GeoReference& georef, EnviHeader& header);
+
 /// The CRS's linear unit name ("metre", "US survey foot", "degree" for a geographic CRS) and its size in
 /// metres (0 for angular units); ("", 0) when unknown or without GDAL.
 struct LinearUnit {
@@ -140,7 +145,7 @@ void write_gcp_vrt(const std::filesystem::path& path, const std::filesystem::pat
 
 /// Writes the control points as a GeoJSON FeatureCollection of Points (RFC 7946). With a CRS that GDAL can
 /// transform, the coordinates are WGS 84 longitude/latitude and the properties keep the map coordinates
-/// ("map_x", "map_y"); without one (or without GDAL) the coordinates are the targets as given and the file says
+/// ("target_x", "target_y"); without one (or without GDAL) the coordinates are the targets as given and the file says
 /// so in "spectrasift_coordinates". Properties: id, pixel_x, pixel_y (source image), target_x, target_y,
 /// residual, inlier. Written directly at `path`.
 void write_control_points_geojson(const std::filesystem::path& path, const std::vector<ControlPoint>& points,

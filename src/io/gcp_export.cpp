@@ -22,6 +22,19 @@ namespace fs = std::filesystem;
 
 namespace {
 
+void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << text;
+  f.flush();
+  if (!f) throw Error(ErrorCode::kIo, path.string() + ": cannot write");
+}
+
+}  // namespace
+
+#ifdef SPECTRASIFT_HAVE_GDAL
+
+namespace {
+
 /// XML character escaping for attribute values and text.
 std::string xml_escape(const std::string& s) {
   std::string out;
@@ -45,16 +58,7 @@ std::string exact(double v) {
   return b;
 }
 
-void write_text(const fs::path& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << text;
-  f.flush();
-  if (!f) throw Error(ErrorCode::kIo, path.string() + ": cannot write");
-}
-
 }  // namespace
-
-#ifdef SPECTRASIFT_HAVE_GDAL
 
 void write_gcp_vrt(const fs::path& path, const fs::path& final_path, const std::string& source,
                    const std::vector<ControlPoint>& points, const std::string& crs_wkt) {

@@ -1,6 +1,7 @@
 // GeoReference arithmetic (spectrasift/georef.hpp): pixel <-> map through GDAL's geotransform, windows.
 // No GDAL here: this file is in every build.
 #include <cmath>
+#include <cstdio>
 
 #include "spectrasift/error.hpp"
 #include "spectrasift/georef.hpp"
@@ -37,6 +38,16 @@ GeoReference GeoReference::window(int x0, int y0) const {
 double GeoReference::pixel_size() const noexcept {
   const auto& g = geotransform;
   return std::sqrt(std::abs(g[1] * g[5] - g[2] * g[4]));
+}
+
+bool put_envi_georeference(const GeoReference& georef, EnviHeader& header) {
+  const auto& g = georef.geotransform;
+  if (!georef.has_geotransform || g[2] != 0 || g[4] != 0 || !(g[1] > 0) || !(g[5] < 0)) return false;
+  char info[256];
+  std::snprintf(info, sizeof info, "Arbitrary, 1, 1, %.17g, %.17g, %.17g, %.17g", g[0], g[3], g[1], -g[5]);
+  header.fields["map info"] = info;
+  if (!georef.crs_wkt.empty()) header.fields["coordinate system string"] = georef.crs_wkt;
+  return true;
 }
 
 }  // namespace spectrasift
