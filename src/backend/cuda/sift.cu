@@ -1,5 +1,6 @@
 // CUDA SIFT (see sift.hpp): construction, the per-plan preparation, memory checks, the counters, timing, the
-// download and the device copy of the descriptors. The upload, pyramid, DoG, extrema and refinement are in
+// read-back of the features and the device copy of the descriptors (the download sequence is
+// core/sift_device_stages.cpp's). The upload, pyramid, DoG, extrema and refinement are in
 // sift_pyramid.cu; orientations, select and descriptors in sift_features.cu.
 #include <algorithm>
 #include <cstdio>
@@ -21,14 +22,8 @@ std::string mib(std::size_t bytes) { return std::to_string((bytes + (1u << 20) -
 
 }  // namespace
 
-const char* SiftStagesCuda::stage_name(int stage) noexcept {
-  static const char* const names[kStages] = {"upload+grey",  "pyramid", "dog",         "extrema", "refine",
-                                             "orientations", "select",  "descriptors", "download"};
-  return stage >= 0 && stage < kStages ? names[stage] : "?";
-}
-
 SiftStagesCuda::SiftStagesCuda(detail::ContextImpl& ctx)
-    : ctx_(ctx), st_(state(ctx)), events_(std::make_unique<EventSet>(EventSet::kTiming)) {}
+    : SiftDeviceStages(ctx), st_(state(ctx)), events_(std::make_unique<EventSet>(EventSet::kTiming)) {}
 
 SiftStagesCuda::~SiftStagesCuda() = default;
 
@@ -59,7 +54,7 @@ std::size_t SiftStagesCuda::shared_memory_per_block() const noexcept {
 void SiftStagesCuda::check_memory(const detail::SiftPlan& p, std::size_t input_bytes) const {
   const std::size_t in_plane = std::size_t(p.input_width) * std::size_t(p.input_height);
   const std::size_t cand = std::max<std::size_t>(p.candidate_capacity, 1);
-  const std::size_t kp_cap = std::max<std::size_t>(1024, 2 * cand);  // an estimate: set from the count later
+  const std::size_t kp_cap = keypoint_estimate(p);
   const std::size_t total = input_bytes + in_plane * sizeof(float) + p.gauss_floats * sizeof(float) +
                             p.dog_floats * sizeof(float) + cand * (sizeof(int) * 4 + sizeof(SiftKeypoint)) +
                             kp_cap * (2 * sizeof(SiftKeypoint) + 3 * sizeof(int) + 128 * sizeof(float));
@@ -75,21 +70,9 @@ void SiftStagesCuda::check_memory(const detail::SiftPlan& p, std::size_t input_b
 // Per-plan state: the octave table, the scales, the taps and the launch geometry (again only when the plan
 // changes). Uploaded on the compute stream from pinned staging, so that no later copy overtakes them.
 void SiftStagesCuda::prepare(const detail::SiftPlan& p) {
-  if (prepared_ && p.matches(prepared_w_, prepared_h_, prepared_options_)) return;
-  octave_info_.clear();
-  std::size_t goff = 0, doff = 0;
-  max_plane_ = 1;
-  for (int o = 0; o < p.octaves; ++o) {
-    const auto& s = p.octave_shape[std::size_t(o)];
-    const std::size_t plane = std::size_t(s.width) * std::size_t(s.height);
-    octave_info_.insert(octave_info_.end(), {s.width, s.height, (long long)goff, (long long)doff});
-    goff += plane * std::size_t(p.levels);
-    doff += plane * std::size_t(p.dog_levels);
-    max_plane_ = std::max(max_plane_, plane);
-  }
-  if (octave_info_.empty()) octave_info_.assign(4, 0);
-  std::vector<float> scales = p.octave_scale;
-  if (scales.empty()) scales.push_back(1.0f);
+  if (prepared_for(p)) return;
+  size_from_plan(p);
+  const std::vector<float> scales = octave_scales(p);
   // One pinned staging area for the three tables (a synchronous copy would also do; this keeps the order
   // on the compute stream explicit). The stream is synchronised before the staging area is reused.
   const std::size_t info_bytes = octave_info_.size() * sizeof(long long);
@@ -107,13 +90,9 @@ void SiftStagesCuda::prepare(const detail::SiftPlan& p) {
   SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(buffer("sift.taps", tap_bytes), h + info_bytes + scale_bytes, tap_bytes,
                                          cudaMemcpyHostToDevice, st_.compute));
   SPECTRASIFT_CUDA_CHECK(cudaStreamSynchronize(st_.compute));  // the staging area may be reused at once
-  candidate_capacity_ = std::max<std::size_t>(p.candidate_capacity, 1);
   size_blur_tiles();
   size_feature_kernels();
-  prepared_w_ = p.input_width;
-  prepared_h_ = p.input_height;
-  prepared_options_ = p.options;
-  prepared_ = true;
+  mark_prepared(p);
 }
 
 void SiftStagesCuda::mark(Stage stage) {
@@ -129,52 +108,16 @@ void SiftStagesCuda::finish_profile() {
   for (std::size_t i = 0; i + 1 < marks_.size(); ++i)
     stage_ms_[std::size_t(marks_[i])] += ms_between((*events_)[i], (*events_)[i + 1]);
   marks_.clear();
-  if (!ctx_.options.verbose) return;
-  std::string line = "sift: cuda device time per stage (ms):";
-  char b[64];
-  for (int s = 0; s < kStages; ++s) {
-    std::snprintf(b, sizeof b, " %s %.3f", stage_name(s), stage_ms_[std::size_t(s)]);
-    line += b;
-  }
-  ctx_.log(line + "; " + std::to_string(candidates_) + " candidates, " + std::to_string(counters_[1]) + " refined, " +
-           std::to_string(counters_[2]) + " oriented, " + std::to_string(counters_[4]) + " kept");
+  log_stage_times("cuda");
 }
 
-void SiftStagesCuda::download(Features& out, detail::SiftCounts& counts) {
-  const detail::SiftPlan& p = *plan_;
-  out.image_width = p.input_width;
-  out.image_height = p.input_height;
-  out.keypoints.clear();
-  out.descriptors.clear();
-  out.device.reset();
-  counts = {};
-  if (p.octaves == 0 || candidates_ == 0) {
-    counts.candidates = candidates_;
-    finish_profile();
-    return;
-  }
-  read_counters();  // read-back 2 starts: the counts, then the records and descriptors they size
-  if (counters_[kernels::kCountOriented] > keypoint_capacity_ || counters_[kernels::kCountKept] > descriptor_capacity_) {
-    // More orientation peaks or kept keypoints than the buffers hold: grow them, run those stages again.
-    keypoint_capacity_ = std::max<std::size_t>(keypoint_capacity_, counters_[kernels::kCountOriented]);
-    descriptor_capacity_ = std::max<std::size_t>(descriptor_capacity_, counters_[kernels::kCountOriented]);
-    ++regrowths_;
-    SPECTRASIFT_CUDA_CHECK(cudaMemsetAsync(counters() + kernels::kCountOriented, 0, 3 * sizeof(unsigned int), st_.compute));
-    orientations();
-    select(nullptr);  // the mask uploaded by the first select() stays in force until the next upload()
-    descriptors();
-    read_counters();
-  }
+void SiftStagesCuda::clear_feature_counters() {
+  SPECTRASIFT_CUDA_CHECK(cudaMemsetAsync(counters() + kernels::kCountOriented, 0, 3 * sizeof(unsigned int), st_.compute));
+}
+
+void SiftStagesCuda::read_features(Features& out, std::size_t kept) {
   mark(kDownload);
-  const std::size_t kept = counters_[kernels::kCountKept];
-  counts.candidates = candidates_;
-  counts.refined = counters_[kernels::kCountRefined];
-  counts.oriented = counters_[kernels::kCountOriented];
-  counts.kept = kept;
-  if (kept == 0) {
-    finish_profile();
-    return;
-  }
+  if (kept == 0) return;
   const std::size_t record_bytes = kept * sizeof(SiftKeypoint);
   const std::size_t desc_bytes = kept * Features::kDescriptorSize * sizeof(float);
   // The records and descriptors through one pinned area (pageable copies would be synchronous and slower),
@@ -192,16 +135,10 @@ void SiftStagesCuda::download(Features& out, detail::SiftCounts& counts) {
     cudaFree(copy);
     SPECTRASIFT_CUDA_CHECK(e);
   }
-  const SiftKeypoint* records = host.as<const SiftKeypoint>();
-  out.keypoints.resize(kept);
-  for (std::size_t i = 0; i < kept; ++i) {
-    const SiftKeypoint& s = records[i];
-    out.keypoints[i] = Keypoint{s.x, s.y, s.size, s.angle, s.response, s.octave, s.layer, s.layer_offset};
-  }
+  keypoints_from_records(host.as<const SiftKeypoint>(), kept, out);
   const float* host_desc = reinterpret_cast<const float*>(host.as<char>() + record_bytes);
   out.descriptors.assign(host_desc, host_desc + kept * Features::kDescriptorSize);
   out.device = std::make_shared<CudaDeviceFeatures>(st_, out, st_.device, copy);
-  finish_profile();
 }
 
 CudaDeviceFeatures::CudaDeviceFeatures(const detail::BackendImpl& owner, const Features& f, int device,
