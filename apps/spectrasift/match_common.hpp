@@ -22,11 +22,6 @@
 
 namespace spectrasift::cli {
 
-/// Milliseconds since `t0`.
-inline double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
 /// The SIFT options a matching command takes (same names and defaults as `spectrasift sift`).
 inline void add_sift_options(CLI::App& sub, SiftOptions& o) {
   sub.add_option("--max-features", o.max_features, "keep the N strongest features per image, 0 = all (default 0)");
