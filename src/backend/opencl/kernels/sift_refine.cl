@@ -12,14 +12,7 @@ __kernel void sift_refine(__global const float* dog, __global const long* info, 
   const uint count = min(counters[SIFT_COUNT_CANDIDATES], capacity);
   if (id >= count) return;
   const int4 cand = candidates[id];
-  SiftRefineParams p;
-  p.layers = layers;
-  p.border = border;
-  p.first_octave = first_octave;
-  p.contrast_threshold = contrast_threshold;
-  p.edge_threshold = edge_threshold;
-  p.sigma = sigma;
-  p.output_scale = output_scale;
+  const SiftRefineParams p = {layers, border, first_octave, contrast_threshold, edge_threshold, sigma, output_scale};
   SiftKeypoint kp;
   if (!sift_refine_candidate(dog, info, octave_scale, cand.x, cand.y, cand.z, cand.w, p, &kp)) return;
   const uint slot = atomic_inc(&counters[SIFT_COUNT_REFINED]);
