@@ -9,16 +9,15 @@
 // times the features), with the ground truth H1to3p (scaled for the x2 pair), so that the accuracy of
 // both RANSACs is printed beside their time.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "bench_timing.hpp"
 #include "harness_util.hpp"
 #include "spectrasift/geometry.hpp"
 #include "spectrasift/io.hpp"
@@ -34,19 +33,9 @@
 using namespace spectrasift;
 using Mat3 = std::array<double, 9>;
 
-namespace {
+using spectrasift::bench::median_ms;
 
-double median_ms(int runs, const std::function<void()>& f) {
-  f();  // warm-up
-  std::vector<double> t;
-  for (int i = 0; i < runs; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+namespace {
 
 Mat3 read_h1to3p(const std::string& path) {
   std::ifstream f(path);

@@ -4,11 +4,13 @@
 set -euo pipefail
 [ "${SPECTRASIFT_SKIP_APT:-0}" = 1 ] && exit 0
 packages=(
-  build-essential cmake pkg-config
+  build-essential cmake pkg-config ccache
   libpng-dev libjpeg-dev libtiff-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   libopencv-dev python3-opencv python3-numpy python3-spectral python3-skimage opencv-doc libvlfeat-dev
+  python3-dev python3-venv python3-pip python3-pytest   # the Python module (nanobind from PyPI in a venv: scripts/test.sh)
+  python3-dask python3-distributed python3-pandas       # spectrasift.batch (scale-out on Dask) and its tests
   clang libclang-rt-14-dev llvm libomp-14-dev   # fuzz targets (libFuzzer), symbolizer, libomp + Archer for TSan
 )
 missing=()

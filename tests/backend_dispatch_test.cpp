@@ -4,6 +4,7 @@
 // keeps descriptors on its device (no GPU backend makes such copies yet).
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -14,8 +15,11 @@
 #include "core/dispatch.hpp"
 #include "core/spectral_backend.hpp"
 #include "spectrasift/context.hpp"
+#include "spectrasift/cube.hpp"
 #include "spectrasift/error.hpp"
 #include "spectrasift/match.hpp"
+#include "spectrasift/sift.hpp"
+#include "spectrasift/spectral.hpp"
 
 namespace spectrasift {
 namespace {
@@ -159,7 +163,7 @@ TEST(Dispatch, OperationsAGpuBackendLacksFollowTheAutoRule) {
   detail::ContextImpl& im = ctx.impl();
   detail::BackendImpl& gpu = *im.backend_impl;
   EXPECT_EQ(&detail::backend_for(im, detail::Operation::kMatch), &gpu);
-  // RANSAC scoring and warping run on the host for every backend, explicit or not.
+  // RANSAC scoring and warping of a backend that lacks them run on the CPU backend (the same bits), explicit or not.
   im.options.backend = Backend::kOpenCL;
   EXPECT_EQ(&detail::backend_for(im, detail::Operation::kRansac), &detail::host_backend());
   EXPECT_EQ(&detail::backend_for(im, detail::Operation::kWarp), &detail::host_backend());
@@ -189,6 +193,70 @@ TEST(Dispatch, OperationsAGpuBackendLacksFollowTheAutoRule) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInternal);
   }
+}
+
+/// A "GPU" with a small memory (1 MB, 512 KB free, at most 256 KB per buffer) that implements SIFT and spectral
+/// matching: jobs must be checked against its memory, not the host's (issue 21, item 2). Its entries are never
+/// reached by the jobs below, which are refused first.
+class SmallDevice final : public detail::BackendImpl {
+ public:
+  Backend kind() const noexcept override { return Backend::kCuda; }
+  bool implements(detail::Operation op) const noexcept override {
+    return op == detail::Operation::kSift || op == detail::Operation::kSpectral;
+  }
+  detail::DeviceMemory device_memory() const override { return {1u << 20, 512u << 10, 256u << 10}; }
+};
+
+std::string error_of(const std::function<void()>& job) {
+  try {
+    job();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kOutOfMemory) << e.what();
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(DeviceMemory, JobsOnAGpuBackendAreCheckedAgainstTheDevicesMemory) {
+  EXPECT_EQ(detail::host_backend().device_memory().total, 0u) << "the CPU backend works in host memory";
+  Context ctx(cpu_options());
+  ctx.impl().backend_impl = std::make_unique<SmallDevice>();
+  ctx.impl().options.backend = Backend::kCuda;
+  // SIFT of 256 x 256: about 12 MB with the upsampled octave, far below the host's budget, over the device's.
+  const Image flat = Image::allocate(256, 256, 1, PixelType::kU8);
+  std::string e = error_of([&] { detect_and_compute(ctx, flat); });
+  EXPECT_NE(e.find("sift: image of 256 x 256 needs a single buffer of"), std::string::npos) << e;
+  EXPECT_NE(e.find("allows at most 256.0 KB per buffer"), std::string::npos) << e;
+  // 64 x 64 without upsampling: every buffer fits one allocation, the whole job not the device.
+  SiftOptions no_up;
+  no_up.upsample = false;
+  const Image small = Image::allocate(64, 64, 1, PixelType::kU8);
+  e = error_of([&] { detect_and_compute(ctx, small, no_up); });
+  EXPECT_NE(e.find("of working memory on the device, more than the budget of 1.0 MB (the device's memory; "
+                   "512.0 KB free now)"),
+            std::string::npos)
+      << e;
+  // --max-memory replaces the budget (the largest allocation stays).
+  ctx.impl().options.max_memory = 100;
+  e = error_of([&] { detect_and_compute(ctx, small, no_up); });
+  EXPECT_NE(e.find("more than the budget of 100 bytes;"), std::string::npos) << e;
+  ctx.impl().options.max_memory = 0;
+
+  // Spectral: 1000 references of 100 bands (two float copies, 800 KB) on a 4 x 4 cube.
+  std::vector<float> cube(4 * 4 * 100, 1.0f);
+  SpectralLibrary lib;
+  lib.count = 1000;
+  lib.bands = 100;
+  lib.spectra.assign(std::size_t(lib.count) * lib.bands, 0.5f);
+  CubeRef ref;
+  ref.data = cube.data();
+  ref.size_bytes = cube.size() * sizeof(float);
+  ref.samples = ref.lines = 4;
+  ref.bands = 100;
+  e = error_of([&] { spectral_match(ctx, ref, lib, SpectralOptions{}); });
+  EXPECT_NE(e.find("spectral: 1000 reference(s) of 100 bands and lines of 4 pixels needs a single buffer of 390.6 KB"),
+            std::string::npos)
+      << e;
 }
 
 TEST(Dispatch, TheCpuBackendImplementsEveryOperation) {

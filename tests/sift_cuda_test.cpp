@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +27,7 @@
 #ifdef SPECTRASIFT_HAVE_CUDA
 #include "backend/backend.hpp"
 #include "backend/cuda/sift.hpp"  // no CUDA header: the stages' knobs only
+#include "hooks/cuda_hooks.hpp"
 #endif
 
 namespace ss = spectrasift;
@@ -202,6 +205,39 @@ TEST(SiftCuda, PublicApiRunsTheDeviceStages) {
   EXPECT_GE(counts.oriented, counts.refined);
   EXPECT_GE(counts.oriented, counts.kept);
   EXPECT_EQ(counts.kept, f.keypoints.size());
+}
+
+// The upload paths give the same features: a small image (one plain copy), a large one from pageable
+// memory (staged in chunks through pinned memory) and the same bytes from page-locked memory (copied
+// directly), colour and grey.
+TEST(SiftCuda, UploadPathsGiveTheSameFeatures) {
+  REQUIRE_CUDA();
+  OwnStages own;
+  for (const char* name : {"graf1_gray.png", "box.png"}) {
+    for (int channels : {1, 3}) {
+      ss::Image im = load(name);
+      if (channels == 3 && im.channels == 1) {  // a colour image with different channels
+        ss::Image c = ss::Image::allocate(im.width, im.height, 3, ss::PixelType::kU8);
+        for (std::size_t i = 0; i < im.data.size(); ++i) {
+          c.data[3 * i] = im.data[i];
+          c.data[3 * i + 1] = static_cast<std::uint8_t>(255 - im.data[i]);
+          c.data[3 * i + 2] = static_cast<std::uint8_t>(im.data[i] / 2);
+        }
+        im = std::move(c);
+      }
+      const ss::Features pageable = run_stages(*own.stages, own.ctx.impl(), sift_view(im), {}, nullptr);
+      void* pinned = ss::cuda::bench::pinned_host_alloc(own.ctx, im.data.size());
+      std::memcpy(pinned, im.data.data(), im.data.size());
+      ss::detail::SiftImageView v = sift_view(im);
+      v.data = pinned;
+      const ss::Features direct = run_stages(*own.stages, own.ctx.impl(), v, {}, nullptr);
+      ss::cuda::bench::pinned_host_free(pinned);
+      ASSERT_FALSE(pageable.keypoints.empty()) << name;
+      EXPECT_TRUE(same_bits(pageable, direct)) << name << " channels " << channels;
+      EXPECT_TRUE(same_bits(pageable, cuda_sift(im))) << name << " channels " << channels;
+      expect_agreement(cpu_sift(im), direct, std::string(name) + " pinned, channels " + std::to_string(channels));
+    }
+  }
 }
 
 // Device time per stage and end to end against the CPU backend (reported, never asserted). Run with

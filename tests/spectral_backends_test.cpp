@@ -172,6 +172,20 @@ TEST_P(SpectralBackends, ManyReferencesBest) {
   skip_if_unsupported();
 }
 
+TEST_P(SpectralBackends, TopKOfManyReferencesIsTheCpuBackends) {
+  // K = 100 of 120 references (above CUDA's product path, kGemmMaxTopK: its spectral_multi heap in the output
+  // bands; OpenCL's private heap of KEEP = 100): the same ranks as the CPU backend, lower- and higher-is-better.
+  const EnviCube cube = open_envi(data_dir() / "hydice_data.hdr");
+  std::vector<std::pair<int, int>> xy;
+  for (int i = 0; i < 120; ++i) xy.push_back({(i * 29) % 80, (i * 41) % 100});
+  const SpectralLibrary lib = reference_from_pixels(cube, xy);
+  for (Metric m : {Metric::kEuclidean, Metric::kCorrelation}) {
+    SCOPED_TRACE(to_string(m));
+    if (!compare(cube, lib, opts(m, Reduction::kTopK, 100))) break;
+  }
+  skip_if_unsupported();
+}
+
 TEST_P(SpectralBackends, NoDataBadBandsScaleAndSmallChunks) {
   TempDir dir("backends");
   TestCube c = TestCube::random(19, 11, 12, 7, true, 200.0);

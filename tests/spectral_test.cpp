@@ -254,6 +254,7 @@ TEST(SpectralCpu, BestTopAndThresholdFollowTheScores) {
     const auto all = run(cube, lib, m);
     const auto best = run(cube, lib, m, Reduction::kBest);
     const auto top = run(cube, lib, m, Reduction::kTopK, 4);
+    const auto ranked = run(cube, lib, m, Reduction::kTopK, lib.count);  // every reference, in order
     const bool hib = higher_is_better(m);
     // A threshold between the best and worst score of the pixel set rejects some pixels and keeps others.
     std::vector<float> bests;
@@ -273,6 +274,10 @@ TEST(SpectralCpu, BestTopAndThresholdFollowTheScores) {
       for (int r = 0; r < 4; ++r) {
         ASSERT_EQ(top.index[r * npix + i], s[r].second) << "pixel " << i << " rank " << r;
         ASSERT_EQ(top.scores[r * npix + i], s[r].first);
+      }
+      for (int r = 0; r < lib.count; ++r) {
+        ASSERT_EQ(ranked.index[r * npix + i], s[r].second) << "pixel " << i << " rank " << r;
+        ASSERT_EQ(ranked.scores[r * npix + i], s[r].first);
       }
       const bool pass = hib ? s[0].first >= float(thr) : s[0].first <= float(thr);
       if (pass) {

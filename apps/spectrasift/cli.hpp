@@ -63,9 +63,7 @@ CLI::Validator integer_in(long long lo, long long hi);
 CLI::Validator unsigned_64();
 /// A finite number (not nan or inf); positive: > 0 as well.
 CLI::Validator finite_number(bool positive = false);
-/// --max-memory's value: BYTES with an optional K, M, G or T suffix (powers of 1024), or "none" (no
-/// limit, UINT64_MAX). Throws Error(kInvalidArgument) quoting the text otherwise; 0 is refused.
-std::uint64_t parse_memory_size(const std::string& text);
+// --max-memory's value: spectrasift::parse_memory_size (options.hpp; SPECTRASIFT_MAX_MEMORY takes the same).
 
 /// The largest --threads: 4 x the hardware threads (beyond that libgomp fails or crashes).
 int max_threads();
@@ -83,13 +81,17 @@ inline double ms_since(std::chrono::steady_clock::time_point t0) {
 }
 
 /// A progress bar on stderr for long jobs: drawn only when stderr is a terminal, `enabled` (not --quiet),
-/// and once the job has run for a second; a stage label ("sift fixed", "ransac") may change as it goes.
+/// and once the job has run for a second (SPECTRASIFT_PROGRESS_DELAY seconds: 0 draws at once); a stage
+/// label ("sift fixed", "ransac") may change as it goes. The library reports, the CLI draws: within() is
+/// the callback to give Context::set_progress for a part of the job.
 class Progress {
  public:
   Progress(std::string label, bool enabled);
   ~Progress();
   void update(double fraction);                          ///< 0..1 of the whole job
   void stage(const std::string& label, double fraction);  ///< a new stage, starting at `fraction`
+  /// A callback that maps an operation's 0..1 onto [lo, hi] of the whole job (the bar must outlive it).
+  ProgressFn within(double lo, double hi);
   void clear();  ///< erases the bar (before a message or a result is printed); the next update redraws it
   void done();   ///< ends the bar's line; nothing more is drawn
 
@@ -99,6 +101,7 @@ class Progress {
   bool drawn_ = false;
   int last_ = -1;
   std::chrono::steady_clock::time_point start_;
+  std::chrono::duration<double> delay_{1.0};
 };
 
 }  // namespace spectrasift::cli

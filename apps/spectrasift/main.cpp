@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <optional>
 #include <thread>
@@ -114,26 +115,6 @@ CLI::Validator finite_number(bool positive) {
       positive ? "POSITIVE NUMBER" : "NUMBER");
 }
 
-std::uint64_t parse_memory_size(const std::string& text) {
-  if (text == "none") return std::numeric_limits<std::uint64_t>::max();
-  std::string digits = text;
-  std::uint64_t unit = 1;
-  if (!digits.empty()) {
-    const char s = char(std::toupper(static_cast<unsigned char>(digits.back())));
-    const std::string suffixes = "KMGT";
-    if (const auto i = suffixes.find(s); i != std::string::npos) {
-      unit = std::uint64_t(1) << (10 * (i + 1));
-      digits.pop_back();
-    }
-  }
-  const auto v = whole_integer<std::uint64_t>(digits);
-  std::uint64_t bytes = 0;
-  if (!v || digits[0] == '-' || *v == 0 || __builtin_mul_overflow(*v, unit, &bytes))
-    throw Error(ErrorCode::kInvalidArgument,
-                "'" + text + "' is not a memory size (BYTES > 0 with an optional K, M, G or T suffix, or none)");
-  return bytes;
-}
-
 int max_threads() {
   const unsigned hw = std::thread::hardware_concurrency();
   return int(4 * std::max(1u, hw));
@@ -172,7 +153,16 @@ void require_input_file(const std::filesystem::path& path) {
 }
 
 Progress::Progress(std::string label, bool enabled)
-    : label_(std::move(label)), enabled_(enabled && ::isatty(STDERR_FILENO)), start_(std::chrono::steady_clock::now()) {}
+    : label_(std::move(label)), enabled_(enabled && ::isatty(STDERR_FILENO)), start_(std::chrono::steady_clock::now()) {
+  if (const char* d = std::getenv("SPECTRASIFT_PROGRESS_DELAY"); d && *d) {
+    char* end = nullptr;
+    const double v = std::strtod(d, &end);
+    if (end != d && *end == '\0' && v >= 0 && v < 1e6) delay_ = std::chrono::duration<double>(v);
+  }
+}
+ProgressFn Progress::within(double lo, double hi) {
+  return [this, lo, hi](double f) { update(lo + f * (hi - lo)); };
+}
 Progress::~Progress() { done(); }
 void Progress::stage(const std::string& label, double fraction) {
   label_ = label;
@@ -182,7 +172,7 @@ void Progress::stage(const std::string& label, double fraction) {
 void Progress::update(double fraction) {
   if (!enabled_) return;
   // Only jobs that last: nothing is drawn during the first second.
-  if (std::chrono::steady_clock::now() - start_ < std::chrono::seconds(1)) return;
+  if (std::chrono::steady_clock::now() - start_ < delay_) return;
   const int pct = int(std::min(1.0, std::max(0.0, fraction)) * 100.0 + 0.5);
   if (pct == last_) return;
   last_ = pct;

@@ -16,6 +16,7 @@
 #include "report.hpp"
 #include "spectrasift/geometry.hpp"
 #include "spectrasift/match.hpp"
+#include "spectrasift/registration.hpp"
 #include "spectrasift/verdict.hpp"
 
 namespace spectrasift::cli {
@@ -58,7 +59,11 @@ int register_one(Context& ctx, const RegisterArgs& a, const GlobalOptions& g, Fe
   const auto stage = [&](const char* what, double f) {
     bar.stage(std::string(what) + " " + name, progress0 + f * (progress1 - progress0));
   };
+  const auto part = [&](double lo, double hi) {  // the library's progress of one step, onto [lo, hi] of this input
+    return bar.within(progress0 + lo * (progress1 - progress0), progress0 + hi * (progress1 - progress0));
+  };
   stage("sift", 0.0);
+  ctx.set_progress(part(0.0, 0.5));
   FeatureInput moving = load_input(ctx, moving_path, a.sift, false);
   if (!moving.from_image && moving.features.image_width <= 0) {
     moving.features.image_width = size.first;
@@ -67,24 +72,18 @@ int register_one(Context& ctx, const RegisterArgs& a, const GlobalOptions& g, Fe
   if (!moving.from_image && (!out.warped.empty() || !out.draw.empty() || !out.overlay.empty()))
     throw Error(ErrorCode::kInvalidArgument, moving_path + ": a feature file: -o, --draw and --overlay need the image");
 
-  // Query = MOVING, train = FIXED; the model maps MOVING points onto FIXED points.
-  stage("match", 0.5);
-  auto t0 = std::chrono::steady_clock::now();
-  const std::vector<Match> matches = match_features(ctx, moving.features, fixed.features, a.match);
-  const double match_ms = ms_since(t0);
-  std::vector<Point2> pm, pf;
-  pm.reserve(matches.size());
-  pf.reserve(matches.size());
-  for (const Match& m : matches) {
-    const Keypoint& km = moving.features.keypoints[std::size_t(m.query)];
-    const Keypoint& kf = fixed.features.keypoints[std::size_t(m.train)];
-    pm.push_back({km.x, km.y});
-    pf.push_back({kf.x, kf.y});
-  }
-  stage("ransac", 0.7);
-  t0 = std::chrono::steady_clock::now();
-  const ModelEstimate est = estimate_model(ctx, pm, pf, a.ransac);
-  const double ransac_ms = ms_since(t0);
+  // Query = MOVING, train = FIXED; the model maps MOVING points onto FIXED points (spectrasift/registration.hpp).
+  // The library's progress of each step drives the bar's share of it (match 0.5-0.7, RANSAC 0.7-0.8).
+  const Registration reg = register_features(
+      ctx, moving.features, fixed.features, moving.width(), moving.height(), fixed.width(), fixed.height(),
+      {a.match, a.ransac, {}}, [&](const char* s) {
+        const bool is_match = std::string(s) == "match";
+        stage(s, is_match ? 0.5 : 0.7);
+        ctx.set_progress(is_match ? part(0.5, 0.7) : part(0.7, 0.8));
+      });
+  const std::vector<Match>& matches = reg.matches;
+  const ModelEstimate& est = reg.estimate;
+  const double match_ms = reg.match_ms, ransac_ms = reg.ransac_ms;
   const std::string between = " between " + a.fixed + " (" + std::to_string(fixed.features.size()) +
                               " features) and " + moving_path + " (" + std::to_string(moving.features.size()) +
                               " features)";
@@ -93,8 +92,7 @@ int register_one(Context& ctx, const RegisterArgs& a, const GlobalOptions& g, Fe
                                          " matches, best model " + std::to_string(est.inliers) + " inliers, " +
                                          std::to_string(a.ransac.required_inliers()) + " needed (do the images overlap?)");
   }
-  const ModelVerdict verdict =
-      assess_model(est, pm, pf, moving.width(), moving.height(), fixed.width(), fixed.height());
+  const ModelVerdict& verdict = reg.verdict;
   if (!verdict.reliable) {
     char figures[160];
     std::snprintf(figures, sizeof figures, " (%d inliers of %zu matches, rms %.2f px)", est.inliers, matches.size(),
@@ -107,7 +105,8 @@ int register_one(Context& ctx, const RegisterArgs& a, const GlobalOptions& g, Fe
 
   // Pictures, then all files at once.
   stage("warp", 0.8);
-  t0 = std::chrono::steady_clock::now();
+  ctx.set_progress({});
+  auto t0 = std::chrono::steady_clock::now();
   Image warped;
   if (!out.warped.empty() || !out.overlay.empty())
     warped = warp_image(ctx, moving.image, est.matrix, fixed.width(), fixed.height());
@@ -204,6 +203,7 @@ int run_register(RegisterArgs& a, const GlobalOptions& g) {
   Context ctx(g.context_options());
   Progress bar("sift " + fs::path(a.fixed).filename().string(), !g.quiet);
   bar.update(0.0);
+  ctx.set_progress(bar.within(0.0, 0.3));  // the library reports, the bar draws
   FeatureInput fixed = load_input(ctx, a.fixed, a.sift, false);
   if (!fixed.from_image && fixed.features.image_width <= 0) {
     fixed.features.image_width = size.first;

@@ -88,6 +88,8 @@ void sift_one(Context& ctx, const SiftCliOptions& o, const GlobalOptions& g, con
                  to_string(image.type), read_ms);
 
   stage("sift", 0.1);
+  // The library reports the extraction's progress (per stage and octave), the bar draws it.
+  ctx.set_progress(bar.within(progress0 + 0.1 * (progress1 - progress0), progress0 + 0.9 * (progress1 - progress0)));
   t = Clock::now();
   // 8-bit colour: SIFT runs on the file's grey as cv2.imread(IMREAD_GRAYSCALE) makes it (a JPEG's luma
   // plane), so that the keypoints are OpenCV's; the colour image is kept for --draw.
@@ -97,6 +99,7 @@ void sift_one(Context& ctx, const SiftCliOptions& o, const GlobalOptions& g, con
   const double sift_ms = ms_since(t);
 
   // Both outputs are written under temporary names and renamed only when both are complete.
+  ctx.set_progress({});
   stage("write", 0.9);
   t = Clock::now();
   OutputSet files;

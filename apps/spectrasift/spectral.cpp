@@ -219,6 +219,29 @@ Image make_picture(const SpectralResult& r, const SpectralOptions& o, const std:
   return add_title(make_map(r, o, names), title + "\n" + std::filesystem::path(cube).filename().string());
 }
 
+/// The --png picture is refused before the job when it cannot be made (issue 21, item 2: a 2^24 x 1 cube took
+/// 8 GB before libpng refused its width): an upper bound of make_picture's canvas (the map, a legend or colour
+/// bar beside it, at least 384 pixels high, a title above) must fit PNG's side limit as libpng writes it, and
+/// its buffers (the map as floats and colours, the canvas and its titled copy) the memory budget.
+void check_picture_size(int samples, int lines, const ContextOptions& co) {
+  constexpr std::uint64_t kPngMaxSide = 1000000;  // libpng's default user limit (PNG_USER_WIDTH_MAX / _HEIGHT_MAX)
+  const int zoom = std::max(1, std::min(8, 400 / std::max(samples, lines)));
+  const std::uint64_t w = std::uint64_t(samples) * zoom, h = std::uint64_t(lines) * zoom;
+  const std::uint64_t cw = w + 256, ch = std::max<std::uint64_t>(h, 384) + 64;
+  const std::uint64_t bytes = 7 * w * h + 6 * cw * ch;
+  const std::string shape = std::to_string(samples) + " x " + std::to_string(lines);
+  if (cw > kPngMaxSide || ch > kPngMaxSide)
+    throw Error(ErrorCode::kOutOfMemory, "--png: the picture of a " + shape + " cube would be " + std::to_string(cw) +
+                                             " x " + std::to_string(ch) + " pixels, over PNG's " +
+                                             std::to_string(kPngMaxSide) +
+                                             " pixels a side (libpng); leave out --png or cut the cube into tiles");
+  if (bytes > host_memory_budget(co))
+    throw Error(ErrorCode::kOutOfMemory, "--png: the picture of a " + shape + " cube needs about " +
+                                             std::to_string(bytes >> 20) + " MB, more than the memory budget of " +
+                                             std::to_string(host_memory_budget(co) >> 20) +
+                                             " MB; leave out --png, cut the cube into tiles or raise --max-memory");
+}
+
 /// The output format follows the extension: ENVI for .hdr (OUT.hdr + OUT.img); .tif/.tiff (GeoTIFF) is refused
 /// with a clear message rather than written as ENVI bytes under a TIFF name; any other name is a usage error.
 void check_output_names(const SpectralArgs& a) {
@@ -262,6 +285,7 @@ int run_spectral(const SpectralArgs& a, const GlobalOptions& g) {
   Context ctx(co);
   const auto t_read = Clock::now();
   const EnviCube cube = open_envi(a.cube, co.max_pixels);
+  if (!a.png.empty()) check_picture_size(cube.header().samples, cube.header().lines, co);
   const SpectralLibrary refs = load_references(a, cube, co.max_pixels, g.verbose);
   const double read_ms = ms_since(t_read);
 

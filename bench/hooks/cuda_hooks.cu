@@ -122,6 +122,15 @@ double pinned_upload_ms(Context& ctx, std::size_t bytes, int reps) {
   }));
 }
 
+void* pinned_host_alloc(Context& ctx, std::size_t bytes) {
+  state(ctx.impl()).activate();
+  void* p = nullptr;
+  SPECTRASIFT_CUDA_CHECK(cudaMallocHost(&p, bytes));
+  return p;
+}
+
+void pinned_host_free(void* p) { cudaFreeHost(p); }
+
 double resident_compute_ms(Context& ctx, const detail::CubeView& cube, const detail::PreparedReferences& refs,
                            const SpectralOptions& options, int reps, SpectralResult* result, bool force_exact) {
   using namespace spectral;

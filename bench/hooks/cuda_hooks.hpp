@@ -53,6 +53,10 @@ unsigned long long fused_overflow_pixels(Context& ctx);
 std::size_t device_memory_used_bytes(Context& ctx);
 /// Pinned host -> device cudaMemcpyAsync of `bytes`: milliseconds.
 double pinned_upload_ms(Context& ctx, std::size_t bytes, int reps);
+/// Page-locked host memory (cudaMallocHost on the context's device) of `bytes`, and its release: what a
+/// caller that keeps its images pinned hands to detect_and_compute (tests of the direct upload path).
+void* pinned_host_alloc(Context& ctx, std::size_t bytes);
+void pinned_host_free(void* p);
 
 /// The device compute alone: the whole cube is uploaded once (as one chunk) and the kernels of
 /// spectral matching run `reps` times over it; median milliseconds. `result` (sized as for

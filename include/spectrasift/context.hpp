@@ -1,6 +1,7 @@
 // spectrasift/context.hpp — one device and everything that lives on it.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,6 +31,11 @@ std::vector<Backend> compiled_backends();
 std::vector<DeviceInfo> list_devices();
 
 namespace detail { struct ContextImpl; }
+
+/// Progress of a long operation: the fraction done, 0..1, nondecreasing within one operation and 1.0 last
+/// when it succeeds. Called from the calling thread only, between pieces of work (keep it cheap). The library
+/// never prints progress; the CLI draws its bar from this.
+using ProgressFn = std::function<void(double)>;
 
 /// Owns one device of one backend: queues/streams, memory pool, compiled kernels, reusable plans.
 /// Create it once and reuse it; it is move-only. A Context is not thread-safe: use one per thread.
@@ -62,6 +68,11 @@ class Context {
   const ContextOptions& options() const noexcept;
   /// "cuda:0 NVIDIA H200", "opencl:1 pthread-... (Portable Computing Language)", "cpu:0 (16 threads)".
   std::string describe() const;
+  /// The progress callback of the operations on this Context (empty, the default: none): detect_and_compute
+  /// after each stage and, on the CPU backend, each octave; match_features and nearest_two per pass (on the
+  /// CPU backend per sixteenth of the queries); estimate_model per batch of RANSAC iterations; spectral_match
+  /// per chunk of lines (unless the call gives its own). Each operation reports from 0 to 1.0.
+  void set_progress(ProgressFn progress);
 
   /// Backend-private state; not part of the public API.
   detail::ContextImpl& impl() noexcept { return *impl_; }

@@ -51,6 +51,11 @@ struct SiftOptions {
 Features detect_and_compute(Context& ctx, const Image& image, const SiftOptions& options = {},
                             const Image* mask = nullptr);
 
+/// The same on an image in the caller's memory (types.hpp ImageView), read in place: the same bits as the
+/// Image overload on the same samples.
+Features detect_and_compute(Context& ctx, const ImageView& image, const SiftOptions& options = {},
+                            const Image* mask = nullptr);
+
 /// The same from an already grey float image (values in grey levels, 0..255 nominal).
 Features detect_and_compute(Context& ctx, const ImageF& gray, const SiftOptions& options = {},
                             const Image* mask = nullptr);

@@ -65,8 +65,7 @@ struct SpectralResult {
   std::string backend;              ///< Context::describe() of the device that ran
 };
 
-/// Progress callback: fraction of lines done (0..1). Called from the calling thread only.
-using ProgressFn = std::function<void(double)>;
+// Progress: ProgressFn (context.hpp), the fraction of lines done; empty: the Context's (Context::set_progress).
 
 /// The references as the cube's bands see them: `spectra` holds count rows of header().bands values
 /// (all bands, bad ones included; the metric skips them). Throws Error(kInvalidArgument) when the

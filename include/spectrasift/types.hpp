@@ -48,6 +48,17 @@ struct Image {
   static Image allocate(int width, int height, int channels, PixelType type);
 };
 
+/// A read-only view of an image in the caller's memory (a NumPy array, a decoder's buffer): the layout of
+/// Image (interleaved channels, rows of width * channels samples without padding), neither owned nor copied.
+/// The memory must stay valid and unchanged during the call that uses the view.
+struct ImageView {
+  const void* data = nullptr;
+  int width = 0;
+  int height = 0;
+  int channels = 0;
+  PixelType type = PixelType::kU8;
+};
+
 /// A float image of one channel, the working type of the pipeline (grey levels 0..255 for SIFT).
 struct ImageF {
   int width = 0;

@@ -67,11 +67,10 @@ void BackendImpl::unreachable(Operation op) const {
 void BackendImpl::match_top2(ContextImpl&, const FeatureView&, const FeatureView&, Top2*) {
   unreachable(Operation::kMatch);
 }
-void BackendImpl::score_models(const double*, const std::uint8_t*, int, const Point2*, const Point2*, int, double, int,
-                               int*, double*) {
+void BackendImpl::score_models(const double*, const std::uint8_t*, int, const PointPairs&, double, int, int*, double*) {
   unreachable(Operation::kRansac);
 }
-int BackendImpl::inlier_mask(const double*, const Point2*, const Point2*, int, double, std::uint8_t*, double*) {
+int BackendImpl::inlier_mask(const double*, const PointPairs&, double, std::uint8_t*, double*) {
   unreachable(Operation::kRansac);
 }
 Image BackendImpl::warp(const Image&, const std::array<double, 9>&, int, int, int) { unreachable(Operation::kWarp); }

@@ -75,6 +75,24 @@ struct FeatureView {
   const DeviceFeatures* device = nullptr;
 };
 
+/// The correspondences of one RANSAC run (core/ransac.cpp): MOVING -> FIXED pairs on the host and an id
+/// unique to the run in the process, so that a device backend uploads them once per run and keeps them
+/// between its score_models / inlier_mask calls (the host arrays do not change during a run).
+struct PointPairs {
+  const Point2* moving = nullptr;
+  const Point2* fixed = nullptr;
+  int n = 0;
+  std::uint64_t id = 0;
+};
+
+/// The memory of a backend's device, which a job's working-memory estimate is checked against (issue 21,
+/// item 2; core/limits.hpp). All zero for a backend that works in host memory (the CPU backend).
+struct DeviceMemory {
+  std::uint64_t total = 0;           ///< the device's memory (the default budget of a job there); 0 = host memory
+  std::uint64_t available = 0;       ///< free now (CUDA: cudaMemGetInfo; for messages), else total (OpenCL cannot tell)
+  std::uint64_t max_allocation = 0;  ///< the largest single buffer (OpenCL: CL_DEVICE_MAX_MEM_ALLOC_SIZE); 0 = no own limit
+};
+
 /// A backend. Each entry has a default body that throws Error(kInternal): a backend overrides implements()
 /// and the entries of the operations it has (the CPU backend: all of them), and dispatch never calls an
 /// entry whose operation implements() denies. (Defaults rather than pure virtuals, so that a GPU backend
@@ -88,21 +106,24 @@ class BackendImpl {
 
   virtual Backend kind() const noexcept = 0;
   virtual bool implements(Operation op) const noexcept = 0;
+  /// The device's memory (default: all zero, host memory). Each GPU backend's context/state file answers it.
+  virtual DeviceMemory device_memory() const { return {}; }
   /// A number unique to this backend object in the process (1, 2, ... in creation order).
   std::uint64_t instance() const noexcept { return instance_; }
 
   /// kMatch: the nearest and second nearest train descriptor of every query; out has query.count entries.
   /// Lower train index wins ties; distances are the exact squared L2 of backend/cpu/match.cpp.
   virtual void match_top2(ContextImpl& ctx, const FeatureView& query, const FeatureView& train, Top2* out);
-  /// kRansac: scores `count` models (9 doubles each, row-major) against n correspondences: for model h the
-  /// number of pairs with transfer error^2 <= threshold2 and the sum of those errors^2. Models with
-  /// valid[h] == 0 are skipped (count -1). Each sum is accumulated in point order, so the result does not
-  /// depend on the thread count.
-  virtual void score_models(const double* models, const std::uint8_t* valid, int count, const Point2* moving,
-                            const Point2* fixed, int n, double threshold2, int threads, int* inliers, double* sums);
-  /// kRansac: the inlier mask of one model and the sum of squared errors of its inliers; returns the count.
-  virtual int inlier_mask(const double* model, const Point2* moving, const Point2* fixed, int n, double threshold2,
-                          std::uint8_t* mask, double* sum2);
+  /// kRansac: scores `count` models (9 doubles each, row-major) against the pairs: for model h the number
+  /// of pairs with transfer error^2 <= threshold2 and the sum of those errors^2, exact and independent of
+  /// the order of the additions (numeric/ransac_score.h), so every backend and thread count gives the same
+  /// bits. Models with valid[h] == 0 are skipped (count -1, sum 0).
+  virtual void score_models(const double* models, const std::uint8_t* valid, int count, const PointPairs& pairs,
+                            double threshold2, int threads, int* inliers, double* sums);
+  /// kRansac: the inlier mask of one model and the sum of squared errors of its inliers (as score_models);
+  /// returns the count.
+  virtual int inlier_mask(const double* model, const PointPairs& pairs, double threshold2, std::uint8_t* mask,
+                          double* sum2);
   /// kWarp: bilinear warp (see warp_image in geometry.hpp); `inverse` maps FIXED -> MOVING pixels.
   virtual Image warp(const Image& moving, const std::array<double, 9>& inverse, int fixed_w, int fixed_h,
                      int threads);

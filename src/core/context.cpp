@@ -1,8 +1,10 @@
 // Context creation and backend selection (DESIGN.md "Backends and devices").
 #include "spectrasift/context.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <exception>
 #include <iostream>
 #include <thread>
 
@@ -101,6 +103,13 @@ ContextOptions ContextOptions::from_env() {
                                                    "' is not a pixel count (a whole number of pixels, 0 = no limit)");
     o.max_pixels = v;
   }
+  if (const char* m = std::getenv("SPECTRASIFT_MAX_MEMORY"); m && *m) {
+    try {
+      o.max_memory = parse_memory_size(m);
+    } catch (const Error& e) {
+      throw Error(ErrorCode::kInvalidArgument, std::string("SPECTRASIFT_MAX_MEMORY: ") + e.what());
+    }
+  }
   return o;
 }
 
@@ -131,6 +140,48 @@ int ContextImpl::cpu_threads() const noexcept {
 
 void ContextImpl::log(const std::string& line) const {
   if (options.verbose) std::cerr << "[spectrasift] " << line << '\n';
+}
+
+void ContextImpl::report_progress(double fraction) {
+  if (!progress_active || progress_depth != 1) return;  // none, or from inside a nested operation
+  const double f = progress_lo + std::clamp(fraction, 0.0, 1.0) * (progress_hi - progress_lo);
+  if (f <= progress_last) return;
+  progress_last = f;
+  progress(f);
+}
+
+OperationProgress::OperationProgress(ContextImpl& impl) : impl_(impl), exceptions_(std::uncaught_exceptions()) {
+  ++impl.progress_depth;
+  if (!impl.progress || impl.progress_active) return;
+  owner_ = true;
+  impl.progress_active = true;
+  impl.progress_last = -1;
+  stage(0, 1);
+}
+
+OperationProgress::~OperationProgress() {
+  if (owner_ && std::uncaught_exceptions() == exceptions_) {
+    try {
+      finish();
+    } catch (...) {  // a callback that throws here cannot be reported from a destructor
+    }
+  }
+  if (owner_) impl_.progress_active = false;
+  --impl_.progress_depth;
+}
+
+void OperationProgress::stage(double lo, double hi) {
+  if (!owner_) return;
+  impl_.progress_lo = lo;
+  impl_.progress_hi = hi;
+  impl_.report_progress(0);
+}
+
+void OperationProgress::finish() {
+  if (!owner_) return;
+  stage(1, 1);
+  impl_.progress_active = false;
+  owner_ = false;
 }
 
 ContextUse::ContextUse(ContextImpl& impl, const char* operation) {
@@ -202,6 +253,8 @@ Context& Context::operator=(Context&&) noexcept = default;
 Backend Context::backend() const noexcept { return impl_->device.backend; }
 const DeviceInfo& Context::device() const noexcept { return impl_->device; }
 const ContextOptions& Context::options() const noexcept { return impl_->options; }
+
+void Context::set_progress(ProgressFn progress) { impl_->progress = std::move(progress); }
 
 std::string Context::describe() const {
   const auto& d = impl_->device;

@@ -25,11 +25,41 @@ struct ContextImpl {
   /// The thread inside a public operation on this context; a default id when none (see ContextUse).
   std::atomic<std::thread::id> user{};
 
+  /// Context::set_progress, and the range [progress_lo, progress_hi] of the running operation that the
+  /// current stage covers (see OperationProgress).
+  ProgressFn progress;
+  double progress_lo = 0, progress_hi = 1, progress_last = -1;
+  bool progress_active = false;
+  int progress_depth = 0;  ///< OperationProgress objects alive: reports come only from the outermost (depth 1)
+
+  /// Reports `fraction` (0..1) of the current stage: progress(lo + fraction * (hi - lo)), never lower than the
+  /// last value reported. Nothing outside an operation's OperationProgress, nor inside a nested operation.
+  void report_progress(double fraction);
+
   Backend backend() const noexcept { return device.backend; }
   /// Threads for the CPU backend: options.threads, or every hardware thread when 0.
   int cpu_threads() const noexcept;
   /// Writes one line to stderr when options.verbose ("[spectrasift] ...").
   void log(const std::string& line) const;
+};
+
+/// The progress of one public operation (ContextImpl::progress): 0 on construction, stage(lo, hi) sets the
+/// range that report_progress then covers (reporting lo), finish() reports 1.0, and so does the destructor
+/// on a normal return (not while an exception leaves the operation). Nested in another operation's (a call
+/// made from inside one), it reports nothing, so that the outer operation's fractions stay monotone.
+class OperationProgress {
+ public:
+  explicit OperationProgress(ContextImpl& impl);
+  ~OperationProgress();
+  OperationProgress(const OperationProgress&) = delete;
+  OperationProgress& operator=(const OperationProgress&) = delete;
+  void stage(double lo, double hi);
+  void finish();
+
+ private:
+  ContextImpl& impl_;
+  bool owner_ = false;  ///< false when nested or when no callback is set
+  int exceptions_ = 0;  ///< std::uncaught_exceptions() on construction
 };
 
 /// Claims a Context for one public operation (held for the whole call): a Context must not be used by two

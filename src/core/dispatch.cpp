@@ -15,6 +15,8 @@ BackendImpl& host_backend() {
 BackendImpl& backend_for(ContextImpl& ctx, Operation op) {
   BackendImpl& own = *ctx.backend_impl;
   if (own.implements(op)) return own;
+  // A backend without RANSAC scoring or warping (an OpenCL device without doubles) hands them to the CPU
+  // backend: the results are the same bits (numeric/ransac_score.h, numeric/warp.h), so this is no fallback.
   if (op == Operation::kRansac || op == Operation::kWarp) return host_backend();
   const std::string operation = to_string(op);
   const char* name = spectrasift::to_string(own.kind());

@@ -10,8 +10,8 @@ namespace spectrasift::detail {
 
 /// The backend that runs `op` on this context:
 /// - the context's backend when it implements `op`;
-/// - else, for RANSAC scoring and warping (host operations of every backend for now, a few milliseconds),
-///   the CPU backend, silently;
+/// - else, for RANSAC scoring and warping (on the device for CUDA, and for OpenCL where the device has doubles;
+///   the CPU backend gives the same bits), the CPU backend, silently;
 /// - else, when the backend was picked by `auto`, the CPU backend, with the log line
 ///   "<op>: not implemented on <backend> yet, running on the CPU backend (N threads)";
 /// - else Error(kUnsupported): "<op> is not implemented on the <backend> backend yet (use --backend cpu or auto)".

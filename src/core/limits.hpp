@@ -17,16 +17,22 @@ std::string pixel_limit_message(std::uint64_t width, std::uint64_t height, std::
 /// "photo.png: image of ". Called before anything of the input's size is allocated.
 void check_pixel_limit(const std::string& prefix, std::uint64_t width, std::uint64_t height, std::uint64_t limit);
 
-/// The budget in bytes that ContextOptions::max_memory gives: itself, or half of the physical memory for 0.
-std::uint64_t memory_budget(std::uint64_t max_memory);
+struct DeviceMemory;  // backend/backend.hpp
+
+/// The budget in bytes that ContextOptions::max_memory gives: itself; or, for 0, the device's memory for a job
+/// on a GPU backend (`device` not null and device->total != 0), else half of the physical memory.
+std::uint64_t memory_budget(std::uint64_t max_memory, const DeviceMemory* device = nullptr);
 
 /// "1.5 GB", "820 MB", "12 KB": a byte count for messages.
 std::string human_bytes(std::uint64_t bytes);
 
-/// Throws Error(kOutOfMemory) when `need` bytes exceed memory_budget(max_memory): "<what> needs about N of
-/// working memory, more than the budget of B (<which>); <how_to_lower>, or raise the budget with
-/// --max-memory BYTES (ContextOptions::max_memory)". Called before the job allocates.
+/// Throws Error(kOutOfMemory) when `need` bytes exceed memory_budget(max_memory, device): "<what> needs about N
+/// of working memory, more than the budget of B (<which>); <how_to_lower>, or raise the budget with
+/// --max-memory BYTES (ContextOptions::max_memory)". On a device with a largest allocation, also when
+/// `largest_buffer` exceeds it (whatever the budget: the device cannot make that buffer). Called before the
+/// job allocates.
 void check_memory_budget(const std::string& what, std::uint64_t need, std::uint64_t max_memory,
-                         const std::string& how_to_lower);
+                         const std::string& how_to_lower, const DeviceMemory* device = nullptr,
+                         std::uint64_t largest_buffer = 0);
 
 }  // namespace spectrasift::detail

@@ -50,7 +50,10 @@ std::vector<Top2> nearest_two(Context& ctx, const Features& query, const Feature
   const detail::ContextUse use(ctx.impl(), "nearest_two");
   check_features(query, "query");
   check_features(train, "train");
-  return top2(ctx, query, train);
+  detail::OperationProgress progress(ctx.impl());
+  std::vector<Top2> out = top2(ctx, query, train);
+  progress.finish();
+  return out;
 }
 
 std::vector<Match> match_features(Context& ctx, const Features& query, const Features& train,
@@ -63,9 +66,14 @@ std::vector<Match> match_features(Context& ctx, const Features& query, const Fea
   if (query.size() == 0 || train.size() == 0) return matches;
   const auto t0 = std::chrono::steady_clock::now();
   Backend ran_on = Backend::kCpu;
+  detail::OperationProgress progress(ctx.impl());  // per pass: the forward one, then the backward one
+  if (options.mutual) progress.stage(0.0, 0.5);
   const std::vector<Top2> fwd = top2(ctx, query, train, &ran_on);
   std::vector<Top2> bwd;
-  if (options.mutual) bwd = top2(ctx, train, query);
+  if (options.mutual) {
+    progress.stage(0.5, 1.0);
+    bwd = top2(ctx, train, query);
+  }
   matches.reserve(fwd.size());
   for (std::size_t q = 0; q < fwd.size(); ++q) {
     const Top2& t = fwd[q];
@@ -81,6 +89,7 @@ std::vector<Match> match_features(Context& ctx, const Features& query, const Fea
   ctx.impl().log("match: " + std::to_string(query.size()) + " x " + std::to_string(train.size()) + " descriptors on " +
                  to_string(ran_on) + (ran_on == Backend::kCpu ? " (" + std::to_string(ctx.impl().cpu_threads()) + " threads)" : "") + ", " + std::to_string(matches.size()) + " matches, " +
                  std::to_string(ms) + " ms");
+  progress.finish();
   return matches;
 }
 

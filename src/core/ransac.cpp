@@ -1,7 +1,9 @@
 // The RANSAC driver: samples drawn with Philox, hypotheses from the estimators (core/estimators/),
-// batched scoring in the backend (backend/cpu/ransac.cpp), local optimisation, model choice in
-// iteration order, and the final refinement. The maths is documented in include/spectrasift/geometry.hpp.
+// batched scoring and inlier masks in the context's backend (backend/*/ransac.*: on the device for the GPU
+// backends, with the CPU backend's bits), local optimisation, model choice in iteration order, and the
+// final refinement. The maths is documented in include/spectrasift/geometry.hpp.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -31,7 +33,29 @@ struct Problem {
   int n;
   std::uint64_t seed;
   Normaliser nm, nf;  // global normalisation for the minimal homography solver
+  detail::BackendImpl* scorer = nullptr;  // runs score_models and inlier_mask
+  detail::PointPairs pairs{};  // moving, fixed, n and the run's id
+  double* scoring_ms = nullptr;  // time spent in the scorer's calls (the log line's split)
 };
+
+/// Adds the time of its scope to *ms.
+class ScopeTimer {
+ public:
+  explicit ScopeTimer(double* ms) : ms_(ms), t0_(std::chrono::steady_clock::now()) {}
+  ~ScopeTimer() { *ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count(); }
+  ScopeTimer(const ScopeTimer&) = delete;
+  ScopeTimer& operator=(const ScopeTimer&) = delete;
+
+ private:
+  double* ms_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+/// A new id for a run's PointPairs (process-wide, never 0).
+std::uint64_t next_pairs_id() {
+  static std::atomic<std::uint64_t> counter{0};
+  return counter.fetch_add(1, std::memory_order_relaxed) + 1;
+}
 
 /// Indices of the sample of `iteration`: draws j = 0, 1, ... skipping repeats (see geometry.hpp).
 bool draw_sample(const Problem& pb, std::uint64_t iteration, int* idx) {
@@ -76,7 +100,8 @@ struct Scored {
 Scored score_one(const Problem& pb, const Mat3& h, double thr2, std::vector<std::uint8_t>& mask) {
   Scored s;
   s.h = h;
-  s.inliers = detail::host_backend().inlier_mask(h.data(), pb.moving, pb.fixed, pb.n, thr2, mask.data(), &s.sum);
+  const ScopeTimer timer(pb.scoring_ms);
+  s.inliers = pb.scorer->inlier_mask(h.data(), pb.pairs, thr2, mask.data(), &s.sum);
   return s;
 }
 
@@ -115,8 +140,18 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
   Problem pb{options.model, minimal_sample_size(options.model), moving.data(), fixed.data(), n, options.seed, {}, {}};
   if (n < pb.s) return result;
   if (!pb.nm.fit(pb.moving, nullptr, n) || !pb.nf.fit(pb.fixed, nullptr, n)) return result;  // all points coincide
-  // Scoring runs on the host for every backend: it is a small part of the job (hypotheses x points)
-  // and keeps the decision sequence identical everywhere.
+  // Scoring runs on the context's backend (the device for GPU backends: the points are uploaded once per
+  // run, keyed by pairs.id); its counts and sums are the same bits on every backend (backend.hpp), so the
+  // decision sequence below is identical everywhere. Hypotheses and decisions stay on the host.
+  pb.scorer = &detail::backend_for(ctx.impl(), detail::Operation::kRansac);
+  pb.pairs = {pb.moving, pb.fixed, n, next_pairs_id()};
+  // Where the time goes, for the log line: hypotheses (host), scoring and masks (the backend), refits (host).
+  double hypotheses_ms = 0, scoring_ms = 0, refits_ms = 0;
+  pb.scoring_ms = &scoring_ms;
+  const auto refit = [&](const std::vector<std::uint8_t>& m, bool nonlinear, Mat3& h) {
+    const ScopeTimer timer(&refits_ms);
+    return geometry::fit_subset(options.model, pb.moving, pb.fixed, indices_of(m), nonlinear, h);
+  };
   const int threads = ctx.impl().cpu_threads();
   const double thr2 = options.threshold_px * options.threshold_px;
 
@@ -130,7 +165,11 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
   std::vector<int> counts(kBatch);
   std::vector<double> sums(kBatch);
   int batch = 16;  // grows to kBatch: the adaptive limit is often reached within a few dozen iterations
+  // Progress: the iterations done of the current limit (which only shrinks), then the refinement.
+  detail::OperationProgress progress(ctx.impl());
+  progress.stage(0.0, 0.95);
   while (processed < limit) {
+    ctx.impl().report_progress(double(processed) / double(limit));
     const int base = processed;
     const int b = std::min(batch, limit - base);
     batch = std::min(kBatch, 2 * batch);
@@ -142,11 +181,15 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
       }
     };
     // Threads only pay off for large batches (waking the pool costs more than ~100 small solves).
-    if (b >= 64 && std::int64_t(b) * n >= (1 << 17)) calling_thread_pool(threads).run(b, 8, solve_batch);
-    else solve_batch(0, b, 0);
-    detail::backend_for(ctx.impl(), detail::Operation::kRansac)
-        .score_models(models.data(), valid.data(), b, pb.moving, pb.fixed, n, thr2, threads, counts.data(),
-                      sums.data());
+    {
+      const ScopeTimer timer(&hypotheses_ms);
+      if (b >= 64 && std::int64_t(b) * n >= (1 << 17)) calling_thread_pool(threads).run(b, 8, solve_batch);
+      else solve_batch(0, b, 0);
+    }
+    {
+      const ScopeTimer timer(pb.scoring_ms);
+      pb.scorer->score_models(models.data(), valid.data(), b, pb.pairs, thr2, threads, counts.data(), sums.data());
+    }
     // Decisions are taken strictly in iteration order, so the batch size and the thread count do not
     // change the result.
     for (int k = 0; k < b && base + k < limit; ++k) {
@@ -160,9 +203,10 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
       best = cand;
       if (options.local_optimization && best.inliers > pb.s) {
         for (int round = 0; round < 4; ++round) {
-          score_one(pb, best.h, thr2, mask);
+          // After a kept round `mask` already holds best's mask (best is that round's refit): scored once.
+          if (round == 0) score_one(pb, best.h, thr2, mask);
           Mat3 h;
-          if (!geometry::fit_subset(options.model, pb.moving, pb.fixed, indices_of(mask), false, h)) break;
+          if (!refit(mask, false, h)) break;
           const Scored lo = score_one(pb, h, thr2, mask);
           if (!lo.better_than(best, options.msac, n, thr2)) break;
           best = lo;
@@ -172,6 +216,7 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
     }
   }
   result.iterations = processed;
+  progress.stage(0.95, 1.0);
   if (best.inliers < 0) return result;
 
   // Final refinement on the inliers; a refit is kept only when it is at least as good.
@@ -180,7 +225,7 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
   if (options.refine) {
     for (int round = 0; round < 3; ++round) {
       Mat3 h;
-      if (!geometry::fit_subset(options.model, pb.moving, pb.fixed, indices_of(cur_mask), true, h)) break;
+      if (!refit(cur_mask, true, h)) break;
       const Scored cand = score_one(pb, h, thr2, mask);
       if (!cand.better_than(cur, options.msac, n, thr2)) break;
       const bool same = mask == cur_mask;
@@ -203,7 +248,10 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   ctx.impl().log("ransac: " + std::string(to_string(options.model)) + " " + std::to_string(result.inliers) + "/" +
                  std::to_string(n) + " inliers, rms " + std::to_string(result.rms_px) + " px, " +
-                 std::to_string(result.iterations) + " iterations, " + std::to_string(ms) + " ms (host)");
+                 std::to_string(result.iterations) + " iterations, " + std::to_string(ms) + " ms (hypotheses " +
+                 std::to_string(hypotheses_ms) + " ms, scoring " + std::to_string(scoring_ms) + " ms on " +
+                 spectrasift::to_string(pb.scorer->kind()) + ", least-squares refits " + std::to_string(refits_ms) +
+                 " ms)");
   return result;
 }
 

@@ -72,19 +72,22 @@ void check_mask(const Image* mask, int width, int height) {
 }
 
 // The working memory of a run, from its plan (issue 21, item 2): every Gaussian level and DoG plane, the grey
-// input, and the candidate and keypoint records; refused before the stages allocate when over the budget.
-void check_sift_memory(const detail::ContextImpl& im, const detail::SiftPlan& plan) {
+// input, and the candidate and keypoint records; refused before the stages allocate when over the budget
+// (host memory, or the device's for a GPU backend, where the Gaussian levels are one buffer).
+void check_sift_memory(const detail::ContextImpl& im, const detail::SiftPlan& plan, const detail::BackendImpl& backend) {
   constexpr std::uint64_t kRecordBytes = 64;  // a candidate or keypoint record, rounded up
   const std::uint64_t need = 4 * (std::uint64_t(plan.gauss_floats) + plan.dog_floats) +
                              4 * std::uint64_t(plan.input_width) * std::uint64_t(plan.input_height) +
                              kRecordBytes * (plan.candidate_capacity +
                                              detail::SiftPlan::keypoint_capacity(plan.candidate_capacity / 8));
+  const detail::DeviceMemory device = backend.device_memory();
   detail::check_memory_budget("sift: image of " + std::to_string(plan.input_width) + " x " +
                                   std::to_string(plan.input_height),
                               need, im.options.max_memory,
                               plan.upsample ? "lower it with --no-upsample (SiftOptions::upsample = false: a quarter) "
                                               "or by cutting the image into tiles"
-                                            : "lower it by cutting the image into tiles");
+                                            : "lower it by cutting the image into tiles",
+                              &device, 4 * std::uint64_t(std::max(plan.gauss_floats, plan.dog_floats)));
 }
 
 // Runs the stages on a checked image and mask.
@@ -92,23 +95,36 @@ Features run_sift(detail::ContextImpl& im, const detail::SiftImageView& view, co
                   const Image* mask) {
   detail::BackendImpl& backend = detail::backend_for(im, detail::Operation::kSift);
   const detail::SiftPlan& plan = detail::sift_plan(im, view.width, view.height, options);
-  check_sift_memory(im, plan);
+  check_sift_memory(im, plan, backend);
   detail::SiftStages& st = sift_stages(im, backend);
+  // Progress: each stage covers a share of [0, 1] that follows the CPU backend's times (the extrema stage
+  // holds its fused pyramid, DoG and refinement and reports per octave itself).
+  detail::OperationProgress progress(im);
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
+  progress.stage(0.0, 0.02);
   st.upload(plan, view);
+  progress.stage(0.02, 0.1);
   st.pyramid();
+  progress.stage(0.1, 0.15);
   st.dog();
+  progress.stage(0.15, 0.6);
   st.extrema();  // the candidate count: read-back 1 on a device
+  progress.stage(0.6, 0.62);
   st.refine();
+  progress.stage(0.62, 0.75);
   st.orientations();
   const auto t1 = clock::now();
+  progress.stage(0.75, 0.77);
   st.select(mask);
   const auto t2 = clock::now();
+  progress.stage(0.77, 0.98);
   st.descriptors();
   Features f;
   detail::SiftCounts counts;
+  progress.stage(0.98, 1.0);
   st.download(f, counts);
+  progress.finish();
   const auto t3 = clock::now();
   auto ms = [](auto a, auto b) { return num(std::chrono::duration<double, std::milli>(b - a).count()); };
   im.log(std::string("sift: ") + to_string(backend.kind()) + ", " + std::to_string(view.width) + "x" +
@@ -121,20 +137,41 @@ Features run_sift(detail::ContextImpl& im, const detail::SiftImageView& view, co
 
 }  // namespace
 
+namespace {
+
+void check_image_shape(int width, int height, int channels, bool no_data) {
+  if (width <= 0 || height <= 0 || channels <= 0 || no_data)
+    invalid("the image is empty (" + std::to_string(width) + " x " + std::to_string(height) + " x " +
+            std::to_string(channels) + ")");
+  if (channels > 4) invalid("images with " + std::to_string(channels) + " channels are not supported");
+}
+
+// SIFT on a view whose shape was checked (the Image and ImageView overloads).
+Features sift_checked_view(Context& ctx, const ImageView& image, const SiftOptions& options, const Image* mask) {
+  check_image_size(ctx.impl(), image.width, image.height);
+  check_mask(mask, image.width, image.height);
+  const detail::SiftImageView view{image.data, image.type, image.width, image.height, image.channels, false};
+  return run_sift(ctx.impl(), view, options, mask);
+}
+
+}  // namespace
+
 Features detect_and_compute(Context& ctx, const Image& image, const SiftOptions& options, const Image* mask) {
   const detail::ContextUse use(ctx.impl(), "detect_and_compute");
   options.check();
-  if (image.width <= 0 || image.height <= 0 || image.channels <= 0 || image.data.empty())
-    invalid("the image is empty (" + std::to_string(image.width) + " x " + std::to_string(image.height) + " x " +
-            std::to_string(image.channels) + ")");
-  if (image.channels > 4) invalid("images with " + std::to_string(image.channels) + " channels are not supported");
+  check_image_shape(image.width, image.height, image.channels, image.data.empty());
   if (image.data.size() != image.pixel_count() * std::size_t(image.channels) * bytes_per_sample(image.type))
     invalid("the image buffer has " + std::to_string(image.data.size()) + " bytes, its shape needs " +
             std::to_string(image.pixel_count() * std::size_t(image.channels) * bytes_per_sample(image.type)));
-  check_image_size(ctx.impl(), image.width, image.height);
-  check_mask(mask, image.width, image.height);
-  const detail::SiftImageView view{image.data.data(), image.type, image.width, image.height, image.channels, false};
-  return run_sift(ctx.impl(), view, options, mask);
+  return sift_checked_view(ctx, ImageView{image.data.data(), image.width, image.height, image.channels, image.type},
+                           options, mask);
+}
+
+Features detect_and_compute(Context& ctx, const ImageView& image, const SiftOptions& options, const Image* mask) {
+  const detail::ContextUse use(ctx.impl(), "detect_and_compute");
+  options.check();
+  check_image_shape(image.width, image.height, image.channels, image.data == nullptr);
+  return sift_checked_view(ctx, image, options, mask);
 }
 
 Features detect_and_compute(Context& ctx, const ImageF& gray, const SiftOptions& options, const Image* mask) {

@@ -204,14 +204,32 @@ SpectralResult spectral_match(Context& ctx, const CubeRef& cube, const SpectralL
                             : options.reduction == Reduction::kTopK ? std::uint64_t(options.top_k)
                                                                     : 1u;
     // The output (scores, and the index but for kAll) and the references converted to float; the cube
-    // itself is mapped, not counted (issue 21, item 2).
+    // itself is mapped, not counted (issue 21, item 2). On the host (the CPU backend) also each thread's tile
+    // buffers, 64 pixels x bands in float, double and a BIP copy: what a cube of very many bands costs.
     const std::uint64_t out = k * pixels * (options.reduction == Reduction::kAll ? 4u : 8u);
     const std::uint64_t ref = std::uint64_t(references.count) * std::uint64_t(view.bands) * 8u;
+    const detail::BackendImpl& backend = detail::backend_for(ctx.impl(), detail::Operation::kSpectral);
+    const detail::DeviceMemory device = backend.device_memory();
+    const std::uint64_t tiles =
+        device.total == 0 ? std::uint64_t(ctx.impl().cpu_threads()) * std::uint64_t(view.bands) * 64u * 24u : 0u;
     detail::check_memory_budget(
         "spectral: " + std::to_string(view.samples) + " x " + std::to_string(view.lines) + " pixels x " +
             std::to_string(k) + " score band(s)",
-        out + ref, ctx.options().max_memory,
-        options.reduction == Reduction::kAll ? "lower it with --best or --top K" : "lower it with a smaller K");
+        out + ref + tiles, ctx.options().max_memory,
+        std::string("lower it with ") + (tiles > out ? "fewer bands (a spectral subset of the cube), fewer --threads, " : "") +
+            (options.reduction == Reduction::kAll ? "--best or --top K" : "a smaller K"));
+    // On a GPU the cube streams through in chunks of lines: the device holds the references (two float
+    // copies) and at least one line of samples and of scores.
+    if (device.total != 0) {
+      const std::uint64_t refs_bytes = std::uint64_t(references.count) * std::uint64_t(view.bands) * 4u;
+      const std::uint64_t line = std::uint64_t(view.samples) * (std::uint64_t(view.bands) * 4u + k * 8u);
+      detail::check_memory_budget("spectral: " + std::to_string(references.count) + " reference(s) of " +
+                                      std::to_string(view.bands) + " bands and lines of " +
+                                      std::to_string(view.samples) + " pixels",
+                                  2 * refs_bytes + line, ctx.options().max_memory,
+                                  "lower it with fewer references or bands, or narrower tiles of the cube", &device,
+                                  std::max(refs_bytes, line));
+    }
   }
   const detail::PreparedReferences refs = detail::prepare_references(cube, references, options.metric);
 
@@ -235,7 +253,11 @@ SpectralResult spectral_match(Context& ctx, const CubeRef& cube, const SpectralL
            std::to_string(view.lines) + " x " + std::to_string(view.bands) + " " + to_string(view.type) + " " +
            to_string(view.interleave) + ", " + std::to_string(refs.used_bands) + " bands used, " +
            std::to_string(refs.count) + " reference(s) on " + result.backend);
-  detail::backend_for(impl, detail::Operation::kSpectral).spectral_match(impl, view, refs, options, result, progress);
+  // Progress per chunk: to the call's callback, else to the Context's (Context::set_progress).
+  detail::OperationProgress context_progress(impl);
+  const ProgressFn to_context = [&impl](double f) { impl.report_progress(f); };
+  detail::backend_for(impl, detail::Operation::kSpectral)
+      .spectral_match(impl, view, refs, options, result, progress ? progress : to_context);
   result.times.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   impl.log("spectral: upload " + std::to_string(result.times.upload_ms) + " ms, compute " +
            std::to_string(result.times.compute_ms) + " ms, download " + std::to_string(result.times.download_ms) +

@@ -1,5 +1,5 @@
-// Image warping through a model: argument checks and the dispatch to the backend's warp (every backend
-// warps on the host for now; backend/cpu/warp.cpp).
+// Image warping through a model: argument checks and the dispatch to the backend's warp (backend/*/warp.*:
+// on the device for the GPU backends, the CPU backend's bits; warp_image without a Context runs on the CPU).
 #include <algorithm>
 
 #include "core/context_impl.hpp"
@@ -29,7 +29,6 @@ Image warp_image(const Image& moving, const std::array<double, 9>& matrix, int f
 Image warp_image(Context& ctx, const Image& moving, const std::array<double, 9>& matrix, int fixed_w, int fixed_h) {
   const detail::ContextUse use(ctx.impl(), "warp_image");
   check_warp(moving, matrix, fixed_w, fixed_h);
-  // Warping is a host operation on every backend for now (one pass over the output).
   return detail::backend_for(ctx.impl(), detail::Operation::kWarp)
       .warp(moving, invert_model(matrix), fixed_w, fixed_h, ctx.impl().cpu_threads());
 }

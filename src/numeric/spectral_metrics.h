@@ -44,7 +44,8 @@
  *
  * 4. Ranking.  spectral_better(sa, ia, sb, ib, higher) is THE comparator: NaN is never better; a better
  *    score wins; equal scores are broken by the LOWER reference index, so every backend produces the same
- *    indices whatever its order of evaluation. spectral_topk_insert keeps k (score, index) pairs sorted
+ *    indices whatever its order of evaluation. spectral_topk_heap_push keeps the k best (score, index) pairs
+ *    in a heap and spectral_topk_heap_sort orders them
  *    best first. Threshold: a score passes when score <= T (lower is better) or score >= T (scc).
  *
  * OpenCL: the device must support cl_khr_fp64 (PoCL and NVIDIA do); FP_CONTRACT is switched off so that
@@ -377,19 +378,73 @@ SPECTRASIFT_FN void spectral_topk_init(float* scores, int* index, int k) {
   }
 }
 
-/* Inserts (score, idx) into the k-list kept best first (ties by lower index). A NaN score is never
- * inserted, so unfilled entries stay (NaN, -1). The result does not depend on the insertion order. */
-SPECTRASIFT_FN void spectral_topk_insert(float* scores, int* index, int k, float score, int idx, int higher) {
-  if (score != score) return;
-  if (index[k - 1] >= 0 && !spectral_better(score, idx, scores[k - 1], index[k - 1], higher)) return;
-  int i = k - 1;
-  while (i > 0 && (index[i - 1] < 0 || spectral_better(score, idx, scores[i - 1], index[i - 1], higher))) {
-    scores[i] = scores[i - 1];
-    index[i] = index[i - 1];
-    --i;
+/* Top-k selection as a binary heap (issue 21, item 6: the sorted insertion cost O(k) per accepted reference,
+ * O(references x k) per pixel when better references keep arriving; the heap costs O(log k)). The k entries
+ * (scores[i * stride], index[i * stride]), i < k, start as spectral_topk_init leaves them; entry 0 is the
+ * WORST kept entry, so that a candidate is tested against it in O(1). An unfilled entry (index -1) is worse
+ * than every filled one. `key`, when not null, is a double carried along with each entry (the CPU backend's
+ * ranking key). spectral_topk_heap_sort then orders the list best first. spectral_better is a strict total
+ * order on the filled entries (ties by index, NaN never inserted), so the kept set and its sorted order are
+ * those of any other exact selection, whatever the insertion order: the same bits on every backend. */
+SPECTRASIFT_FN int spectral_topk_worse(float sa, int ia, float sb, int ib, int higher) {
+  if (ib < 0) return 0;
+  if (ia < 0) return 1;
+  return spectral_better(sb, ib, sa, ia, higher);
+}
+
+/* Moves entry i of a heap of n entries down to its place (its children are heaps). */
+SPECTRASIFT_FN void spectral_topk_sift_down(float* scores, int* index, double* key, spectral_i64 stride, int n, int i,
+                                            int higher) {
+  const float vs = scores[i * stride];
+  const int vi = index[i * stride];
+  const double vk = key ? key[i * stride] : 0.0;
+  for (;;) {
+    int c = 2 * i + 1;
+    if (c >= n) break;
+    if (c + 1 < n &&
+        spectral_topk_worse(scores[(c + 1) * stride], index[(c + 1) * stride], scores[c * stride], index[c * stride], higher))
+      c = c + 1;  /* the worse child */
+    if (!spectral_topk_worse(scores[c * stride], index[c * stride], vs, vi, higher)) break;
+    scores[i * stride] = scores[c * stride];
+    index[i * stride] = index[c * stride];
+    if (key) key[i * stride] = key[c * stride];
+    i = c;
   }
-  scores[i] = score;
-  index[i] = idx;
+  scores[i * stride] = vs;
+  index[i * stride] = vi;
+  if (key) key[i * stride] = vk;
+}
+
+/* Offers (score, idx [, k_value]) to the heap of k entries: it replaces the worst kept entry when better. A NaN
+ * score is never kept. Returns whether it was kept. */
+SPECTRASIFT_FN int spectral_topk_heap_push(float* scores, int* index, double* key, spectral_i64 stride, int k,
+                                           float score, int idx, double k_value, int higher) {
+  if (score != score) return 0;
+  if (index[0] >= 0 && !spectral_better(score, idx, scores[0], index[0], higher)) return 0;
+  scores[0] = score;
+  index[0] = idx;
+  if (key) key[0] = k_value;
+  spectral_topk_sift_down(scores, index, key, stride, k, 0, higher);
+  return 1;
+}
+
+/* Turns the heap into the k-list best first (unfilled entries, (NaN, -1), last): heapsort, O(k log k). */
+SPECTRASIFT_FN void spectral_topk_heap_sort(float* scores, int* index, double* key, spectral_i64 stride, int k,
+                                            int higher) {
+  for (int n = k - 1; n > 0; --n) {
+    const float ts = scores[0];
+    const int ti = index[0];
+    scores[0] = scores[n * stride];
+    index[0] = index[n * stride];
+    scores[n * stride] = ts;
+    index[n * stride] = ti;
+    if (key) {
+      const double tk = key[0];
+      key[0] = key[n * stride];
+      key[n * stride] = tk;
+    }
+    spectral_topk_sift_down(scores, index, key, stride, n, 0, higher);
+  }
 }
 
 #endif /* SPECTRASIFT_NUMERIC_SPECTRAL_METRICS_H */

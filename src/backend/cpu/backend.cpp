@@ -18,16 +18,16 @@ class CpuBackend final : public detail::BackendImpl {
   void match_top2(detail::ContextImpl& ctx, const detail::FeatureView& query, const detail::FeatureView& train,
                   Top2* out) override {
     cpu::match_top2(query.descriptors, query.count, train.descriptors, train.count, query.dim, ctx.cpu_threads(),
-                    out);
+                    out, ctx.progress_active ? ProgressFn([&ctx](double f) { ctx.report_progress(f); }) : ProgressFn());
   }
-  void score_models(const double* models, const std::uint8_t* valid, int count, const Point2* moving,
-                    const Point2* fixed, int n, double threshold2, int threads, int* inliers,
-                    double* sums) override {
-    cpu::score_models(models, valid, count, moving, fixed, n, threshold2, threads, inliers, sums);
+  // The CPU backend scores the host arrays (pairs.id is for device copies).
+  void score_models(const double* models, const std::uint8_t* valid, int count, const detail::PointPairs& pairs,
+                    double threshold2, int threads, int* inliers, double* sums) override {
+    cpu::score_models(models, valid, count, pairs.moving, pairs.fixed, pairs.n, threshold2, threads, inliers, sums);
   }
-  int inlier_mask(const double* model, const Point2* moving, const Point2* fixed, int n, double threshold2,
-                  std::uint8_t* mask, double* sum2) override {
-    return cpu::inlier_mask(model, moving, fixed, n, threshold2, mask, sum2);
+  int inlier_mask(const double* model, const detail::PointPairs& pairs, double threshold2, std::uint8_t* mask,
+                  double* sum2) override {
+    return cpu::inlier_mask(model, pairs.moving, pairs.fixed, pairs.n, threshold2, mask, sum2);
   }
   Image warp(const Image& moving, const std::array<double, 9>& inverse, int fixed_w, int fixed_h,
              int threads) override {

@@ -18,6 +18,7 @@
 // train order, so the result does not depend on the thread count.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -147,7 +148,8 @@ float squared_norm(const float* v, int dim) {
 
 }  // namespace
 
-void match_top2(const float* query, int nq, const float* train, int nt, int dim, int threads, Top2* out) {
+void match_top2(const float* query, int nq, const float* train, int nt, int dim, int threads, Top2* out,
+                const ProgressFn& progress) {
   if (nq <= 0) return;
   const int blocks = (nt + kLanes - 1) / kLanes;
   std::vector<float> packed(std::size_t(blocks) * dim * kLanes, 0.0f);
@@ -178,7 +180,7 @@ void match_top2(const float* query, int nq, const float* train, int nt, int dim,
     b.qnorm.resize(kGroup);
     b.best.resize(kGroup);
   }
-  pool.run(groups, 1, [&](int g0, int g1, int thread) {
+  const auto run_groups = [&](int g0, int g1, int thread) {
     std::vector<float>& qbuf = buffers[std::size_t(thread)].qbuf;
     std::vector<float>& qnorm = buffers[std::size_t(thread)].qnorm;
     std::vector<Best2>& best = buffers[std::size_t(thread)].best;
@@ -218,7 +220,16 @@ void match_top2(const float* query, int nq, const float* train, int nt, int dim,
         o.distance2 = std::sqrt(bq.d2);
       }
     }
-  });
+  };
+  // The groups run in up to 16 pieces, one pool job each, so that progress is reported between them
+  // (every group writes only its own queries: the pieces do not change a result).
+  const int pieces = progress ? std::min(groups, 16) : 1;
+  for (int piece = 0; piece < pieces; ++piece) {
+    const int first = int(std::int64_t(groups) * piece / pieces);
+    const int last = int(std::int64_t(groups) * (piece + 1) / pieces);
+    pool.run(last - first, 1, [&](int r0, int r1, int thread) { run_groups(first + r0, first + r1, thread); });
+    if (progress) progress(double(last) / double(groups));
+  }
 }
 
 }  // namespace spectrasift::cpu

@@ -12,7 +12,9 @@
 namespace spectrasift::cpu {
 
 /// match.cpp: descriptors of `dim` floats, rows contiguous; out has nq entries; `threads` WorkPool threads.
-void match_top2(const float* query, int nq, const float* train, int nt, int dim, int threads, Top2* out);
+/// `progress` (optional) gets the fraction of queries done, from the calling thread, about 16 times.
+void match_top2(const float* query, int nq, const float* train, int nt, int dim, int threads, Top2* out,
+                const ProgressFn& progress = {});
 
 /// ransac.cpp: see BackendImpl::score_models (parallel over models).
 void score_models(const double* models, const std::uint8_t* valid, int count, const Point2* moving,

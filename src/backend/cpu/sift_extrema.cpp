@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "backend/cpu/sift.hpp"
+#include "core/context_impl.hpp"
 #include "numeric/sift_extrema.h"
 #include "numeric/sift_refine.h"
 
@@ -49,6 +50,8 @@ std::size_t SiftStagesCpu::extrema() {
     build_octave_base(o, workers);
     build_octave_levels(o, workers);
     scan_octave(o, workers);
+    // Progress by area: octave o has a quarter of the pixels of octave o - 1.
+    ctx_.report_progress((1.0 - std::pow(0.25, o + 1)) / (1.0 - std::pow(0.25, p.octaves)));
   }
   counts_.refined = refined_.size();
   return counts_.candidates;

@@ -1,16 +1,17 @@
-// CPU bilinear warp: every output (FIXED) pixel samples MOVING at inverse * (x, y, 1).
-// A sample point inside [-0.5, w - 0.5] x [-0.5, h - 0.5] is interpolated from its four neighbours
-// with indices clamped to the image (so the border half pixel repeats the edge); beyond it the
-// output is 0. U8/U16 are rounded to nearest; F32 is kept as is. Chunks of rows run on the WorkPool
-// (core/thread_pool.hpp); each output value depends only on the input, so the result is deterministic.
+// CPU bilinear warp: every output (FIXED) pixel samples MOVING at inverse * (x, y, 1), with the per-pixel
+// maths of numeric/warp.h (shared with the CUDA and OpenCL warps, which give the same bits): a sample point
+// inside [-0.5, w - 0.5] x [-0.5, h - 0.5] is interpolated from its four neighbours with indices clamped to
+// the image (so the border half pixel repeats the edge); beyond it the output is 0. U8/U16 are rounded to
+// nearest; F32 is kept as is. Chunks of rows run on the WorkPool (core/thread_pool.hpp); each output value
+// depends only on the input, so the result is deterministic.
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
 
 #include "backend/cpu/operations.hpp"
 #include "core/thread_pool.hpp"
+#include "numeric/warp.h"
 
 namespace spectrasift::cpu {
 
@@ -24,29 +25,16 @@ void warp_rows(const Image& src, const std::array<double, 9>& h, Image& dst, int
   for (int y = y_begin; y < y_end; ++y) {
     for (int x = 0; x < dst.width; ++x) {
       T* o = out + (std::size_t(y) * dst.width + x) * ch;
-      const double wz = h[6] * x + h[7] * y + h[8];
-      if (!(std::fabs(wz) > 1e-12)) continue;
-      const double sx = (h[0] * x + h[1] * y + h[2]) / wz;
-      const double sy = (h[3] * x + h[4] * y + h[5]) / wz;
-      if (!(sx >= -0.5 && sx <= w - 0.5 && sy >= -0.5 && sy <= ht - 0.5)) continue;
-      const double fx = std::floor(sx), fy = std::floor(sy);
-      const double ax = sx - fx, ay = sy - fy;
-      const int x0 = std::clamp(int(fx), 0, w - 1), x1 = std::clamp(int(fx) + 1, 0, w - 1);
-      const int y0 = std::clamp(int(fy), 0, ht - 1), y1 = std::clamp(int(fy) + 1, 0, ht - 1);
-      const T* p00 = in + (std::size_t(y0) * w + x0) * ch;
-      const T* p01 = in + (std::size_t(y0) * w + x1) * ch;
-      const T* p10 = in + (std::size_t(y1) * w + x0) * ch;
-      const T* p11 = in + (std::size_t(y1) * w + x1) * ch;
+      ss_warp_tap t;
+      if (!ss_warp_tap_at(h.data(), x, y, w, ht, &t)) continue;
+      const T* p00 = in + (std::size_t(t.y0) * w + t.x0) * ch;
+      const T* p01 = in + (std::size_t(t.y0) * w + t.x1) * ch;
+      const T* p10 = in + (std::size_t(t.y1) * w + t.x0) * ch;
+      const T* p11 = in + (std::size_t(t.y1) * w + t.x1) * ch;
       for (int c = 0; c < ch; ++c) {
-        const double top = double(p00[c]) + ax * (double(p01[c]) - double(p00[c]));
-        const double bot = double(p10[c]) + ax * (double(p11[c]) - double(p10[c]));
-        const double v = top + ay * (bot - top);
-        if constexpr (std::is_same_v<T, float>) {
-          o[c] = float(v);
-        } else {
-          const double hi = double(std::numeric_limits<T>::max());
-          o[c] = T(std::clamp(std::nearbyint(v), 0.0, hi));
-        }
+        const double v = ss_warp_mix(double(p00[c]), double(p01[c]), double(p10[c]), double(p11[c]), t.ax, t.ay);
+        if constexpr (std::is_same_v<T, float>) o[c] = float(v);
+        else o[c] = T(ss_warp_round(v, double(std::numeric_limits<T>::max())));
       }
     }
   }

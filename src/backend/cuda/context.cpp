@@ -71,6 +71,13 @@ PinnedBuffer& State::pinned_buffer(const std::string& name, std::size_t bytes) {
 
 void State::activate() const { SPECTRASIFT_CUDA_CHECK(cudaSetDevice(device)); }
 
+detail::DeviceMemory State::device_memory() const {
+  activate();
+  std::size_t free = 0, total = 0;
+  SPECTRASIFT_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  return {total, free, 0};
+}
+
 State& state(detail::ContextImpl& ctx) {
   auto* s = dynamic_cast<State*>(ctx.backend_impl.get());
   if (!s) throw Error(ErrorCode::kInternal, "CUDA operation on a context that is not a CUDA context", "cuda");

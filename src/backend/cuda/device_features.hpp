@@ -1,27 +1,30 @@
 // Descriptors kept on a CUDA device after SIFT (backend/backend.hpp DeviceFeatures): a device copy of the
-// Features' float descriptors (count x 128, row-major), owned by this object and valid on its own (the
-// Features may outlive the Context, so it frees its memory on its device without the State).
+// Features' float descriptors (count x 128, row-major) in a block of a DeviceBlockPool, given back to the
+// pool when this object dies (the Features may outlive the Context: the pool lives as long as a block holder).
 #pragma once
 
 #include <cstddef>
+#include <memory>
 
 #include "backend/backend.hpp"
+#include "backend/cuda/device_block_pool.hpp"
 
 namespace spectrasift::cuda {
 
 class CudaDeviceFeatures final : public detail::DeviceFeatures {
  public:
-  /// Takes ownership of `device_descriptors` (cudaMalloc'ed on `device`, f.size() rows of 128 floats that
-  /// hold f's descriptors once the stream that fills them has run).
-  CudaDeviceFeatures(const detail::BackendImpl& owner, const Features& f, int device, float* device_descriptors) noexcept;
-  ~CudaDeviceFeatures() override;  ///< frees the copy on its device
+  /// Holds `block` of `pool` (f.size() rows of 128 floats that hold f's descriptors once the stream that
+  /// fills them has run).
+  CudaDeviceFeatures(const detail::BackendImpl& owner, const Features& f, std::shared_ptr<DeviceBlockPool> pool,
+                     DeviceBlockPool::Block block) noexcept;
+  ~CudaDeviceFeatures() override;  ///< gives the block back to its pool
 
-  const float* descriptors() const noexcept { return descriptors_; }
-  int device() const noexcept { return device_; }
+  const float* descriptors() const noexcept { return static_cast<const float*>(block_.ptr); }
+  int device() const noexcept { return pool_->device(); }
 
  private:
-  int device_;
-  float* descriptors_;
+  std::shared_ptr<DeviceBlockPool> pool_;
+  DeviceBlockPool::Block block_;
 };
 
 }  // namespace spectrasift::cuda

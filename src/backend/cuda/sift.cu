@@ -1,13 +1,13 @@
-// CUDA SIFT (see sift.hpp): construction, the per-plan preparation, memory checks, the counters, timing, the
-// read-back of the features and the device copy of the descriptors (the download sequence is
-// core/sift_device_stages.cpp's). The upload, pyramid, DoG, extrema and refinement are in
-// sift_pyramid.cu; orientations, select and descriptors in sift_features.cu.
+// CUDA SIFT (see sift.hpp): construction, the per-plan preparation, memory checks, the counters and timing
+// (the download sequence is core/sift_device_stages.cpp's). The upload is in sift_upload.cu; the pyramid, DoG,
+// extrema and refinement in sift_pyramid.cu; orientations, select and descriptors in sift_features.cu; the
+// read-back of the features and the device copy of the descriptors in sift_download.cu.
 #include <algorithm>
 #include <cstdio>
 #include <string>
 
 #include "backend/cuda/check.hpp"
-#include "backend/cuda/device_features.hpp"
+#include "backend/cuda/device_block_pool.hpp"
 #include "backend/cuda/kernels/sift_common.cuh"
 #include "backend/cuda/sift.hpp"
 #include "backend/cuda/state.hpp"
@@ -23,9 +23,15 @@ std::string mib(std::size_t bytes) { return std::to_string((bytes + (1u << 20) -
 }  // namespace
 
 SiftStagesCuda::SiftStagesCuda(detail::ContextImpl& ctx)
-    : SiftDeviceStages(ctx), st_(state(ctx)), events_(std::make_unique<EventSet>(EventSet::kTiming)) {}
+    : SiftDeviceStages(ctx),
+      st_(state(ctx)),
+      feature_blocks_(std::make_shared<DeviceBlockPool>(st_.device)),
+      events_(std::make_unique<EventSet>(EventSet::kTiming)),
+      ordering_(std::make_unique<EventSet>(EventSet::kOrdering)) {}
 
-SiftStagesCuda::~SiftStagesCuda() = default;
+SiftStagesCuda::~SiftStagesCuda() {
+  if (pyramid_graph_) cudaGraphExecDestroy(pyramid_graph_);
+}
 
 void* SiftStagesCuda::buffer(const char* name, std::size_t bytes) {
   return st_.buffer(name, std::max<std::size_t>(bytes, 16)).ptr;
@@ -57,7 +63,7 @@ void SiftStagesCuda::check_memory(const detail::SiftPlan& p, std::size_t input_b
   const std::size_t kp_cap = keypoint_estimate(p);
   const std::size_t total = input_bytes + in_plane * sizeof(float) + p.gauss_floats * sizeof(float) +
                             p.dog_floats * sizeof(float) + cand * (sizeof(int) * 4 + sizeof(SiftKeypoint)) +
-                            kp_cap * (2 * sizeof(SiftKeypoint) + 3 * sizeof(int) + 128 * sizeof(float));
+                            kp_cap * (3 * sizeof(SiftKeypoint) + 3 * sizeof(int) + 128 * (sizeof(float) + 1));
   const std::size_t have = memory_limit_ ? memory_limit_ : std::size_t(st_.props.totalGlobalMem);
   if (total > have)
     throw Error(ErrorCode::kOutOfMemory,
@@ -93,6 +99,7 @@ void SiftStagesCuda::prepare(const detail::SiftPlan& p) {
   size_blur_tiles();
   size_feature_kernels();
   mark_prepared(p);
+  ++prepared_generation_;
 }
 
 void SiftStagesCuda::mark(Stage stage) {
@@ -113,46 +120,6 @@ void SiftStagesCuda::finish_profile() {
 
 void SiftStagesCuda::clear_feature_counters() {
   SPECTRASIFT_CUDA_CHECK(cudaMemsetAsync(counters() + kernels::kCountOriented, 0, 3 * sizeof(unsigned int), st_.compute));
-}
-
-void SiftStagesCuda::read_features(Features& out, std::size_t kept) {
-  mark(kDownload);
-  if (kept == 0) return;
-  const std::size_t record_bytes = kept * sizeof(SiftKeypoint);
-  const std::size_t desc_bytes = kept * Features::kDescriptorSize * sizeof(float);
-  // The records and descriptors through one pinned area (pageable copies would be synchronous and slower),
-  // and the device copy of the descriptors that Features::device keeps.
-  PinnedBuffer& host = st_.pinned_buffer("sift.features_host", record_bytes + desc_bytes);
-  const void* kept_records = buffer("sift.kept", keypoint_capacity_ * sizeof(SiftKeypoint));
-  const float* desc = static_cast<const float*>(buffer("sift.desc", descriptor_capacity_ * 128 * sizeof(float)));
-  SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(host.ptr, kept_records, record_bytes, cudaMemcpyDeviceToHost, st_.compute));
-  SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(host.as<char>() + record_bytes, desc, desc_bytes, cudaMemcpyDeviceToHost, st_.compute));
-  float* copy = nullptr;
-  SPECTRASIFT_CUDA_CHECK(cudaMalloc(&copy, desc_bytes));
-  cudaError_t e = cudaMemcpyAsync(copy, desc, desc_bytes, cudaMemcpyDeviceToDevice, st_.compute);
-  if (e == cudaSuccess) e = cudaStreamSynchronize(st_.compute);
-  if (e != cudaSuccess) {
-    cudaFree(copy);
-    SPECTRASIFT_CUDA_CHECK(e);
-  }
-  keypoints_from_records(host.as<const SiftKeypoint>(), kept, out);
-  const float* host_desc = reinterpret_cast<const float*>(host.as<char>() + record_bytes);
-  out.descriptors.assign(host_desc, host_desc + kept * Features::kDescriptorSize);
-  out.device = std::make_shared<CudaDeviceFeatures>(st_, out, st_.device, copy);
-}
-
-CudaDeviceFeatures::CudaDeviceFeatures(const detail::BackendImpl& owner, const Features& f, int device,
-                                       float* device_descriptors) noexcept
-    : DeviceFeatures(owner, f.size(), f.descriptors.data(), f.descriptors.size()),
-      device_(device),
-      descriptors_(device_descriptors) {}
-
-CudaDeviceFeatures::~CudaDeviceFeatures() {
-  int current = -1;
-  const bool switch_device = cudaGetDevice(&current) == cudaSuccess && current != device_;
-  if (switch_device) cudaSetDevice(device_);
-  cudaFree(descriptors_);
-  if (switch_device) cudaSetDevice(current);
 }
 
 std::unique_ptr<detail::SiftStages> make_sift_stages(detail::ContextImpl& ctx) {

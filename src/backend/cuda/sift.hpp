@@ -12,8 +12,10 @@
 // rule, the download sequence) is core/sift_device_stages.hpp's SiftDeviceStages.
 //
 // This header includes no CUDA header (tests reach the stages' knobs through it); the device code is in
-// sift.cu (construction, memory checks, the read-backs, timing), sift_pyramid.cu (upload, pyramid, DoG, extrema,
-// refinement) and sift_features.cu (orientations, select, descriptors).
+// sift.cu (construction, memory checks, the counters, timing), sift_pyramid.cu (upload and grey, pyramid, DoG,
+// extrema, refinement) with sift_upload.cu (the image copy: staged or direct), sift_features.cu (orientations,
+// select, descriptors) and sift_download.cu (read_features: the packed read-back and the device copy of the
+// descriptors).
 #pragma once
 
 #include <array>
@@ -21,12 +23,19 @@
 #include <memory>
 #include <vector>
 
+#include "backend/cuda/host/bitonic_plan.hpp"
+#include "backend/cuda/host/upload_chunks.hpp"
+#include "backend/cuda/host_copy.hpp"
 #include "core/sift_device_stages.hpp"
+
+struct CUevent_st;      // cudaEvent_t is a CUevent_st*
+struct CUgraphExec_st;  // cudaGraphExec_t is a CUgraphExec_st*
 
 namespace spectrasift::cuda {
 
 struct State;
 class EventSet;
+class DeviceBlockPool;
 
 class SiftStagesCuda final : public detail::SiftDeviceStages {
  public:
@@ -60,26 +69,52 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   unsigned int* counters();         // "sift.counters": kernels::kCounters slots
   void read_counters() override;    // counters() -> counters_ (synchronises the compute stream)
   void clear_feature_counters() override;
-  void read_features(Features& out, std::size_t kept) override;
   void mark(Stage stage);           // a stage starts (timing runs only)
   void finish_profile() override;
+  // sift_upload.cu
+  bool upload_bytes(void* dst, const void* src, std::size_t bytes);
+  CUevent_st* copy_done();  // (a cudaEvent_t) the direct copy of the caller's page-locked image has run
   // sift_pyramid.cu
   void size_blur_tiles();
-  void blur(const float* src, float* dst, int w, int h, int kernel_index);
+  struct BlurSource {  // kernels::SiftBlurSource: value (y, x) is data[step y pitch + step x]
+    const float* data;
+    long long pitch;
+    int step;
+  };
+  void blur(const BlurSource& src, float* dst, int w, int h, int kernel_index, const float* taps, float* dog,
+            float* level0);
+  void launch_pyramid(const float* grey, float* gauss, float* dog, const float* taps);  // every launch of pyramid()
   // sift_features.cu
   void size_feature_kernels();
   void sort(int* order, int count_slot, int mode);
   void compact(const int* in, int in_slot, int out_slot, int* out);
+  // sift_download.cu
+  /// Read-back 2's features: one copy of the packed layout into a reused pinned buffer, unpacked into out,
+  /// and the device copy of the float descriptors (Features::device) in a recycled block.
+  void read_features(Features& out, std::size_t kept) override;
+  bool packs_bytes() const noexcept;  // the descriptors travel as bytes (lossless for the plan's options)
+  void pack_features();               // kept records + descriptor rows -> "sift.packed" (one read-back)
 
   State& st_;
+  std::shared_ptr<DeviceBlockPool> feature_blocks_;  // the descriptor copies of Features::device, recycled
+  unsigned long long prepared_generation_ = 0;       // counts the plans prepare() set up
+  // pyramid(): its launches captured once per plan and buffers as a CUDA graph (the launches take only the
+  // plan, the tile and these buffers), replayed for every image of that plan.
+  CUgraphExec_st* pyramid_graph_ = nullptr;
+  unsigned long long pyramid_generation_ = 0;
+  std::array<const void*, 4> pyramid_buffers_{};  // grey, gauss, dog, taps the graph was captured with
   // Launch geometry (from the device's limits and the plan).
-  int blur_tx_ = 0, blur_ty_ = 0;  // tile of sift_blur
+  int blur_tx_ = 0, blur_ty_ = 0;  // output tile of sift_blur_dog
   int blur_r_ = -1;                // the largest radius the tile was sized for
   int ori_chunk_ = 0, ori_ex_ = 0, desc_ex_ = 0;
   int blocks_ = 0;                 // block cap of the per-keypoint kernels
   std::size_t memory_limit_ = 0, shared_limit_ = 0;
   // Timing: events in order, the stage each one starts.
   std::unique_ptr<EventSet> events_;
+  std::unique_ptr<EventSet> ordering_;         // [0]: copy_done()
+  std::vector<ByteRange> upload_chunks_;       // scratch of upload_bytes()
+  std::vector<CopyPiece> copy_piece_;
+  std::vector<BitonicLaunch> sort_plan_;       // scratch of sort()
   std::vector<int> marks_;
 };
 

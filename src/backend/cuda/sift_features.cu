@@ -9,6 +9,7 @@
 #include "backend/cuda/kernels/sift_descriptor.cuh"
 #include "backend/cuda/kernels/sift_orientation.cuh"
 #include "backend/cuda/kernels/sift_select.cuh"
+#include "backend/cuda/kernels/sift_sort.cuh"
 #include "backend/cuda/sift.hpp"
 #include "backend/cuda/state.hpp"
 #include "spectrasift/error.hpp"
@@ -29,7 +30,8 @@ unsigned int blocks_for(std::size_t items, unsigned int per_block) {
 
 constexpr int kPointThreads = 64;     // threads of the per-keypoint kernels (>= 36: a bin or a cell each)
 constexpr int kMaxOriChunk = 1024;    // samples per chunk of sift_orientation
-constexpr unsigned kSortThreads = 256;  // L of sift_sort_local (blocks of 2 L positions)
+constexpr unsigned kSortThreads = 1024;  // L of sift_sort_local (blocks of 2 L positions)
+static_assert(kSortThreads <= unsigned(kernels::kSortLocalMaxThreads));
 constexpr unsigned kStepThreads = 256;
 
 // The static shared memory of a kernel (what its dynamic part adds to).
@@ -89,7 +91,8 @@ void SiftStagesCuda::orientations() {
 }
 
 // Bitonic sort of the index array `order` over the live count in counters[count_slot]
-// (kernels/sift_select.cuh): blocks of 2 L positions in shared memory, the larger steps through global memory.
+// (kernels/sift_sort.cuh): the launches of host/bitonic_plan.hpp for blocks of 2 L positions in shared
+// memory; the wider steps through global memory, two a launch where they can.
 void SiftStagesCuda::sort(int* order, int count_slot, int mode) {
   const auto* kps = static_cast<const SiftKeypoint*>(buffer("sift.kp", keypoint_capacity_ * sizeof(SiftKeypoint)));
   unsigned int* count_slots = counters();
@@ -97,21 +100,26 @@ void SiftStagesCuda::sort(int* order, int count_slot, int mode) {
   const std::size_t block = 2 * kSortThreads;
   const unsigned local_grid = unsigned(positions_ / block);
   const std::size_t local_shared = block * sizeof(int);
-  auto local_pass = [&](std::size_t k_fixed) {
-    kernels::sift_sort_local<<<local_grid, kSortThreads, local_shared, st_.compute>>>(order, kps, count_slots, count_slot,
-                                                                                      cap, unsigned(k_fixed), mode);
-    SPECTRASIFT_CUDA_CHECK_LAUNCH();
-  };
-  local_pass(0);
   const unsigned step_grid =
       std::max(1u, unsigned(std::min<std::size_t>(positions_ / 2, std::size_t(blocks_) * kStepThreads) / kStepThreads));
-  for (std::size_t kk = 2 * block; kk <= positions_; kk <<= 1) {
-    for (std::size_t j = kk / 2; j >= block; j >>= 1) {
-      kernels::sift_sort_step<<<step_grid, kStepThreads, 0, st_.compute>>>(order, kps, count_slots, count_slot, cap,
-                                                                           unsigned(kk), unsigned(j), mode);
-      SPECTRASIFT_CUDA_CHECK_LAUNCH();
+  bitonic_plan(positions_, block, sort_plan_);
+  for (const BitonicLaunch& l : sort_plan_) {
+    switch (l.kind) {
+      case BitonicLaunch::kLocalAll:
+      case BitonicLaunch::kLocalMerge:
+        kernels::sift_sort_local<<<local_grid, kSortThreads, local_shared, st_.compute>>>(order, kps, count_slots,
+                                                                                          count_slot, cap, l.k, mode);
+        break;
+      case BitonicLaunch::kStep:
+        kernels::sift_sort_step<<<step_grid, kStepThreads, 0, st_.compute>>>(order, kps, count_slots, count_slot, cap,
+                                                                             l.k, l.j, mode);
+        break;
+      case BitonicLaunch::kStep2:
+        kernels::sift_sort_step2<<<step_grid, kStepThreads, 0, st_.compute>>>(order, kps, count_slots, count_slot, cap,
+                                                                              l.k, l.j, mode);
+        break;
     }
-    local_pass(kk);
+    SPECTRASIFT_CUDA_CHECK_LAUNCH();
   }
 }
 
@@ -176,6 +184,7 @@ void SiftStagesCuda::descriptors() {
       levels(), octave_table(), kept, counters(), unsigned(descriptor_capacity_), deg2rad, p.root_sift ? 1 : 0, desc,
       desc_ex_);
   SPECTRASIFT_CUDA_CHECK_LAUNCH();
+  pack_features();  // for read-back 2 (sift_download.cu)
 }
 
 }  // namespace spectrasift::cuda

@@ -1,14 +1,15 @@
-// CUDA SIFT scale space and candidates (see sift.hpp): the upload and grey conversion, the pyramid
-// (upsample or base blur, separable blurs through shared-memory tiles, downsample), the DoG of each octave
-// in one launch, the extrema with their count read back, and the refinement.
+// CUDA SIFT scale space and candidates (see sift.hpp): the upload (its copy in sift_upload.cu) and grey
+// conversion, the pyramid (upsample or base blur, then one launch per level: the separable blur through a
+// shared-memory tile with the downsample and the DoG plane fused in), the extrema with their count read
+// back, and the refinement.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <string>
 
 #include "backend/cuda/check.hpp"
 #include "backend/cuda/kernels/sift_blur.cuh"
 #include "backend/cuda/kernels/sift_convert.cuh"
-#include "backend/cuda/kernels/sift_dog.cuh"
 #include "backend/cuda/kernels/sift_extrema.cuh"
 #include "backend/cuda/kernels/sift_refine.cuh"
 #include "backend/cuda/sift.hpp"
@@ -27,12 +28,17 @@ unsigned int blocks_for(std::size_t items, unsigned int per_block) {
   return unsigned(std::min<std::size_t>((items + per_block - 1) / per_block, 0x7fffffffu));
 }
 
+// sift_extrema's block width and the rows each block walks.
+constexpr unsigned kExtremaThreads = 128;
+constexpr unsigned kExtremaRowsPerBlock = 8;
+
 // The 32 x 8 thread grid over a w x h plane of the per-pixel kernels.
 dim3 plane_grid(int w, int h) { return dim3(blocks_for(std::size_t(w), 32), blocks_for(std::size_t(h), 8)); }
 const dim3 kPlaneBlock(32, 8);
 
+// Dynamic shared memory of sift_blur_dog for an output tile tx x ty and radius r: taps, in, mid.
 std::size_t blur_tile_bytes(int tx, int ty, int r) {
-  return std::size_t(2 * ty + 2 * r) * std::size_t(tx + 2 * r) * sizeof(float);
+  return (std::size_t(r + 1) + std::size_t(2 * ty + 2 * r) * std::size_t(tx + 2 * r)) * sizeof(float);
 }
 
 }  // namespace
@@ -53,29 +59,29 @@ void SiftStagesCuda::upload(const detail::SiftPlan& plan, const detail::SiftImag
   mark(kUpload);
   SPECTRASIFT_CUDA_CHECK(cudaMemsetAsync(counters(), 0, kernels::kCounters * sizeof(unsigned int), st_.compute));
   float* grey = static_cast<float*>(buffer("sift.grey", pixels * sizeof(float)));
-  // From pageable memory the copy returns once the caller's bytes are staged: the caller's memory is not
-  // read after upload() returns, even when a later stage throws.
+  bool wait = false;
   if (image.grey_levels) {  // already grey levels: the upload is the grey image
-    SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(grey, image.data, bytes, cudaMemcpyHostToDevice, st_.compute));
-    return;
+    wait = upload_bytes(grey, image.data, bytes);
+  } else {
+    auto* raw = static_cast<unsigned char*>(buffer("sift.input", bytes));
+    wait = upload_bytes(raw, image.data, bytes);
+    kernels::sift_grey<<<plane_grid(image.width, image.height), kPlaneBlock, 0, st_.compute>>>(
+        raw, raw_type(image.type), image.channels, image.width, image.height, grey);
+    SPECTRASIFT_CUDA_CHECK_LAUNCH();
   }
-  auto* raw = static_cast<unsigned char*>(buffer("sift.input", bytes));
-  SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(raw, image.data, bytes, cudaMemcpyHostToDevice, st_.compute));
-  kernels::sift_grey<<<plane_grid(image.width, image.height), kPlaneBlock, 0, st_.compute>>>(
-      raw, raw_type(image.type), image.channels, image.width, image.height, grey);
-  SPECTRASIFT_CUDA_CHECK_LAUNCH();
+  if (wait) SPECTRASIFT_CUDA_CHECK(cudaEventSynchronize(copy_done()));
 }
 
-// The blur tile (TX, TY) of sift_blur: up to 32 x 8 threads, within the device's shared memory per block
-// for the plan's largest radius R ((TY + 2R) + TY rows of TX + 2R floats); TY shrinks first, then TX. Above
-// the default 48 KiB the kernel is opted in to more; a device whose shared memory cannot hold even a
-// one-pixel tile gets a clear error.
+// The output tile (TX, TY) of sift_blur_dog: 64 x 32 (a (32, 8) block, 8 outputs a thread), within the
+// device's shared memory per block for the plan's largest radius R (taps, (TY + 2R) + TY rows of TX + 2R
+// floats); TY shrinks first, then TX. Above the default 48 KiB the kernel is opted in to more; a device whose
+// shared memory cannot hold even a one-pixel tile gets a clear error.
 void SiftStagesCuda::size_blur_tiles() {
   const detail::SiftPlan& p = *plan_;
   const int r = *std::max_element(p.tap_radius.begin(), p.tap_radius.end());
   if (r == blur_r_) return;
   const std::size_t avail = shared_memory_per_block();
-  int tx = 32, ty = 8;
+  int tx = 64, ty = 32;
   while (blur_tile_bytes(tx, ty, r) > avail) {
     if (ty > 1) ty /= 2;
     else if (tx > 1) tx /= 2;
@@ -89,26 +95,65 @@ void SiftStagesCuda::size_blur_tiles() {
   const std::size_t bytes = blur_tile_bytes(tx, ty, r);
   if (bytes > 48 * 1024)
     SPECTRASIFT_CUDA_CHECK(
-        cudaFuncSetAttribute(kernels::sift_blur, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+        cudaFuncSetAttribute(kernels::sift_blur_dog, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
   blur_tx_ = tx;
   blur_ty_ = ty;
   blur_r_ = r;
 }
 
-void SiftStagesCuda::blur(const float* src, float* dst, int w, int h, int kernel_index) {
+// One level: dst = blur of the source with kernel `kernel_index`; dog and level0 as sift_blur_dog says.
+void SiftStagesCuda::blur(const BlurSource& src, float* dst, int w, int h, int kernel_index, const float* taps,
+                          float* dog, float* level0) {
   const detail::SiftPlan& p = *plan_;
   const int r = p.tap_radius[std::size_t(kernel_index)];
-  const float* taps = static_cast<const float*>(buffer("sift.taps", p.taps.size() * sizeof(float))) +
-                      p.tap_offset[std::size_t(kernel_index)];
+  const float* k = taps + p.tap_offset[std::size_t(kernel_index)];
   const dim3 grid(blocks_for(std::size_t(w), unsigned(blur_tx_)), blocks_for(std::size_t(h), unsigned(blur_ty_)));
+  const dim3 block(unsigned(std::min(blur_tx_, 32)), unsigned(std::min(blur_ty_, 8)));
   if (grid.y > 65535)
     throw Error(ErrorCode::kUnsupported, "sift: an octave of " + std::to_string(h) + " rows is too tall for the CUDA blur",
                 "cuda");
-  kernels::sift_blur<<<grid, dim3(unsigned(blur_tx_), unsigned(blur_ty_)), blur_tile_bytes(blur_tx_, blur_ty_, r),
-                       st_.compute>>>(src, dst, w, h, taps, r);
+  const kernels::SiftBlurSource s{src.data, src.pitch, src.step};
+  kernels::sift_blur_dog<<<grid, block, blur_tile_bytes(blur_tx_, blur_ty_, r), st_.compute>>>(
+      s, w, h, k, r, blur_tx_, blur_ty_, dst, dog, level0);
   SPECTRASIFT_CUDA_CHECK_LAUNCH();
 }
 
+// Launches per octave: level 0 (octave 0: the upsample and kernel 0's blur; later octaves: none, the
+// downsample is read by level 1's blur, which also writes level 0), then one sift_blur_dog per level
+// 1 .. S + 2, each also writing the DoG plane below it. So dog() has nothing left to do. Only the plan, the
+// blur tile and the four buffers enter the launches (no buffer is looked up or grown here), so that
+// pyramid() can capture them as a graph.
+void SiftStagesCuda::launch_pyramid(const float* grey, float* gauss, float* dog, const float* taps) {
+  const detail::SiftPlan& p = *plan_;
+  for (int o = 0; o < p.octaves; ++o) {
+    const int w = int(octave_info_[4 * std::size_t(o)]), h = int(octave_info_[4 * std::size_t(o) + 1]);
+    const std::size_t plane = std::size_t(w) * std::size_t(h);
+    float* g0 = gauss + octave_info_[4 * std::size_t(o) + 2];
+    float* d0 = dog + octave_info_[4 * std::size_t(o) + 3];
+    if (o == 0) {
+      if (p.upsample) {  // the doubled input goes through DoG plane 0, free until level 1's blur writes it
+        kernels::sift_upsample<<<plane_grid(w, h), kPlaneBlock, 0, st_.compute>>>(grey, p.input_width, p.input_height, d0);
+        SPECTRASIFT_CUDA_CHECK_LAUNCH();
+        blur({d0, w, 1}, g0, w, h, 0, taps, nullptr, nullptr);
+      } else {
+        blur({grey, w, 1}, g0, w, h, 0, taps, nullptr, nullptr);
+      }
+      blur({g0, w, 1}, g0 + plane, w, h, 1, taps, d0, nullptr);
+    } else {
+      const long long pw = octave_info_[4 * std::size_t(o - 1)], ph = octave_info_[4 * std::size_t(o - 1) + 1];
+      const float* prev_s = gauss + octave_info_[4 * std::size_t(o - 1) + 2] + std::size_t(p.layers) * std::size_t(pw * ph);
+      blur({prev_s, pw, 2}, g0 + plane, w, h, 1, taps, d0, g0);  // level 0 = the even pixels of level S before
+    }
+    for (int i = 2; i < p.levels; ++i)
+      blur({g0 + std::size_t(i - 1) * plane, w, 1}, g0 + std::size_t(i) * plane, w, h, i, taps,
+           d0 + std::size_t(i - 1) * plane, nullptr);
+  }
+}
+
+// The launches of launch_pyramid() as a CUDA graph: captured (relaxed mode: nothing but launches happens
+// during the capture) the first time a plan runs on these buffers, then one cudaGraphLaunch per image
+// instead of ~5 launches per octave (a launch costs about 5 us on the H200). A new plan (prepare()) or a
+// moved buffer captures again. The graph's kernels are exactly the stream's, so the results are the same.
 void SiftStagesCuda::pyramid() {
   const detail::SiftPlan& p = *plan_;
   if (p.octaves == 0) return;
@@ -117,44 +162,34 @@ void SiftStagesCuda::pyramid() {
       buffer("sift.grey", std::size_t(p.input_width) * std::size_t(p.input_height) * sizeof(float)));
   float* gauss = levels();
   float* dog = dog_planes();
-  for (int o = 0; o < p.octaves; ++o) {
-    const int w = int(octave_info_[4 * std::size_t(o)]), h = int(octave_info_[4 * std::size_t(o) + 1]);
-    const std::size_t plane = std::size_t(w) * std::size_t(h);
-    float* g0 = gauss + octave_info_[4 * std::size_t(o) + 2];
-    if (o == 0) {
-      if (p.upsample) {  // the doubled input goes through the first DoG planes, free until dog()
-        kernels::sift_upsample<<<plane_grid(w, h), kPlaneBlock, 0, st_.compute>>>(grey, p.input_width, p.input_height, dog);
-        SPECTRASIFT_CUDA_CHECK_LAUNCH();
-        blur(dog, g0, w, h, 0);
-      } else {
-        blur(grey, g0, w, h, 0);
-      }
-    } else {
-      const int pw = int(octave_info_[4 * std::size_t(o - 1)]);
-      const int ph = int(octave_info_[4 * std::size_t(o - 1) + 1]);
-      const float* src = gauss + octave_info_[4 * std::size_t(o - 1) + 2] + std::size_t(p.layers) * std::size_t(pw) * std::size_t(ph);
-      kernels::sift_downsample<<<plane_grid(w, h), kPlaneBlock, 0, st_.compute>>>(src, pw, g0, w, h);
-      SPECTRASIFT_CUDA_CHECK_LAUNCH();
+  const float* taps = static_cast<const float*>(buffer("sift.taps", p.taps.size() * sizeof(float)));
+  const std::array<const void*, 4> used{grey, gauss, dog, taps};
+  if (!pyramid_graph_ || pyramid_generation_ != prepared_generation_ || pyramid_buffers_ != used) {
+    if (pyramid_graph_) {
+      SPECTRASIFT_CUDA_CHECK(cudaGraphExecDestroy(pyramid_graph_));
+      pyramid_graph_ = nullptr;
     }
-    for (int i = 1; i < p.levels; ++i) blur(g0 + std::size_t(i - 1) * plane, g0 + std::size_t(i) * plane, w, h, i);
+    SPECTRASIFT_CUDA_CHECK(cudaStreamBeginCapture(st_.compute, cudaStreamCaptureModeRelaxed));
+    cudaGraph_t graph = nullptr;
+    try {
+      launch_pyramid(grey, gauss, dog, taps);
+    } catch (...) {
+      if (cudaStreamEndCapture(st_.compute, &graph) == cudaSuccess && graph) cudaGraphDestroy(graph);
+      throw;
+    }
+    SPECTRASIFT_CUDA_CHECK(cudaStreamEndCapture(st_.compute, &graph));
+    const cudaError_t e = cudaGraphInstantiate(&pyramid_graph_, graph, 0);
+    cudaGraphDestroy(graph);
+    if (e != cudaSuccess) pyramid_graph_ = nullptr;
+    SPECTRASIFT_CUDA_CHECK(e);
+    pyramid_generation_ = prepared_generation_;
+    pyramid_buffers_ = used;
   }
+  SPECTRASIFT_CUDA_CHECK(cudaGraphLaunch(pyramid_graph_, st_.compute));
 }
 
-void SiftStagesCuda::dog() {
-  const detail::SiftPlan& p = *plan_;
-  if (p.octaves == 0) return;
-  mark(kDog);
-  const float* gauss = levels();
-  float* dog = dog_planes();
-  for (int o = 0; o < p.octaves; ++o) {
-    const long long plane = octave_info_[4 * std::size_t(o)] * octave_info_[4 * std::size_t(o) + 1];
-    const long long n = plane * p.dog_levels;
-    const unsigned blocks = std::min(blocks_for(std::size_t(n), 256), unsigned(st_.props.multiProcessorCount) * 32u);
-    kernels::sift_dog<<<blocks, 256, 0, st_.compute>>>(gauss + octave_info_[4 * std::size_t(o) + 2],
-                                                       dog + octave_info_[4 * std::size_t(o) + 3], plane, n);
-    SPECTRASIFT_CUDA_CHECK_LAUNCH();
-  }
-}
+// Fused into pyramid() (each level's blur writes the DoG plane below it): nothing to do, no time recorded.
+void SiftStagesCuda::dog() {}
 
 std::size_t SiftStagesCuda::extrema() {
   const detail::SiftPlan& p = *plan_;
@@ -169,10 +204,13 @@ std::size_t SiftStagesCuda::extrema() {
     for (int o = 0; o < p.octaves; ++o) {
       const int w = int(octave_info_[4 * std::size_t(o)]), h = int(octave_info_[4 * std::size_t(o) + 1]);
       if (w <= 2 * p.border || h <= 2 * p.border) continue;
-      const dim3 grid(blocks_for(std::size_t(w - 2 * p.border), 64), unsigned(std::min(h - 2 * p.border, 65535)),
-                      unsigned(p.layers));
-      kernels::sift_extrema<<<grid, dim3(64, 1, 1), 0, st_.compute>>>(dog, info, o, p.border, p.prefilter_threshold,
-                                                                      count_slots, cand, cap);
+      // Blocks of 128 columns, each walking kExtremaRowsPerBlock rows (strided by grid.y): one block per row
+      // and layer made ~390k blocks of 64 threads at 1080p upsampled, bound by block scheduling.
+      const unsigned rows = unsigned(h - 2 * p.border);
+      const dim3 grid(blocks_for(std::size_t(w - 2 * p.border), kExtremaThreads),
+                      std::min((rows + kExtremaRowsPerBlock - 1) / kExtremaRowsPerBlock, 65535u), unsigned(p.layers));
+      kernels::sift_extrema<<<grid, dim3(kExtremaThreads, 1, 1), 0, st_.compute>>>(
+          dog, info, o, p.border, p.prefilter_threshold, count_slots, cand, cap);
       SPECTRASIFT_CUDA_CHECK_LAUNCH();
     }
     read_counters();  // read-back 1: the candidate count

@@ -1,12 +1,15 @@
 // The CUDA backend's part of a Context, and its BackendImpl (backend/backend.hpp): one device, one stream for
 // compute and one for copies, a lazily created cuBLAS handle, and a pool of device and pinned buffers reused
-// across calls. It implements spectral matching (spectral.cu), SIFT (sift*.cu) and descriptor matching (match.cu).
+// across calls. It implements every operation: spectral matching (spectral.cu), SIFT (sift*.cu), descriptor
+// matching (match.cu), RANSAC scoring (ransac.cu) and warping (warp.cu).
 #pragma once
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -54,12 +57,21 @@ struct State final : detail::BackendImpl {
   ~State() override;  ///< synchronises the device, then frees buffers, pools, events, cuBLAS and streams
 
   Backend kind() const noexcept override { return Backend::kCuda; }
-  bool implements(detail::Operation op) const noexcept override {
-    return op == detail::Operation::kSpectral || op == detail::Operation::kSift || op == detail::Operation::kMatch;
-  }
+  bool implements(detail::Operation) const noexcept override { return true; }
+  /// context.cpp: cudaMemGetInfo (total; free for messages: it excludes this context's own reused buffers, so
+  /// it is not the budget); no per-buffer limit of its own.
+  detail::DeviceMemory device_memory() const override;
   /// match.cu: the nearest two train descriptors of every query (exactly backend/cpu/match.cpp's results).
   void match_top2(detail::ContextImpl& ctx, const detail::FeatureView& query, const detail::FeatureView& train,
                   Top2* out) override;
+  /// ransac.cu / warp.cu: RANSAC scoring and the inlier mask, and the bilinear warp, on the device (the CPU
+  /// backend's bits).
+  void score_models(const double* models, const std::uint8_t* valid, int count, const detail::PointPairs& pairs,
+                    double threshold2, int threads, int* inliers, double* sums) override;
+  int inlier_mask(const double* model, const detail::PointPairs& pairs, double threshold2, std::uint8_t* mask,
+                  double* sum2) override;
+  Image warp(const Image& moving, const std::array<double, 9>& inverse, int fixed_w, int fixed_h,
+             int threads) override;
   /// sift.cu: the CUDA SIFT stages (sift.hpp).
   std::unique_ptr<detail::SiftStages> make_sift_stages(detail::ContextImpl& ctx) override;
   void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, const detail::PreparedReferences& refs,
@@ -75,6 +87,8 @@ struct State final : detail::BackendImpl {
   /// Named scratch buffers, reused across calls of the same operation ("spectral.cube0", ...).
   std::map<std::string, DeviceBuffer> buffers;
   std::map<std::string, PinnedBuffer> pinned;
+  /// The PointPairs::id of the RANSAC pairs in buffer "ransac.pairs" (0: none), uploaded once per run.
+  std::uint64_t ransac_pairs_id = 0;
 
   /// Host threads for the staging copies (mmap -> pinned), created on first use.
   std::unique_ptr<HostCopyPool> host_pool;

@@ -1,10 +1,12 @@
 // The OpenCL backend's part of a Context, and its BackendImpl (backend/backend.hpp): one device, an in-order
 // queue (profiling enabled), the programs built from the embedded sources (cached per source name and build
-// options) and named buffers. It implements SIFT (sift*.cpp), descriptor matching (match.cpp) and spectral
-// matching (spectral.cpp).
+// options) and named buffers. It implements SIFT (sift*.cpp), descriptor matching (match.cpp), spectral
+// matching (spectral.cpp), and on devices with doubles RANSAC scoring (ransac.cpp) and warping (warp.cpp).
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -68,13 +70,26 @@ struct State final : detail::BackendImpl {
 
   Backend kind() const noexcept override { return Backend::kOpenCL; }
   bool implements(detail::Operation op) const noexcept override {
+    if (op == detail::Operation::kRansac || op == detail::Operation::kWarp) return has_fp64();  // doubles (ransac.cpp)
     return op == detail::Operation::kSift || op == detail::Operation::kMatch || op == detail::Operation::kSpectral;
   }
+  /// ransac.cpp / warp.cpp: RANSAC scoring and the inlier mask, and the bilinear warp, on the device.
+  void score_models(const double* models, const std::uint8_t* valid, int count, const detail::PointPairs& pairs,
+                    double threshold2, int threads, int* inliers, double* sums) override;
+  int inlier_mask(const double* model, const detail::PointPairs& pairs, double threshold2, std::uint8_t* mask,
+                  double* sum2) override;
+  Image warp(const Image& moving, const std::array<double, 9>& inverse, int fixed_w, int fixed_h,
+             int threads) override;
+  /// Whether the device has cl_khr_fp64 (RANSAC scoring and warping need doubles; ransac.cpp).
+  bool has_fp64() const noexcept;
   void match_top2(detail::ContextImpl& ctx, const detail::FeatureView& query, const detail::FeatureView& train,
                   Top2* out) override;
   std::unique_ptr<detail::SiftStages> make_sift_stages(detail::ContextImpl& ctx) override;
   void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, const detail::PreparedReferences& refs,
                       const SpectralOptions& options, SpectralResult& result, const ProgressFn& progress) override;
+  /// CL_DEVICE_GLOBAL_MEM_SIZE (also as available: OpenCL cannot tell what is free) and
+  /// CL_DEVICE_MAX_MEM_ALLOC_SIZE.
+  detail::DeviceMemory device_memory() const override { return {global_mem, global_mem, max_alloc}; }
 
   cl_platform_id platform = nullptr;
   cl_device_id device = nullptr;
@@ -109,6 +124,8 @@ struct State final : detail::BackendImpl {
   std::map<std::string, cl_kernel> kernels;    ///< key: program key + '\n' + kernel name
   std::map<std::string, Buffer> buffers;
   std::map<std::string, PinnedBuffer> pinned_buffers;
+  /// The PointPairs::id of the RANSAC pairs in buffer "ransac.pairs" (0: none), uploaded once per run.
+  std::uint64_t ransac_pairs_id = 0;
 
   /// Builds (once) the program of an embedded .cl source with the given -D options. Every program
   /// gets "-cl-std=CL1.2", the numeric headers inlined in place of their #include lines, and no

@@ -6,8 +6,9 @@
 
 namespace spectrasift::cuda::kernels {
 
-// sift_extrema: grid (ceil((w - 2B) / 64), min(h - 2B, 65535), S), block (64, 1, 1) (B = the plan's border);
-// one thread per interior pixel of DoG layers 1..S (rows strided by gridDim.y when there are more). A pixel
+// sift_extrema: grid (ceil((w - 2B) / X), Y, S), block (X, 1, 1) (B = the plan's border; the host takes
+// X = 128 and Y = ceil((h - 2B) / 8), at most 65535); one thread per interior column of DoG layers 1..S,
+// walking the rows r = B + blockIdx.y, + Y, ... . A pixel
 // that passes numeric/sift_extrema.h's test takes a slot from the counter (an integer atomic: no result
 // depends on the slot order, the select stage sorts) and writes (octave index, layer, row, column) there
 // when the slot is below capacity; the counter ends at the true count, which the host reads back (a count

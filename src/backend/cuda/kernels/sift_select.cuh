@@ -3,10 +3,9 @@
 // CUDA form of backend/opencl/kernels/sift_select.cl).
 //
 // Records stay where the orientation stage wrote them (in arrival order); the stage sorts and compacts an
-// index array. Sorting is a bitonic network over the first P = next power of two >= n positions (n, the
-// live count, is read on the device; positions n .. P - 1 hold -1, which sorts last). The host launches the
-// steps (k, j) for its bound on P; a step whose k exceeds the device's P returns at once. Each comparison
-// is a total order on the records, so the result never depends on the arrival order.
+// index array. Sorting is a bitonic network (its kernels in sift_sort.cuh) over the first P = next power of
+// two >= n positions (n, the live count, is read on the device; positions n .. P - 1 hold -1, which sorts
+// last). Each comparison is a total order on the records, so the result never depends on the arrival order.
 #pragma once
 
 #include "backend/cuda/kernels/sift_common.cuh"
@@ -28,53 +27,6 @@ __global__ void sift_select_init(int* order, const unsigned int* counters, unsig
   if (i >= positions) return;
   const unsigned int n = min(counters[kCountOriented], capacity);
   order[i] = i < n ? (int)i : -1;
-}
-
-// sift_sort_step: grid G, block 256; the threads take the compare-exchange pairs t = id, id + G 256, ...
-// < P / 2 of bitonic step (k, j), P from the live count in counters[count_slot].
-__global__ void sift_sort_step(int* order, const SiftKeypoint* kp, const unsigned int* counters, int count_slot,
-                               unsigned int capacity, unsigned int k, unsigned int j, int mode) {
-  const unsigned int p = sift_pow2_at_least(min(counters[count_slot], capacity));
-  if (k > p) return;
-  for (unsigned int t = blockIdx.x * blockDim.x + threadIdx.x; t < p / 2; t += gridDim.x * blockDim.x) {
-    const unsigned int i = 2 * j * (t / j) + t % j;  // the lower position of the pair; partner i + j
-    int a = order[i], b = order[i + j];
-    sift_compare_exchange(kp, &a, &b, i, k, mode);
-    order[i] = a;
-    order[i + j] = b;
-  }
-}
-
-// sift_sort_local: grid P_max / (2 L), block L (a power of two); block g holds positions [2 L g, 2 L g + 2 L)
-// of the order in shared memory (dynamic: block[2 L] ints) and runs, there, the steps j = L .. 1 of stage k
-// (k_fixed > 0: the merges of a stage larger than the block), or every stage k = 2 .. 2 L with all its steps
-// (k_fixed = 0: the first pass). As sift_sort_step, only pairs below P (from the live count) and stages
-// k <= P are run.
-__global__ void sift_sort_local(int* order, const SiftKeypoint* kp, const unsigned int* counters, int count_slot,
-                                unsigned int capacity, unsigned int k_fixed, int mode) {
-  extern __shared__ int sift_sort_block[];
-  const unsigned int p = sift_pow2_at_least(min(counters[count_slot], capacity));
-  const unsigned int lid = threadIdx.x, l = blockDim.x;
-  const unsigned int base = 2 * l * blockIdx.x;
-  if (base >= p || k_fixed > p) return;  // uniform in the block
-  sift_sort_block[lid] = order[base + lid];
-  sift_sort_block[lid + l] = order[base + lid + l];
-  __syncthreads();
-  const unsigned int k_first = k_fixed ? k_fixed : 2, k_last = k_fixed ? k_fixed : 2 * l;
-  for (unsigned int k = k_first; k <= k_last && k <= p; k <<= 1) {
-    for (unsigned int j = min(k / 2, l); j > 0; j >>= 1) {
-      const unsigned int i = 2 * j * (lid / j) + lid % j;
-      if (base + i < p) {
-        int a = sift_sort_block[i], b = sift_sort_block[i + j];
-        sift_compare_exchange(kp, &a, &b, base + i, k, mode);
-        sift_sort_block[i] = a;
-        sift_sort_block[i + j] = b;
-      }
-      __syncthreads();
-    }
-  }
-  order[base + lid] = sift_sort_block[lid];
-  order[base + lid + l] = sift_sort_block[lid + l];
 }
 
 // Mask of the select stage (type: -1 none, 0 u8, 1 u16, 2 f32).

@@ -21,23 +21,10 @@ __device__ __forceinline__ void load_stats(const PixelPlanes& planes, int p, Spe
   st->sum_plp = planes.sum_plp[p];
 }
 
-/// Inserts (score, idx) into the k-list of pixel p kept in the output bands (best first); the same rule
-/// as spectral_topk_insert of numeric/spectral_metrics.h, on strided storage.
-__device__ __forceinline__ void topk_insert_strided(const OutView& out, int p, float score, int idx, int higher) {
-  if (score != score) return;
-  float* s = out.score + p;
-  int* ix = out.index + p;
-  const long long st = out.stride;
-  const int k = out.k;
-  if (ix[(k - 1) * st] >= 0 && !spectral_better(score, idx, s[(k - 1) * st], ix[(k - 1) * st], higher)) return;
-  int i = k - 1;
-  while (i > 0 && (ix[(i - 1) * st] < 0 || spectral_better(score, idx, s[(i - 1) * st], ix[(i - 1) * st], higher))) {
-    s[i * st] = s[(i - 1) * st];
-    ix[i * st] = ix[(i - 1) * st];
-    --i;
-  }
-  s[i * st] = score;
-  ix[i * st] = idx;
+/// Offers (score, idx) to the top-k heap of pixel p kept in the output bands (spectral_topk_heap_push of
+/// numeric/spectral_metrics.h on strided storage: O(log k) per kept reference, issue 21 item 6).
+__device__ __forceinline__ void topk_push_strided(const OutView& out, int p, float score, int idx, int higher) {
+  spectral_topk_heap_push(out.score + p, out.index + p, nullptr, out.stride, out.k, score, idx, 0.0, higher);
 }
 
 /* spectral_multi<kMetric>: every pixel against every reference, exactly (the single-pass formulas),
@@ -45,8 +32,8 @@ __device__ __forceinline__ void topk_insert_strided(const OutView& out, int p, f
  * pixel; the references pass through shared memory kMultiTile at a time (dynamic shared memory
  * 2 * kMultiTile * n floats). A thread keeps kMultiTile accumulators and reads its pixel's planes once
  * per tile (coalesced). Outputs: kAll writes every score band; kBest/kThreshold keep the running best in
- * registers (references visited in increasing index, ties to the lower index); kTopK inserts into the
- * output bands, which the host initialised to (NaN, -1). */
+ * registers (references visited in increasing index, ties to the lower index); kTopK keeps a heap in the
+ * output bands, which the host initialised to (NaN, -1), and sorts it best first at the end. */
 template <int kMetric>
 __global__ void __launch_bounds__(kBlock) spectral_multi(PixelPlanes planes, int npix, RefSet refs, OutView out) {
   extern __shared__ float smem[];
@@ -91,7 +78,7 @@ __global__ void __launch_bounds__(kBlock) spectral_multi(PixelPlanes planes, int
       if (out.mode == kOutAll) {
         out.score[(long long)r * out.stride + p] = s;
       } else if (out.mode == kOutTopK) {
-        topk_insert_strided(out, p, s, r, higher);
+        topk_push_strided(out, p, s, r, higher);
       } else if (spectral_better(s, r, best_s, best_i, higher)) {
         best_s = s;
         best_i = r;
@@ -99,6 +86,7 @@ __global__ void __launch_bounds__(kBlock) spectral_multi(PixelPlanes planes, int
     }
   }
   if (!live) return;
+  if (out.mode == kOutTopK) spectral_topk_heap_sort(out.score + p, out.index + p, nullptr, out.stride, out.k, higher);
   if (out.mode == kOutBest || out.mode == kOutThreshold) {
     if (out.mode == kOutThreshold && !spectral_passes(best_s, out.threshold, higher)) {
       best_s = SPECTRASIFT_NAN_F;

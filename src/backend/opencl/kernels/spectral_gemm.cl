@@ -47,7 +47,8 @@ inline float spectral_gemm_score(const SpectralPairAcc* acc, __global const doub
  *   Work-item (lx, ly) computes RP x RR pairs: pixels p0 + ly + i*WG_Y, references r0 + lx + j*WG_X.
  *   __local: x tile [TK][BP] and reference tile [TK][BR] (twice for sid); for reductions a score tile
  *   [BP][BR+1] that the first BP work-items (one per pixel) merge, in reference order, into their private
- *   top-KEEP list with spectral_topk_insert (the result does not depend on the merge order anyway).
+ *   top-KEEP heap with spectral_topk_heap_push, sorted best first at the end (spectral_topk_heap_sort; the
+ *   result does not depend on the merge order anyway).
  * Inputs: x1/x2 [n][pitch] (spectral_prepare), stats [3][pitch], nodata [pitch], r1/r2 [n][rpitch],
  *   rconst [count]. use_threshold != 0: a best score that fails `threshold` gives (NaN, -1).
  *   Outputs [bands][pitch]: KEEP == 0: out_s[r * pitch + p] for every reference; otherwise
@@ -158,7 +159,8 @@ void spectral_gemm(__global const float* x1, __global const float* x2, __global 
     barrier(CLK_LOCAL_MEM_FENCE);
     if (lid < BP) {
       const int rmax = min(BR, count - r0);
-      for (int rr = 0; rr < rmax; ++rr) spectral_topk_insert(keep_s, keep_i, KEEP, tile_s[lid][rr], r0 + rr, higher);
+      for (int rr = 0; rr < rmax; ++rr)
+        spectral_topk_heap_push(keep_s, keep_i, 0, 1, KEEP, tile_s[lid][rr], r0 + rr, 0.0, higher);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
 #endif
@@ -167,6 +169,7 @@ void spectral_gemm(__global const float* x1, __global const float* x2, __global 
 #if KEEP != 0
   const int p = p0 + lid;
   if (lid < BP && p < npix) {
+    spectral_topk_heap_sort(keep_s, keep_i, 0, 1, KEEP, higher);
     if (use_threshold && !spectral_passes(keep_s[0], threshold, higher)) {
       keep_s[0] = SPECTRASIFT_NAN_F;
       keep_i[0] = -1;
@@ -261,11 +264,12 @@ __kernel void spectral_gemm(__global const float* x1, __global const float* x2, 
 #if KEEP == 0
       out_s[(size_t)r * (size_t)pitch + (size_t)p] = s;
 #else
-      spectral_topk_insert(keep_s, keep_i, KEEP, s, r, higher);
+      spectral_topk_heap_push(keep_s, keep_i, 0, 1, KEEP, s, r, 0.0, higher);
 #endif
     }
   }
 #if KEEP != 0
+  spectral_topk_heap_sort(keep_s, keep_i, 0, 1, KEEP, higher);
   if (use_threshold && !spectral_passes(keep_s[0], threshold, higher)) {
     keep_s[0] = SPECTRASIFT_NAN_F;
     keep_i[0] = -1;

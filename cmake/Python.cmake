@@ -1,0 +1,36 @@
+# The Python module (python/): SPECTRASIFT_WITH_PYTHON = AUTO (on when a Python with its development files
+# and nanobind is found), ON (required) or OFF. Pick the interpreter with -DPython_EXECUTABLE=... (a venv's
+# python: scripts/test.sh makes one with nanobind and pytest). Sanitizer builds leave it out: an
+# instrumented extension cannot be loaded by a plain python.
+set(SPECTRASIFT_HAVE_PYTHON OFF)
+if(SPECTRASIFT_WITH_PYTHON STREQUAL "OFF")
+  return()
+endif()
+if((SPECTRASIFT_SANITIZE OR SPECTRASIFT_FUZZ) AND SPECTRASIFT_WITH_PYTHON STREQUAL "AUTO")
+  message(STATUS "Python module: off in a sanitizer or fuzz build")
+  return()
+endif()
+set(Python_FIND_VIRTUALENV FIRST)
+if(SPECTRASIFT_WITH_PYTHON STREQUAL "ON")
+  find_package(Python 3.9 REQUIRED COMPONENTS Interpreter Development.Module)
+else()
+  find_package(Python 3.9 QUIET COMPONENTS Interpreter Development.Module)
+endif()
+if(Python_FOUND AND NOT EXISTS "${nanobind_DIR}/nanobind-config.cmake")
+  execute_process(COMMAND ${Python_EXECUTABLE} -m nanobind --cmake_dir OUTPUT_VARIABLE _nb_dir
+                  OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE _nb_rc ERROR_QUIET)
+  if(_nb_rc EQUAL 0)
+    set(nanobind_DIR ${_nb_dir} CACHE PATH "nanobind's CMake folder" FORCE)
+  endif()
+endif()
+if(Python_FOUND)
+  find_package(nanobind CONFIG QUIET)
+endif()
+if(Python_FOUND AND nanobind_FOUND)
+  set(SPECTRASIFT_HAVE_PYTHON ON)
+elseif(SPECTRASIFT_WITH_PYTHON STREQUAL "ON")
+  message(FATAL_ERROR "SPECTRASIFT_WITH_PYTHON=ON: nanobind was not found for ${Python_EXECUTABLE} "
+                      "(pip install nanobind, or give -Dnanobind_DIR=...)")
+else()
+  message(STATUS "Python module: off (no Python development files or no nanobind for '${Python_EXECUTABLE}')")
+endif()

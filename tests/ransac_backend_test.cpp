@@ -1,0 +1,280 @@
+// RANSAC on the GPU backends (issue 19 item 3, issue 18 item 3) against the CPU backend: the backends'
+// score_models and inlier_mask give the CPU backend's counts, masks and sums bit for bit (pairs placed exactly
+// on the threshold, points sent to infinity, invalid models), and estimate_model gives the same model (every
+// matrix entry's bits), inlier mask, iteration count and rms, on planted homographies with outliers and on
+// graf1 -> graf3, for every model kind and ranking. Runs on OpenCL (PoCL here) and CUDA; a backend that is not
+// on the machine is skipped with a message.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "device_geometry_test_util.hpp"
+#include "spectrasift/error.hpp"
+#include "spectrasift/geometry.hpp"
+#include "spectrasift/match.hpp"
+#include "spectrasift/sift.hpp"
+
+namespace ss = spectrasift;
+
+namespace {
+
+using Mat3 = std::array<double, 9>;
+
+bool same_bits(double a, double b) {
+  return std::memcmp(&a, &b, sizeof a) == 0;
+}
+
+ss::Context cpu_context() {
+  ss::ContextOptions o;
+  o.backend = ss::Backend::kCpu;
+  o.threads = 2;
+  return ss::Context(o);
+}
+
+/// n pairs: a fraction `inlier_share` mapped through h with Gaussian noise of `noise_px`, the rest uniform in
+/// the image (outliers), shuffled.
+void planted(const Mat3& h, int n, double inlier_share, double noise_px, std::uint64_t seed,
+             std::vector<ss::Point2>& moving, std::vector<ss::Point2>& fixed) {
+  std::mt19937_64 g(seed);
+  std::uniform_real_distribution<double> ux(0, 1920), uy(0, 1080);
+  std::normal_distribution<double> noise(0, noise_px);
+  moving.resize(std::size_t(n));
+  fixed.resize(std::size_t(n));
+  for (int i = 0; i < n; ++i) {
+    const ss::Point2 m{ux(g), uy(g)};
+    moving[std::size_t(i)] = m;
+    if (i < int(inlier_share * n)) {
+      const ss::Point2 f = ss::apply_model(h, m);
+      fixed[std::size_t(i)] = {f.x + noise(g), f.y + noise(g)};
+    } else {
+      fixed[std::size_t(i)] = {ux(g), uy(g)};
+    }
+  }
+  for (int i = n - 1; i > 0; --i) {  // shuffle both lists the same way
+    const int j = int(g() % std::uint64_t(i + 1));
+    std::swap(moving[std::size_t(i)], moving[std::size_t(j)]);
+    std::swap(fixed[std::size_t(i)], fixed[std::size_t(j)]);
+  }
+}
+
+const Mat3 kPlanted{0.92, 0.11, 35.0, -0.07, 1.03, -18.0, 2.1e-5, -1.4e-5, 1.0};
+
+void expect_same_estimate(const ss::ModelEstimate& cpu, const ss::ModelEstimate& dev, const std::string& what) {
+  EXPECT_EQ(cpu.found, dev.found) << what;
+  EXPECT_EQ(cpu.inliers, dev.inliers) << what;
+  EXPECT_EQ(cpu.iterations, dev.iterations) << what;
+  EXPECT_TRUE(same_bits(cpu.rms_px, dev.rms_px)) << what << ": rms " << cpu.rms_px << " vs " << dev.rms_px;
+  for (int k = 0; k < 9; ++k)
+    EXPECT_TRUE(same_bits(cpu.matrix[std::size_t(k)], dev.matrix[std::size_t(k)]))
+        << what << ": matrix[" << k << "] " << cpu.matrix[std::size_t(k)] << " vs " << dev.matrix[std::size_t(k)];
+  EXPECT_TRUE(cpu.inlier_mask == dev.inlier_mask) << what << ": inlier masks differ";
+}
+
+class RansacBackend : public ::testing::TestWithParam<ss::Backend> {
+ protected:
+  void SetUp() override {
+    std::string why;
+    ctx_ = ss::test::device_context_for(GetParam(), ss::detail::Operation::kRansac, why);
+    if (!ctx_) GTEST_SKIP() << why;
+  }
+  ss::detail::BackendImpl& device() { return *ctx_->impl().backend_impl; }
+  std::unique_ptr<ss::Context> ctx_;
+};
+
+// Pairs whose squared error is exactly the threshold (inliers), one ulp above it (outliers), exactly zero,
+// sent to the line at infinity (w = 0), NaN; models valid and invalid: counts and sums bit for bit.
+TEST_P(RansacBackend, ScoresAndMasksAreTheCpuBits) {
+  const double thr2 = 9.0;
+  std::vector<ss::Point2> moving, fixed;
+  planted(kPlanted, 3000, 0.6, 1.2, 7, moving, fixed);
+  const Mat3 id{1, 0, 0, 0, 1, 0, 0, 0, 1};
+  moving.push_back({10, 20});
+  fixed.push_back({13, 20});  // e2 = 9 exactly under the identity: an inlier
+  moving.push_back({10, 20});
+  fixed.push_back({std::nextafter(13.0, 20.0), 20});  // just above: an outlier
+  moving.push_back({5, 5});
+  fixed.push_back({5, 5});  // e2 = 0
+  moving.push_back({0.5, 0.25});
+  fixed.push_back({std::nan(""), 1});  // NaN error: never an inlier
+  const int n = int(moving.size());
+  // The identity, the planted model, perturbed models, one sending (100, 0) to infinity, invalid slots.
+  std::vector<Mat3> models{id, kPlanted};
+  std::mt19937_64 g(3);
+  std::normal_distribution<double> eps(0, 1e-3);
+  for (int k = 0; k < 40; ++k) {
+    Mat3 m = kPlanted;
+    for (int j = 0; j < 6; ++j) m[std::size_t(j)] += eps(g) * (j % 3 == 2 ? 1000 : 1);
+    models.push_back(m);
+  }
+  models.push_back({1, 0, 0, 0, 1, 0, -0.01, 0, 1});
+  const int count = int(models.size());
+  std::vector<double> flat;
+  for (const auto& m : models) flat.insert(flat.end(), m.begin(), m.end());
+  std::vector<std::uint8_t> valid(std::size_t(count), 1);
+  valid[5] = 0;
+  valid[std::size_t(count) - 2] = 0;
+  const ss::detail::PointPairs pairs{moving.data(), fixed.data(), n, 424242};
+  const std::size_t nc = static_cast<std::size_t>(count);
+  std::vector<int> ci(nc), di(nc, -7);
+  std::vector<double> cs(nc), ds(nc, -7);
+  ss::detail::host_backend().score_models(flat.data(), valid.data(), count, pairs, thr2, 2, ci.data(), cs.data());
+  device().score_models(flat.data(), valid.data(), count, pairs, thr2, 2, di.data(), ds.data());
+  for (int h = 0; h < count; ++h) {
+    EXPECT_EQ(ci[std::size_t(h)], di[std::size_t(h)]) << "model " << h;
+    EXPECT_TRUE(same_bits(cs[std::size_t(h)], ds[std::size_t(h)]))
+        << "model " << h << ": " << cs[std::size_t(h)] << " vs " << ds[std::size_t(h)];
+  }
+  EXPECT_EQ(ci[5], -1);
+  EXPECT_GT(ci[1], 1700);  // the planted model finds its inliers
+  // Extreme thresholds: infinite (a threshold above 1e154 px; every error but NaN is an inlier, the sums
+  // saturate) and subnormal (only exact pairs): still the CPU's counts and sums.
+  for (double extreme : {HUGE_VAL, 1e-310}) {
+    std::vector<int> ce(nc), de(nc, -7);
+    std::vector<double> cse(nc), dse(nc, -7);
+    ss::detail::host_backend().score_models(flat.data(), valid.data(), count, pairs, extreme, 2, ce.data(), cse.data());
+    device().score_models(flat.data(), valid.data(), count, pairs, extreme, 2, de.data(), dse.data());
+    EXPECT_TRUE(ce == de) << "threshold2 " << extreme;
+    for (int h = 0; h < count; ++h)
+      EXPECT_TRUE(same_bits(cse[std::size_t(h)], dse[std::size_t(h)]))
+          << "threshold2 " << extreme << ", model " << h << ": " << cse[std::size_t(h)] << " vs " << dse[std::size_t(h)];
+    if (extreme == HUGE_VAL) {
+      EXPECT_EQ(ce[0], n - 1) << "every pair but the NaN one";
+    }
+  }
+  // The masks, the identity's included (its threshold pairs), on the same device copy of the pairs.
+  for (int h : {0, 1, 7, count - 1}) {
+    std::vector<std::uint8_t> cm(std::size_t(n), 9), dm(std::size_t(n), 9);
+    double csum = -1, dsum = -1;
+    const int cc = ss::detail::host_backend().inlier_mask(&flat[std::size_t(h) * 9], pairs, thr2, cm.data(), &csum);
+    const int dc = device().inlier_mask(&flat[std::size_t(h) * 9], pairs, thr2, dm.data(), &dsum);
+    EXPECT_EQ(cc, dc) << "model " << h;
+    EXPECT_TRUE(same_bits(csum, dsum)) << "model " << h << ": " << csum << " vs " << dsum;
+    EXPECT_TRUE(cm == dm) << "model " << h;
+    if (h == 0) {
+      EXPECT_EQ(cm[std::size_t(n) - 4], 1) << "e2 == threshold2 is an inlier";
+      EXPECT_EQ(cm[std::size_t(n) - 3], 0) << "e2 above threshold2 is not";
+      EXPECT_EQ(cm[std::size_t(n) - 2], 1);
+      EXPECT_EQ(cm[std::size_t(n) - 1], 0) << "a NaN error is not an inlier";
+    }
+  }
+  // The score's sum agrees with the mask's.
+  std::vector<std::uint8_t> mask(static_cast<std::size_t>(n));
+  double s1 = 0;
+  EXPECT_EQ(device().inlier_mask(&flat[9], pairs, thr2, mask.data(), &s1), di[1]);
+  EXPECT_TRUE(same_bits(s1, ds[1]));
+}
+
+// A second run with other pairs of the same count on the same context: the device must not score the first
+// run's pairs (they are kept on the device per run).
+TEST_P(RansacBackend, EachRunScoresItsOwnPairs) {
+  auto cpu = cpu_context();
+  std::vector<ss::Point2> m1, f1, m2, f2;
+  planted(kPlanted, 2000, 0.5, 0.8, 11, m1, f1);
+  const Mat3 other{1.1, -0.05, -40, 0.04, 0.95, 25, 0, 1e-5, 1};
+  planted(other, 2000, 0.5, 0.8, 12, m2, f2);
+  ss::RansacOptions o;
+  for (int round = 0; round < 2; ++round) {
+    const auto& m = round == 0 ? m1 : m2;
+    const auto& f = round == 0 ? f1 : f2;
+    expect_same_estimate(ss::estimate_model(cpu, m, f, o), ss::estimate_model(*ctx_, m, f, o),
+                         "run " + std::to_string(round));
+  }
+}
+
+// 10,000 planted pairs with outliers (the benchmark's case), every model kind and ranking, several seeds.
+TEST_P(RansacBackend, PlantedModelsAreTheCpuModels) {
+  auto cpu = cpu_context();
+  std::vector<ss::Point2> moving, fixed;
+  planted(kPlanted, 10000, 0.55, 1.0, 5, moving, fixed);
+  for (ss::GeometryModel model :
+       {ss::GeometryModel::kHomography, ss::GeometryModel::kAffine, ss::GeometryModel::kSimilarity}) {
+    for (bool msac : {false, true}) {
+      for (std::uint64_t seed : {0u, 1u, 2u}) {
+        ss::RansacOptions o;
+        o.model = model;
+        o.msac = msac;
+        o.seed = seed;
+        const std::string what =
+            std::string(ss::to_string(model)) + (msac ? " msac" : "") + " seed " + std::to_string(seed);
+        const ss::ModelEstimate c = ss::estimate_model(cpu, moving, fixed, o);
+        const ss::ModelEstimate d = ss::estimate_model(*ctx_, moving, fixed, o);
+        expect_same_estimate(c, d, what);
+        if (model == ss::GeometryModel::kHomography) {
+          EXPECT_TRUE(d.found) << what;
+          EXPECT_GT(d.inliers, 5000) << what;
+        }
+      }
+    }
+  }
+}
+
+// graf1 -> graf3 (real matches, many outliers): the same model as the CPU backend, and near the ground truth.
+TEST_P(RansacBackend, Graf1ToGraf3IsTheCpuModel) {
+  auto cpu = cpu_context();
+  const ss::Image g1 = ss::test::load_test_image("graf1_gray.png"), g3 = ss::test::load_test_image("graf3_gray.png");
+  const ss::Features f1 = ss::detect_and_compute(cpu, g1), f3 = ss::detect_and_compute(cpu, g3);
+  const std::vector<ss::Match> matches = ss::match_features(cpu, f1, f3);  // query = moving graf1, train = graf3
+  std::vector<ss::Point2> moving, fixed;
+  for (const auto& m : matches) {
+    moving.push_back({f1.keypoints[std::size_t(m.query)].x, f1.keypoints[std::size_t(m.query)].y});
+    fixed.push_back({f3.keypoints[std::size_t(m.train)].x, f3.keypoints[std::size_t(m.train)].y});
+  }
+  ASSERT_GT(moving.size(), 500u);
+  for (bool msac : {false, true}) {
+    for (double thr : {3.0, 2.0}) {
+      ss::RansacOptions o;
+      o.msac = msac;
+      o.threshold_px = thr;
+      const std::string what = std::string(msac ? "msac" : "inliers") + " threshold " + std::to_string(thr);
+      const ss::ModelEstimate c = ss::estimate_model(cpu, moving, fixed, o);
+      const ss::ModelEstimate d = ss::estimate_model(*ctx_, moving, fixed, o);
+      expect_same_estimate(c, d, what);
+      EXPECT_TRUE(d.found) << what;
+      EXPECT_GT(d.inliers, 300) << what;
+    }
+  }
+}
+
+// Too few pairs, coincident points, bad input: the same answers and errors as on the CPU backend.
+TEST_P(RansacBackend, SmallAndBadInputs) {
+  auto cpu = cpu_context();
+  ss::RansacOptions o;
+  const std::vector<ss::Point2> three{{0, 0}, {1, 0}, {0, 1}};
+  expect_same_estimate(ss::estimate_model(cpu, three, three, o), ss::estimate_model(*ctx_, three, three, o), "3 pairs");
+  const std::vector<ss::Point2> same(20, ss::Point2{4, 4});
+  expect_same_estimate(ss::estimate_model(cpu, same, same, o), ss::estimate_model(*ctx_, same, same, o), "coincident");
+  std::vector<ss::Point2> m, f;
+  planted(kPlanted, 12, 1.0, 0.0, 1, m, f);  // exact pairs: every one an inlier
+  const ss::ModelEstimate d = ss::estimate_model(*ctx_, m, f, o);
+  expect_same_estimate(ss::estimate_model(cpu, m, f, o), d, "12 exact pairs");
+  EXPECT_EQ(d.inliers, 12);
+  try {
+    (void)ss::estimate_model(*ctx_, m, std::vector<ss::Point2>(5), o);
+    ADD_FAILURE() << "no error for lists of different sizes";
+  } catch (const ss::Error& e) {
+    EXPECT_EQ(e.code(), ss::ErrorCode::kInvalidArgument);
+  }
+  std::vector<ss::Point2> bad = m;
+  bad[3].x = std::nan("");
+  try {
+    (void)ss::estimate_model(*ctx_, bad, f, o);
+    ADD_FAILURE() << "no error for a NaN coordinate";
+  } catch (const ss::Error& e) {
+    EXPECT_EQ(e.code(), ss::ErrorCode::kInvalidArgument);
+  }
+  ss::RansacOptions neg;
+  neg.threshold_px = -1;
+  EXPECT_THROW((void)ss::estimate_model(*ctx_, m, f, neg), ss::Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Gpu, RansacBackend, ::testing::Values(ss::Backend::kOpenCL, ss::Backend::kCuda),
+                         [](const ::testing::TestParamInfo<ss::Backend>& i) {
+                           return std::string(ss::to_string(i.param));
+                         });
+
+}  // namespace
