@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config ccache
   libpng-dev libjpeg-dev libtiff-dev nlohmann-json3-dev libcli11-dev
+  libgdal-dev gdal-bin                          # GeoTIFF and every other raster GDAL reads (optional at build time)
   libgtest-dev libgmock-dev libbenchmark-dev
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   libopencv-dev python3-opencv python3-numpy python3-spectral python3-skimage opencv-doc libvlfeat-dev

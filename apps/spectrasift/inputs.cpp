@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <map>
+#include <optional>
 #include <set>
 
 #include "spectrasift/error.hpp"
@@ -65,6 +67,69 @@ std::pair<int, int> parse_size(const std::string& text) {
   r = std::from_chars(p, end, h);
   if (r.ec != std::errc() || r.ptr == p || r.ptr != end || w <= 0 || h <= 0) throw fail();
   return {w, h};
+}
+
+bool gdal_dataset_name(const std::string& name) {
+  std::error_code ec;
+  return gdal_supported() && name.find(':') != std::string::npos && !fs::exists(name, ec);
+}
+
+RasterInput read_raster_input(const std::string& path, int band, std::uint64_t max_pixels) {
+  ImageLimits limits;
+  limits.max_pixels = max_pixels;
+  RasterInput in;
+  if (band > 0 && !gdal_supported())
+    throw Error(ErrorCode::kUnsupported, path + ": --band reads through GDAL, and this build has none: install "
+                                                "libgdal-dev (scripts/setup-debian.sh) and rebuild spectrasift");
+  std::optional<Error> ours;  // our decoders' refusal, when GDAL is asked next
+  if (band == 0 && !gdal_dataset_name(path)) {
+    try {
+      in.image = read_image(path, limits);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kBadFormat && e.code() != ErrorCode::kUnsupported) throw;
+      if (!gdal_supported())
+        throw Error(e.code(), std::string(e.what()) + " (other raster formats, GeoTIFF among them, are read through "
+                                                      "GDAL: install libgdal-dev and rebuild spectrasift)");
+      ours = e;
+    }
+  }
+  if (band > 0 || in.image.empty()) {
+    GeoImage g;
+    try {
+      g = read_raster_image(path, band, limits);
+    } catch (const Error& e) {
+      // A file neither reads: our decoders' message first (it names the format they saw), then GDAL's.
+      if (!ours || e.code() != ErrorCode::kBadFormat) throw;
+      throw Error(ours->code(), std::string(ours->what()) + "; GDAL cannot read it either");
+    }
+    in.image = std::move(g.image);
+    in.georef = std::move(g.georef);
+    in.through_gdal = true;
+    return in;
+  }
+  in.georef = read_georeference(path);
+  return in;
+}
+
+void add_stretch_options(CLI::App& sub, SiftOptions& o) {
+  o.stretch = SiftOptions::Stretch::kAuto;
+  const std::map<std::string, SiftOptions::Stretch> names{{"auto", SiftOptions::Stretch::kAuto},
+                                                          {"none", SiftOptions::Stretch::kNone},
+                                                          {"percentile", SiftOptions::Stretch::kPercentile}};
+  sub.add_option("--stretch", o.stretch,
+                 "intensity stretch before SIFT: auto (16-bit and float images whose 1st..99th percentile range spans "
+                 "less than half of the grey range are stretched to it; 8-bit ones never), percentile (always), none "
+                 "(default auto)")
+      ->transform(CLI::CheckedTransformer(names, CLI::ignore_case));
+  sub.add_option_function<std::vector<double>>(
+         "--stretch-percent",
+         [&o](const std::vector<double>& v) {
+           o.stretch_low = v[0];
+           o.stretch_high = v[1];
+         },
+         "LOW,HIGH: the percentiles mapped to black and white by the stretch (default 1,99)")
+      ->expected(2)
+      ->delimiter(',');
 }
 
 }  // namespace spectrasift::cli

@@ -2,10 +2,16 @@
 // and the name of each input's output when there are several.
 #pragma once
 
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "spectrasift/georef.hpp"
+#include "spectrasift/sift.hpp"
 
 namespace spectrasift::cli {
 
@@ -22,5 +28,26 @@ std::vector<std::filesystem::path> outputs_in_dir(const std::filesystem::path& d
 
 /// Parses "WxH" (two positive integers) for --size; throws Error(kInvalidArgument) quoting the text.
 std::pair<int, int> parse_size(const std::string& text);
+
+/// An image input and where it is on the ground.
+struct RasterInput {
+  Image image;
+  GeoReference georef;        ///< from GDAL (any file it opens, also one our decoders read); empty without GDAL
+  bool through_gdal = false;  ///< the pixels came through GDAL (one band), not our decoders
+};
+
+/// Reads an image input. The pixels: our decoders (PNG, JPEG, PNM, TIFF by libtiff) read the file when they can
+/// and no band is asked for (band 0), so that existing inputs keep their pixels; GDAL reads everything else, and
+/// band N (1-based) of any raster when `band` > 0. The georeferencing comes from GDAL in both cases. Without
+/// GDAL a file our decoders do not read keeps their error (code kBadFormat or kUnsupported) with a hint on how to
+/// get GDAL; band > 0 is then Error(kUnsupported).
+RasterInput read_raster_input(const std::string& path, int band, std::uint64_t max_pixels);
+
+/// True when `name` is not a file but may be a GDAL dataset name (a subdataset such as NETCDF:"f.nc":var).
+bool gdal_dataset_name(const std::string& name);
+
+/// Adds --stretch and --stretch-percent (SiftOptions::stretch, stretch_low/high) to a SIFT command and sets the
+/// command line's default, auto.
+void add_stretch_options(CLI::App& sub, SiftOptions& o);
 
 }  // namespace spectrasift::cli

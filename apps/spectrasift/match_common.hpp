@@ -16,20 +16,27 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "inputs.hpp"
 #include "spectrasift/error.hpp"
 #include "spectrasift/io.hpp"
 #include "spectrasift/sift.hpp"
 
 namespace spectrasift::cli {
 
-/// The SIFT options a matching command takes (same names and defaults as `spectrasift sift`).
-inline void add_sift_options(CLI::App& sub, SiftOptions& o) {
+/// The SIFT options a matching command takes (same names and defaults as `spectrasift sift`); `band`, when
+/// given, gets --band.
+inline void add_sift_options(CLI::App& sub, SiftOptions& o, int* band = nullptr) {
   sub.add_option("--max-features", o.max_features, "keep the N strongest features per image, 0 = all (default 0)");
   sub.add_option("--contrast-threshold", o.contrast_threshold, "SIFT contrast threshold (default 0.04)");
   sub.add_option("--edge-threshold", o.edge_threshold, "SIFT edge threshold (default 10)");
   sub.add_option("--octave-layers", o.octave_layers, "SIFT layers per octave (default 3)");
   sub.add_option("--sigma", o.sigma, "SIFT base blur in pixels (default 1.6)");
   sub.add_flag("--root-sift", o.root_sift, "use RootSIFT descriptors (default off)");
+  add_stretch_options(sub, o);
+  if (band)
+    sub.add_option("--band", *band, "read band N (1-based) of each image through GDAL (default: the whole image by our "
+                                    "decoders, or GDAL's first band for other rasters)")
+        ->check(integer_in(1, 1 << 20));
 }
 
 /// One input of a matching command: its features, and the image when the input was an image.
@@ -37,6 +44,8 @@ struct FeatureInput {
   std::filesystem::path path;
   Features features;
   Image image;
+  GeoReference georef;  ///< where the image is on the ground (read_raster_input)
+  bool through_gdal = false;
   bool from_image = false;
   double read_ms = 0;
   double sift_ms = 0;
@@ -46,8 +55,10 @@ struct FeatureInput {
   int height() const { return from_image ? image.height : features.image_height; }
   /// {"path", "width", "height", "features", "kind"}: how every command's JSON describes an input.
   nlohmann::json describe() const {
-    return {{"path", path.string()}, {"width", width()}, {"height", height()}, {"features", features.size()},
-            {"kind", from_image ? "image" : "features"}};
+    nlohmann::json j = {{"path", path.string()}, {"width", width()}, {"height", height()},
+                        {"features", features.size()}, {"kind", from_image ? "image" : "features"}};
+    if (georef.georeferenced()) j["georeferenced"] = true;
+    return j;
   }
 };
 
@@ -61,17 +72,19 @@ inline Image sift_input(const std::filesystem::path& path, const Image& image, s
 }
 
 /// Reads `path` as an image and runs SIFT on it; when the file is not an image it is read as a
-/// feature file (.key, .json or .bin, recognised by its content).
+/// feature file (.key, .json or .bin, recognised by its content). Images come through read_raster_input
+/// (band `band`, 0 = as our decoders read it); a nodata value of the raster is masked out of detection.
 inline FeatureInput load_input(Context& ctx, const std::filesystem::path& path, const SiftOptions& sift,
-                               bool require_image) {
-  require_input_file(path);
+                               bool require_image, int band = 0) {
+  if (!gdal_dataset_name(path.string())) require_input_file(path);
   FeatureInput in;
   in.path = path;
   auto t0 = std::chrono::steady_clock::now();
   try {
-    ImageLimits limits;
-    limits.max_pixels = ctx.options().max_pixels;
-    in.image = read_image(path, limits);
+    RasterInput r = read_raster_input(path.string(), band, ctx.options().max_pixels);
+    in.image = std::move(r.image);
+    in.georef = std::move(r.georef);
+    in.through_gdal = r.through_gdal;
     in.from_image = true;
   } catch (const Error& e) {
     if (e.code() != ErrorCode::kBadFormat && e.code() != ErrorCode::kUnsupported) throw;
@@ -86,7 +99,10 @@ inline FeatureInput load_input(Context& ctx, const std::filesystem::path& path, 
   in.read_ms = ms_since(t0);
   if (in.from_image) {
     t0 = std::chrono::steady_clock::now();
-    in.features = detect_and_compute(ctx, sift_input(path, in.image, ctx.options().max_pixels), sift);
+    SiftOptions options = sift;
+    if (in.georef.nodata) options.nodata = in.georef.nodata;
+    in.features = detect_and_compute(
+        ctx, in.through_gdal ? in.image : sift_input(path, in.image, ctx.options().max_pixels), options);
     in.sift_ms = ms_since(t0);
   }
   return in;

@@ -13,6 +13,7 @@
 
 #include "inputs.hpp"
 #include "match_common.hpp"
+#include "register_geo.hpp"
 #include "report.hpp"
 #include "spectrasift/geometry.hpp"
 #include "spectrasift/match.hpp"
@@ -26,7 +27,8 @@ namespace {
 namespace fs = std::filesystem;
 
 struct RegisterArgs {
-  std::string fixed, warped, draw, overlay, size;
+  std::string fixed, warped, draw, overlay, size, gcp, geojson;
+  int band = 0;
   std::vector<std::string> moving;
   std::size_t draw_max = DrawMatchesOptions{}.max_matches;
   std::string model = "homography";
@@ -40,7 +42,7 @@ struct RegisterArgs {
 
 /// The output files of one MOVING input (empty = not asked for).
 struct Outputs {
-  fs::path warped, draw, overlay;
+  fs::path warped, draw, overlay, gcp, geojson;
 };
 
 nlohmann::json verdict_json(const ModelVerdict& v) {
@@ -64,13 +66,14 @@ int register_one(Context& ctx, const RegisterArgs& a, const GlobalOptions& g, Fe
   };
   stage("sift", 0.0);
   ctx.set_progress(part(0.0, 0.5));
-  FeatureInput moving = load_input(ctx, moving_path, a.sift, false);
+  FeatureInput moving = load_input(ctx, moving_path, a.sift, false, a.band);
   if (!moving.from_image && moving.features.image_width <= 0) {
     moving.features.image_width = size.first;
     moving.features.image_height = size.second;
   }
-  if (!moving.from_image && (!out.warped.empty() || !out.draw.empty() || !out.overlay.empty()))
-    throw Error(ErrorCode::kInvalidArgument, moving_path + ": a feature file: -o, --draw and --overlay need the image");
+  if (!moving.from_image &&
+      (!out.warped.empty() || !out.draw.empty() || !out.overlay.empty() || !out.gcp.empty()))
+    throw Error(ErrorCode::kInvalidArgument, moving_path + ": a feature file: -o, --draw, --overlay and --gcp need the image");
 
   // Query = MOVING, train = FIXED; the model maps MOVING points onto FIXED points (spectrasift/registration.hpp).
   // The library's progress of each step drives the bar's share of it (match 0.5-0.7, RANSAC 0.7-0.8).
@@ -115,7 +118,26 @@ int register_one(Context& ctx, const RegisterArgs& a, const GlobalOptions& g, Fe
   t0 = std::chrono::steady_clock::now();
   OutputSet files;
   files.png = g.png_options();
-  if (!out.warped.empty()) files.add_image(out.warped, warped);
+  // A GeoTIFF name and a georeferenced FIXED: the warped image is in FIXED's frame, so it gets FIXED's
+  // georeferencing (its nodata value is MOVING's, whose pixels it holds).
+  const bool geotiff = fixed.georef.georeferenced() && gdal_supported() &&
+                       (lower_extension(out.warped) == ".tif" || lower_extension(out.warped) == ".tiff");
+  if (!out.warped.empty() && geotiff) {
+    GeoReference frame = fixed.georef;
+    frame.nodata = moving.georef.nodata;
+    write_geotiff(files.add(out.warped), warped, frame);
+  } else if (!out.warped.empty()) {
+    files.add_image(out.warped, warped);
+  }
+  if (!out.gcp.empty())
+    write_gcp_vrt(files.add(out.gcp), out.gcp, moving_path,
+                  control_points(fixed.georef, est.matrix, reg.moving_points, reg.fixed_points, est.inlier_mask, true),
+                  fixed.georef.crs_wkt);
+  if (!out.geojson.empty())
+    write_control_points_geojson(
+        files.add(out.geojson),
+        control_points(fixed.georef, est.matrix, reg.moving_points, reg.fixed_points, est.inlier_mask, false),
+        fixed.georef.crs_wkt);
   if (!out.draw.empty())
     files.add_image(out.draw, draw_matches(moving.image, moving.features, fixed.image, fixed.features, matches,
                                            &est.inlier_mask, DrawMatchesOptions{a.draw_max, true}));
@@ -130,6 +152,7 @@ int register_one(Context& ctx, const RegisterArgs& a, const GlobalOptions& g, Fe
   const double total_ms = ms_since(t_total) + fixed_read + fixed_sift;
 
   const auto& h = est.matrix;
+  const MapModel map = map_model(moving.georef, fixed.georef, h, reg.moving_points, reg.fixed_points, est.inlier_mask);
   if (g.json) {
     nlohmann::json j = context_json("register", ctx);
     j["model"] = to_string(est.model);
@@ -143,6 +166,7 @@ int register_one(Context& ctx, const RegisterArgs& a, const GlobalOptions& g, Fe
     j["seed"] = a.ransac.seed;
     j["reliable"] = verdict.reliable;
     j["verdict"] = verdict_json(verdict);
+    if (map.valid) j["map"] = map.to_json();
     j["fixed"] = fixed.describe();
     j["moving"] = moving.describe();
     j["times_ms"] = {{"read", fixed_read + moving.read_ms}, {"sift", fixed_sift + moving.sift_ms},
@@ -153,6 +177,8 @@ int register_one(Context& ctx, const RegisterArgs& a, const GlobalOptions& g, Fe
     if (!out.warped.empty()) outputs["warped"] = out.warped.string();
     if (!out.draw.empty()) outputs["draw"] = out.draw.string();
     if (!out.overlay.empty()) outputs["overlay"] = out.overlay.string();
+    if (!out.gcp.empty()) outputs["gcp"] = out.gcp.string();
+    if (!out.geojson.empty()) outputs["geojson"] = out.geojson.string();
     j["outputs"] = outputs;
     print_json(j);
   } else {
@@ -162,10 +188,11 @@ int register_one(Context& ctx, const RegisterArgs& a, const GlobalOptions& g, Fe
                 verdict.reliable ? "" : " (NOT RELIABLE)");
     std::printf("matrix (moving -> fixed pixels):\n");
     for (int r = 0; r < 3; ++r) std::printf("  % .10g  % .10g  % .10g\n", h[r * 3], h[r * 3 + 1], h[r * 3 + 2]);
+    if (map.valid) std::printf("%s", map.describe().c_str());
     std::printf("%s; read %.1f ms, sift %.1f ms, match %.1f ms, ransac %.1f ms, warp %.1f ms, write %.1f ms, total %.1f ms\n",
                 ctx.describe().c_str(), fixed_read + moving.read_ms, fixed_sift + moving.sift_ms, match_ms, ransac_ms,
                 warp_ms, write_ms, total_ms);
-    for (const auto* p : {&out.warped, &out.draw, &out.overlay})
+    for (const auto* p : {&out.warped, &out.draw, &out.overlay, &out.gcp, &out.geojson})
       if (!p->empty()) std::printf("wrote %s\n", p->c_str());
     std::fflush(stdout);
   }
@@ -186,6 +213,13 @@ int run_register(RegisterArgs& a, const GlobalOptions& g) {
   // Refuse bad output names before any work. With several MOVING inputs each output option is a folder.
   for (const auto& [p, opt] : {std::pair{&a.warped, "-o"}, {&a.draw, "--draw"}, {&a.overlay, "--overlay"}})
     if (!p->empty() && !several) check_image_output(*p, opt);
+  if (!a.gcp.empty() && !several && lower_extension(a.gcp) != ".vrt")
+    throw Error(ErrorCode::kInvalidArgument, a.gcp + ": --gcp writes a GDAL VRT (.vrt)");
+  if (!a.gcp.empty() && !gdal_supported())
+    throw Error(ErrorCode::kUnsupported, a.gcp + ": --gcp needs GDAL, and this build has none: install libgdal-dev "
+                                                 "(scripts/setup-debian.sh) and rebuild spectrasift");
+  if (!a.geojson.empty() && !several && lower_extension(a.geojson) != ".geojson" && lower_extension(a.geojson) != ".json")
+    throw Error(ErrorCode::kInvalidArgument, a.geojson + ": --geojson writes a .geojson (or .json) file");
   std::vector<Outputs> outs(movings.size());
   if (several) {
     const auto put = [&](const std::string& dir, const char* suffix, fs::path Outputs::*field) {
@@ -196,15 +230,17 @@ int run_register(RegisterArgs& a, const GlobalOptions& g) {
     put(a.warped, "_warped.png", &Outputs::warped);
     put(a.draw, "_matches.png", &Outputs::draw);
     put(a.overlay, "_overlay.png", &Outputs::overlay);
+    put(a.gcp, "_gcps.vrt", &Outputs::gcp);
+    put(a.geojson, "_matches.geojson", &Outputs::geojson);
   } else {
-    outs[0] = {a.warped, a.draw, a.overlay};
+    outs[0] = {a.warped, a.draw, a.overlay, a.gcp, a.geojson};
   }
 
   Context ctx(g.context_options());
   Progress bar("sift " + fs::path(a.fixed).filename().string(), !g.quiet);
   bar.update(0.0);
   ctx.set_progress(bar.within(0.0, 0.3));  // the library reports, the bar draws
-  FeatureInput fixed = load_input(ctx, a.fixed, a.sift, false);
+  FeatureInput fixed = load_input(ctx, a.fixed, a.sift, false, a.band);
   if (!fixed.from_image && fixed.features.image_width <= 0) {
     fixed.features.image_width = size.first;
     fixed.features.image_height = size.second;
@@ -255,10 +291,18 @@ void add_register_command(CLI::App& app, GlobalOptions& g, Action& action) {
                 "stderr and \"reliable\": false in --json, exit 0 (default: exit 3)");
   sub->add_option("--ratio", args->match.ratio, "Lowe's ratio for matching (default 0.8)");
   sub->add_flag("--mutual", args->match.mutual, "keep only two-way best matches (default off)");
-  add_sift_options(*sub, args->sift);
+  add_sift_options(*sub, args->sift, &args->band);
   sub->add_option("-o,--output", args->warped,
-                  "write MOVING warped into FIXED's frame (.png; .tif when built with libtiff), same sample type; "
+                  "write MOVING warped into FIXED's frame (.png; .tif when built with libtiff: a GeoTIFF with FIXED's "
+                  "georeferencing when FIXED has one and the build has GDAL), same sample type; "
                   "with several MOVING: a folder, DIR/<moving stem>_warped.png");
+  sub->add_option("--gcp", args->gcp,
+                  "write the inlier matches as ground control points of MOVING: a GDAL VRT (.vrt) of MOVING with GCPs in "
+                  "FIXED's map coordinates (its pixels when not georeferenced), for gdalwarp; needs GDAL; with several "
+                  "MOVING: a folder, DIR/<moving stem>_gcps.vrt");
+  sub->add_option("--geojson", args->geojson,
+                  "write every match as a GeoJSON point (WGS 84 when FIXED has a CRS; properties: pixels, map "
+                  "coordinates, residual, inlier); with several MOVING: a folder, DIR/<moving stem>_matches.geojson");
   sub->add_option("--draw", args->draw,
                   "write a picture of the matches (.png): MOVING left, FIXED right, inliers yellow, outliers magenta, a "
                   "legend with the counts below; with several MOVING: a folder, DIR/<moving stem>_matches.png");

@@ -61,6 +61,7 @@ struct SiftCliOptions {
   std::string draw;
   SiftOptions sift;
   bool no_upsample = false;
+  int band = 0;  ///< --band: read this band through GDAL (0: as our decoders read the file)
 };
 
 /// One image's job: read, SIFT, write its outputs (all or none), print its result.
@@ -69,7 +70,7 @@ void sift_one(Context& ctx, const SiftCliOptions& o, const GlobalOptions& g, con
               const std::string& image_path, const std::string& output, const std::string& draw,
               std::optional<FeatureFormat> format, Progress& bar, double progress0, double progress1) {
   const auto t_total = Clock::now();
-  require_input_file(image_path);
+  if (!gdal_dataset_name(image_path)) require_input_file(image_path);
   ImageLimits limits;
   limits.max_pixels = ctx.options().max_pixels;
   const std::string name = fs::path(image_path).filename().string();
@@ -78,7 +79,8 @@ void sift_one(Context& ctx, const SiftCliOptions& o, const GlobalOptions& g, con
   };
   stage("read", 0.0);
   auto t = Clock::now();
-  const Image image = read_image(image_path, limits);
+  const RasterInput raster = read_raster_input(image_path, o.band, limits.max_pixels);
+  const Image& image = raster.image;
   std::optional<Image> mask;
   if (!o.mask.empty()) mask = normalise_mask(o.mask, read_image(o.mask, limits), image.width, image.height);
   const double read_ms = ms_since(t);
@@ -94,8 +96,10 @@ void sift_one(Context& ctx, const SiftCliOptions& o, const GlobalOptions& g, con
   // 8-bit colour: SIFT runs on the file's grey as cv2.imread(IMREAD_GRAYSCALE) makes it (a JPEG's luma
   // plane), so that the keypoints are OpenCV's; the colour image is kept for --draw.
   const bool colour8 = image.channels > 1 && image.type == PixelType::kU8;
+  SiftOptions options = so;
+  if (raster.georef.nodata) options.nodata = raster.georef.nodata;  // a raster's nodata is masked out
   const Features features = detect_and_compute(ctx, colour8 ? read_image(image_path, ReadMode::kGray, limits) : image,
-                                               so, mask ? &*mask : nullptr);
+                                               options, mask ? &*mask : nullptr);
   const double sift_ms = ms_since(t);
 
   // Both outputs are written under temporary names and renamed only when both are complete.
@@ -150,7 +154,7 @@ int run_sift(const SiftCliOptions& o, const GlobalOptions& g) {
   // Everything that can be checked without work is checked first, so a bad option costs nothing.
   const std::vector<std::string> images = expand_inputs(o.images);
   const bool several = images.size() > 1;
-  if (!several) require_input_file(images[0]);
+  if (!several && !gdal_dataset_name(images[0])) require_input_file(images[0]);
   if (!o.mask.empty()) require_input_file(o.mask);
   SiftOptions so = o.sift;
   so.upsample = !o.no_upsample;
@@ -203,7 +207,8 @@ void add_sift_command(CLI::App& app, GlobalOptions& g, Action& action) {
   auto opts = std::make_shared<SiftCliOptions>();
   SiftCliOptions& o = *opts;
   auto* sub = app.add_subcommand("sift", "detect SIFT keypoints and compute their descriptors for one or more images");
-  sub->add_option("IMAGE", o.images, "input image(s): PNG, JPEG, PGM/PPM or TIFF (8/16-bit, float); colour is made "
+  sub->add_option("IMAGE", o.images, "input image(s): PNG, JPEG, PGM/PPM or TIFF (8/16-bit, float), and any raster GDAL "
+                                     "reads (first band, or --band); colour is made "
                                      "grey with OpenCV's weights. Several (or a quoted glob) share one Context")
       ->required();
   sub->add_option("-o,--output", o.output,
@@ -225,6 +230,10 @@ void add_sift_command(CLI::App& app, GlobalOptions& g, Action& action) {
                 "start at the input resolution instead of the doubled image (default: doubled, like OpenCV)");
   sub->add_flag("--root-sift", o.sift.root_sift, "write RootSIFT descriptors (L1-normalised square roots, x512; "
                 "the .key format rounds every descriptor value to an integer 0..255)");
+  add_stretch_options(*sub, o.sift);
+  sub->add_option("--band", o.band, "read band N (1-based) of the image through GDAL (default: the image as our "
+                                    "decoders read it, or GDAL's first band for other rasters)")
+      ->check(integer_in(1, 1 << 20));
   sub->add_option("--draw", o.draw, "also write a .png with the keypoints drawn (circle of radius size/2, line "
                                     "for the orientation); with several images: a folder, DIR/<stem>_keypoints.png");
   g.add_json_option(*sub, "print one JSON object per image: image (path, size, features), backend, device, times_ms");

@@ -18,11 +18,14 @@
 #include <filesystem>
 #include <iostream>
 #include <limits>
+#include <optional>
 
 #include "cli.hpp"
+#include "inputs.hpp"
 #include "report.hpp"
 #include "spectrasift/draw.hpp"
 #include "spectrasift/error.hpp"
+#include "spectrasift/georef.hpp"
 #include "spectrasift/io.hpp"
 #include "spectrasift/spectral.hpp"
 
@@ -63,8 +66,8 @@ bool is_envi_path(const fs::path& p) {
 }
 
 /// The mask as one byte per pixel (nonzero = selected): an ENVI single-band cube or an image.
-std::vector<std::uint8_t> read_mask(const fs::path& path, const EnviCube& cube, std::uint64_t max_pixels) {
-  const int w = cube.header().samples, h = cube.header().lines;
+std::vector<std::uint8_t> read_mask(const fs::path& path, const CubeRef& cube, std::uint64_t max_pixels) {
+  const int w = cube.samples, h = cube.lines;
   std::vector<std::uint8_t> mask(std::size_t(w) * h, 0);
   auto size_error = [&](int mw, int mh) {
     return Error(ErrorCode::kInvalidArgument, path.string() + ": the mask is " + std::to_string(mw) + " x " +
@@ -102,33 +105,39 @@ std::vector<std::uint8_t> read_mask(const fs::path& path, const EnviCube& cube, 
 }
 
 /// The references as the cube's bands see them (a library is resampled when both carry wavelengths).
-SpectralLibrary load_references(const SpectralArgs& a, const EnviCube& cube, std::uint64_t max_pixels, bool verbose) {
+/// `envi` is the ENVI cube behind `cube` (null for a raster read through GDAL).
+SpectralLibrary load_references(const SpectralArgs& a, const CubeRef& cube, const EnviCube* envi,
+                                std::uint64_t max_pixels, bool verbose) {
   const int sources = int(!a.ref_pixels.empty()) + int(!a.ref_mask.empty()) + int(!a.library.empty());
   if (sources != 1)
     throw Error(ErrorCode::kInvalidArgument, "give exactly one of --ref-pixel (repeatable), --ref-mask or --library");
   if (!a.ref_pixels.empty()) {
     std::vector<std::pair<int, int>> xy;
     for (const auto& s : a.ref_pixels) xy.push_back(parse_pixel_xy(s));
-    return reference_from_pixels(cube, xy);
+    return envi ? reference_from_pixels(*envi, xy) : reference_from_pixels(cube, xy);
   }
   if (!a.ref_mask.empty()) {
     require_input_file(a.ref_mask);
-    return reference_from_mask(cube, read_mask(a.ref_mask, cube, max_pixels), "mask " + fs::path(a.ref_mask).stem().string());
+    const std::vector<std::uint8_t> mask = read_mask(a.ref_mask, cube, max_pixels);
+    const std::string name = "mask " + fs::path(a.ref_mask).stem().string();
+    return envi ? reference_from_mask(*envi, mask, name) : reference_from_mask(cube, mask, name);
   }
   require_input_file(a.library);
   SpectralLibrary lib = read_library(a.library);
-  const auto& h = cube.header();
-  const bool same_axis = lib.bands == h.bands && (lib.wavelength.empty() || h.wavelength.empty() ||
-                                                  lib.wavelength == h.wavelength);
+  const std::vector<double>& wavelength = envi ? envi->header().wavelength : cube.wavelength;
+  const std::vector<double> no_fwhm;
+  const std::vector<double>& fwhm = envi ? envi->header().fwhm : no_fwhm;
+  const bool same_axis = lib.bands == cube.bands && (lib.wavelength.empty() || wavelength.empty() ||
+                                                     lib.wavelength == wavelength);
   if (same_axis) return lib;
-  if (!lib.wavelength.empty() && !h.wavelength.empty()) {
+  if (!lib.wavelength.empty() && !wavelength.empty()) {
     if (verbose)
-      std::cerr << "[spectrasift] resampling " << lib.count << " spectra from " << lib.bands << " to " << h.bands
+      std::cerr << "[spectrasift] resampling " << lib.count << " spectra from " << lib.bands << " to " << cube.bands
                 << " bands (Gaussian band responses)\n";
-    return resample_library(lib, h.wavelength, h.fwhm);
+    return resample_library(lib, wavelength, fwhm);
   }
   throw Error(ErrorCode::kInvalidArgument, a.library + ": the library has " + std::to_string(lib.bands) +
-                                               " bands and the cube " + std::to_string(h.bands) +
+                                               " bands and the cube " + std::to_string(cube.bands) +
                                                "; resampling needs wavelengths in both");
 }
 
@@ -242,16 +251,26 @@ void check_picture_size(int samples, int lines, const ContextOptions& co) {
                                              " MB; leave out --png, cut the cube into tiles or raise --max-memory");
 }
 
-/// The output format follows the extension: ENVI for .hdr (OUT.hdr + OUT.img); .tif/.tiff (GeoTIFF) is refused
-/// with a clear message rather than written as ENVI bytes under a TIFF name; any other name is a usage error.
+/// True when -o names a GeoTIFF (.tif/.tiff).
+bool geotiff_output(const SpectralArgs& a) {
+  std::string ext = fs::path(a.output).extension().string();
+  for (auto& c : ext) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return ext == ".tif" || ext == ".tiff";
+}
+
+/// The output format follows the extension: ENVI for .hdr (OUT.hdr + OUT.img), GeoTIFF for .tif/.tiff (refused
+/// with a clear message in a build without GDAL, rather than written as ENVI bytes under a TIFF name); any other
+/// name is a usage error.
 void check_output_names(const SpectralArgs& a) {
   std::string ext = fs::path(a.output).extension().string();
   for (auto& c : ext) c = char(std::tolower(static_cast<unsigned char>(c)));
-  if (ext == ".tif" || ext == ".tiff")
-    throw Error(ErrorCode::kUnsupported, a.output + ": GeoTIFF output is not available in this build (no GDAL writer); "
-                                         "write ENVI instead: -o OUT.hdr (+ OUT.img), which GDAL and QGIS read");
-  if (ext != ".hdr")
-    throw Error(ErrorCode::kInvalidArgument, a.output + ": -o must name an ENVI header (OUT.hdr; the data goes to OUT.img)");
+  if (geotiff_output(a) && !gdal_supported())
+    throw Error(ErrorCode::kUnsupported, a.output + ": GeoTIFF output needs GDAL, and this build has none: install "
+                                         "libgdal-dev (scripts/setup-debian.sh) and rebuild spectrasift, or write ENVI "
+                                         "instead: -o OUT.hdr (+ OUT.img), which GDAL and QGIS read");
+  if (ext != ".hdr" && !geotiff_output(a))
+    throw Error(ErrorCode::kInvalidArgument, a.output + ": -o must name an ENVI header (OUT.hdr; the data goes to OUT.img) "
+                                                        "or a GeoTIFF (OUT.tif)");
   if (!a.png.empty()) {
     std::string pe = fs::path(a.png).extension().string();
     for (auto& c : pe) c = char(std::tolower(static_cast<unsigned char>(c)));
@@ -259,9 +278,34 @@ void check_output_names(const SpectralArgs& a) {
   }
 }
 
+/// -o OUT.tif: the scores as a float32 GeoTIFF (nodata NaN) and, with a reduction, the indices as OUT_index.tif
+/// (int32, nodata -1), both with the cube's geotransform and CRS.
+void write_geotiff_outputs(OutputSet& files, const SpectralArgs& a, const SpectralResult& r,
+                           const std::vector<std::string>& band_names, GeoReference georef) {
+  RasterBands scores;
+  scores.data = r.scores.data();
+  scores.type = SampleType::kF32;
+  scores.width = r.samples;
+  scores.height = r.lines;
+  scores.bands = r.k;
+  scores.band_names = band_names;
+  georef.nodata = std::numeric_limits<double>::quiet_NaN();
+  write_geotiff(files.add(a.output), scores, georef);
+  if (r.index.empty()) return;
+  RasterBands index = scores;
+  index.data = r.index.data();
+  index.type = SampleType::kI32;
+  index.band_names.clear();
+  for (int i = 0; i < r.k; ++i)
+    index.band_names.push_back(r.k == 1 ? "best reference index" : "reference index rank " + std::to_string(i + 1));
+  georef.nodata = -1;
+  write_geotiff(files.add(index_path(a.output)), index, georef);
+}
+
 int run_spectral(const SpectralArgs& a, const GlobalOptions& g) {
   const auto t_start = Clock::now();
-  require_input_file(a.cube);
+  const bool envi_input = is_envi_path(a.cube);
+  if (envi_input || !gdal_dataset_name(a.cube)) require_input_file(a.cube);
   if (a.output.empty()) throw Error(ErrorCode::kInvalidArgument, "-o OUT.hdr is required");
   check_output_names(a);
   SpectralOptions o;
@@ -284,13 +328,23 @@ int run_spectral(const SpectralArgs& a, const GlobalOptions& g) {
   const ContextOptions co = g.context_options();
   Context ctx(co);
   const auto t_read = Clock::now();
-  const EnviCube cube = open_envi(a.cube, co.max_pixels);
-  if (!a.png.empty()) check_picture_size(cube.header().samples, cube.header().lines, co);
-  const SpectralLibrary refs = load_references(a, cube, co.max_pixels, g.verbose);
+  // ENVI cubes through our reader (memory-mapped, checked); every other raster through GDAL, into memory.
+  if (!envi_input && !gdal_supported())
+    throw Error(ErrorCode::kUnsupported, a.cube + ": not an ENVI cube (no .hdr beside it); other rasters (GeoTIFF, "
+                                                  "HDF, NetCDF, ...) are read through GDAL, and this build has none: "
+                                                  "install libgdal-dev (scripts/setup-debian.sh) and rebuild spectrasift");
+  std::optional<EnviCube> envi;
+  std::optional<RasterCube> raster;
+  if (envi_input) envi = open_envi(a.cube, co.max_pixels);
+  else raster = read_raster_cube(a.cube, co.max_pixels);
+  const CubeRef view = envi ? cube_ref(*envi) : raster->ref();
+  if (!a.png.empty()) check_picture_size(view.samples, view.lines, co);
+  const SpectralLibrary refs = load_references(a, view, envi ? &*envi : nullptr, co.max_pixels, g.verbose);
   const double read_ms = ms_since(t_read);
 
   Progress bar("spectral", !g.quiet);
-  SpectralResult r = spectral_match(ctx, cube, refs, o, [&bar](double f) { bar.update(f); });
+  const auto progress = [&bar](double f) { bar.update(f); };
+  SpectralResult r = envi ? spectral_match(ctx, *envi, refs, o, progress) : spectral_match(ctx, view, refs, o, progress);
   bar.done();
   r.times.read_ms = read_ms;
 
@@ -313,21 +367,27 @@ int run_spectral(const SpectralArgs& a, const GlobalOptions& g) {
   }
   // Every output goes to a temporary name first; they are renamed together at the end (all or none).
   OutputSet files;
-  if (o.reduction != Reduction::kAll) {
+  if (geotiff_output(a)) {
+    write_geotiff_outputs(files, a, r, band_names, envi ? read_georeference(envi->data_path().string()) : raster->georef());
+  } else if (o.reduction != Reduction::kAll) {
     const fs::path idx_path = index_path(out);
     std::vector<std::string> idx_names;
     for (int i = 0; i < r.k; ++i)
       idx_names.push_back(r.k == 1 ? "best reference index" : "reference index rank " + std::to_string(i + 1));
-    EnviHeader like = cube.header();
+    EnviHeader like = envi ? envi->header() : EnviHeader{};
+    if (raster) put_envi_georeference(raster->georef(), like);
     std::string desc = "spectrasift spectral " + m + " of " + fs::path(a.cube).filename().string() +
                        ": reference indices (0-based; -1 = no data or rejected):";
     for (std::size_t i = 0; i < names.size(); ++i) desc += " " + std::to_string(i) + " = " + names[i] + ";";
     like.description = desc;
     write_envi_i32(files, idx_path, r.samples, r.lines, idx_names, r.index.data(), &like);
   }
-  EnviHeader like = cube.header();
-  like.description = "spectrasift spectral " + m + " scores of " + fs::path(a.cube).filename().string();
-  write_envi_f32(files, out, r.samples, r.lines, band_names, r.scores.data(), &like);
+  if (!geotiff_output(a)) {
+    EnviHeader like = envi ? envi->header() : EnviHeader{};
+    if (raster) put_envi_georeference(raster->georef(), like);  // a GDAL cube's georeferencing, as ENVI keeps it
+    like.description = "spectrasift spectral " + m + " scores of " + fs::path(a.cube).filename().string();
+    write_envi_f32(files, out, r.samples, r.lines, band_names, r.scores.data(), &like);
+  }
   if (!a.png.empty()) write_png(files.add(a.png), make_picture(r, o, names, a.cube), g.png_options());
   files.commit();
   std::vector<std::string> outputs;  // the headers and the picture, as before (not the .img data files)
@@ -354,7 +414,7 @@ int run_spectral(const SpectralArgs& a, const GlobalOptions& g) {
     j["pixels"] = npix;
     j["samples"] = r.samples;
     j["lines"] = r.lines;
-    j["bands"] = cube.header().bands;
+    j["bands"] = view.bands;
     j["pixels_without_score"] = nodata;  // NaN in the first score band: no data, or rejected by --threshold
     if (!r.index.empty()) j["matched_pixels"] = matched;
     j["outputs"] = outputs;
@@ -378,7 +438,10 @@ int run_spectral(const SpectralArgs& a, const GlobalOptions& g) {
 void add_spectral_command(CLI::App& app, GlobalOptions& g, Action& action) {
   auto args = std::make_shared<SpectralArgs>();
   auto* sub = app.add_subcommand("spectral", "match every pixel of an ENVI cube against reference spectra (ed, sam, scc, sid)");
-  sub->add_option("cube", args->cube, "ENVI header of the cube (CUBE.hdr; the data file is found beside it)")->required();
+  sub->add_option("cube", args->cube,
+                  "the cube: an ENVI header (CUBE.hdr; the data file is found beside it), or any raster GDAL reads, "
+                  "every band (multiband GeoTIFF, HDF/NetCDF subdatasets in GDAL's syntax)")
+      ->required();
   sub->add_option("--metric", args->metric, "ed | sam | scc | sid (default sam)")
       ->check(CLI::IsMember({"ed", "sam", "scc", "sid"}, CLI::ignore_case));
   sub->add_option("--ref-pixel", args->ref_pixels, "reference spectrum at pixel X,Y (0-based; repeatable: one reference each)")
@@ -397,7 +460,10 @@ void add_spectral_command(CLI::App& app, GlobalOptions& g, Action& action) {
   sub->add_option("--library", args->library,
                   "reference library: ENVI .sli (+ .hdr) or CSV (wavelength column, one named column per spectrum); "
                   "resampled onto the cube's wavelengths when both have them");
-  sub->add_option("-o,--output", args->output, "output ENVI header OUT.hdr (+ OUT.img; OUT_index.hdr with --best/--top/--threshold)")
+  sub->add_option("-o,--output", args->output,
+                  "output ENVI header OUT.hdr (+ OUT.img; OUT_index.hdr with --best/--top/--threshold), or a GeoTIFF "
+                  "OUT.tif (tiled, DEFLATE, nodata NaN; OUT_index.tif int32 with nodata -1) with the cube's "
+                  "georeferencing (needs GDAL)")
       ->required();
   auto* best = sub->add_flag("--best", args->best, "keep the best reference per pixel (index + score)");
   auto* top = sub->add_option("--top", args->top, "keep the K best references per pixel, best first")

@@ -38,4 +38,8 @@ struct CubeRef {
 /// The view of an opened ENVI cube (its memory map, header metadata and path as the name).
 CubeRef cube_ref(const EnviCube& cube);
 
+/// One value of a view converted to double (byte order handled; no scale factor), for small reads. The view is
+/// not checked (spectral_match checks it); line, sample and band must be inside it.
+double cube_value(const CubeRef& cube, int line, int sample, int band) noexcept;
+
 }  // namespace spectrasift

@@ -23,6 +23,8 @@ enum class SampleType : std::uint8_t {
 };
 std::size_t sample_size(SampleType t) noexcept;
 const char* to_string(SampleType t) noexcept;
+/// One sample at `sample` converted to double (byte order handled).
+double sample_value(const void* sample, SampleType type, bool big_endian) noexcept;
 
 enum class Interleave : std::uint8_t { kBsq, kBil, kBip };
 const char* to_string(Interleave i) noexcept;

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "spectrasift/context.hpp"
 #include "spectrasift/types.hpp"
@@ -39,6 +40,26 @@ struct SiftOptions {
   /// Return RootSIFT descriptors (Arandjelovic & Zisserman 2012): L1-normalise, square root, then
   /// scale to L2 norm 512 so that they have the magnitude of the default ones. Default false.
   bool root_sift = false;
+
+  /// Intensity normalisation before detection, for 16-bit and low-contrast scenes (a 12-bit Landsat or
+  /// Sentinel scene stored in 16 bits reaches only 1/16 of the grey range, so the contrast threshold, a
+  /// fraction of that range, rejects most of its features). kPercentile maps the grey values between the
+  /// stretch_low and stretch_high percentiles of the image's valid pixels linearly onto 0..255 (clamped); kAuto
+  /// does so only for U16 and F32 images whose percentile range spans less than half of the grey range
+  /// (128 levels) or leaves 0..255, so 8-bit images and full-range 16-bit ones keep their pixels exactly;
+  /// kNone uses the grey values as they are (to_gray_float). Default kNone (the command line's default is
+  /// auto). A stretched image is handed to the backends as grey F32.
+  enum class Stretch : std::uint8_t { kNone, kAuto, kPercentile };
+  Stretch stretch = Stretch::kNone;
+  double stretch_low = 1.0;    ///< lower percentile, percent; default 1; 0 <= low < high <= 100
+  double stretch_high = 99.0;  ///< upper percentile, percent; default 99
+  /// A nodata value (a raster's, e.g. GDAL's or ENVI's "data ignore value"): pixels holding it in any channel,
+  /// and pixels within nodata_margin of them, are masked out of detection (keypoints there are dropped, as by
+  /// the mask argument) and left out of the stretch's percentiles. Default none.
+  std::optional<double> nodata;
+  /// Pixels around a nodata pixel also masked (a square of radius nodata_margin): the step from data to the
+  /// fill value is an edge that would make keypoints of its own. Default 3; 0..64.
+  int nodata_margin = 3;
 
   void check() const;
 };

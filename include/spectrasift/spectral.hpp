@@ -81,6 +81,10 @@ SpectralResult spectral_match(Context& ctx, const CubeRef& cube, const SpectralL
 /// Reference helpers (all values in the cube's units, after the reflectance scale factor).
 SpectralLibrary reference_from_pixels(const EnviCube& cube, const std::vector<std::pair<int, int>>& xy);
 SpectralLibrary reference_from_mask(const EnviCube& cube, const std::vector<std::uint8_t>& mask, const std::string& name);
+/// The same for a cube in memory (cube.hpp); the ENVI overloads are these on cube_ref(cube), so both give the same
+/// values. The view is read as given (check it with spectral_match's rules first).
+SpectralLibrary reference_from_pixels(const CubeRef& cube, const std::vector<std::pair<int, int>>& xy);
+SpectralLibrary reference_from_mask(const CubeRef& cube, const std::vector<std::uint8_t>& mask, const std::string& name);
 /// Resamples a library onto the cube's wavelengths with Gaussian band responses of the cube's FWHM
 /// (as Spectral Python's BandResampler); bands with no overlap become NaN and are excluded.
 SpectralLibrary resample_library(const SpectralLibrary& lib, const std::vector<double>& wavelength,

@@ -129,4 +129,16 @@ CubeView make_cube_view(const CubeRef& c) {
 
 }  // namespace detail
 
+double cube_value(const CubeRef& c, int line, int sample, int band) noexcept {
+  std::size_t ls = c.line_stride, ss = c.sample_stride, bs = c.band_stride;
+  if (ls == 0 && ss == 0 && bs == 0) {
+    const auto d = detail::dense(c.interleave, std::size_t(c.samples), std::size_t(c.lines), std::size_t(c.bands));
+    ls = d.line;
+    ss = d.sample;
+    bs = d.band;
+  }
+  const std::size_t e = std::size_t(line) * ls + std::size_t(sample) * ss + std::size_t(band) * bs;
+  return sample_value(static_cast<const std::uint8_t*>(c.data) + e * sample_size(c.type), c.type, c.big_endian);
+}
+
 }  // namespace spectrasift

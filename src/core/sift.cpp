@@ -16,6 +16,7 @@
 #include "core/context_impl.hpp"
 #include "core/sift_backend.hpp"
 #include "core/sift_plan.hpp"
+#include "core/sift_prepare.hpp"
 #include "core/dispatch.hpp"
 #include "core/limits.hpp"
 #include "spectrasift/error.hpp"
@@ -49,6 +50,13 @@ void SiftOptions::check() const {
   if (!(edge_threshold > 0) || !std::isfinite(edge_threshold))
     invalid("edge_threshold must be a finite value > 0 (got " + num(edge_threshold) + ")");
   if (max_features < 0) invalid("max_features must be >= 0 (got " + std::to_string(max_features) + ")");
+  if (int(stretch) > int(Stretch::kPercentile)) invalid("unknown stretch code " + std::to_string(int(stretch)));
+  if (!(stretch_low >= 0 && stretch_low < stretch_high && stretch_high <= 100))
+    invalid("the stretch percentiles must satisfy 0 <= low < high <= 100 (got " + num(stretch_low) + ", " +
+            num(stretch_high) + ")");
+  if (nodata && std::isinf(*nodata)) invalid("nodata must be finite or NaN (got " + num(*nodata) + ")");
+  if (nodata_margin < 0 || nodata_margin > 64)
+    invalid("nodata_margin must be in 0..64 (got " + std::to_string(nodata_margin) + ")");
 }
 
 namespace {
@@ -147,11 +155,32 @@ void check_image_shape(int width, int height, int channels, bool no_data) {
 }
 
 // SIFT on a view whose shape was checked (the Image and ImageView overloads).
-Features sift_checked_view(Context& ctx, const ImageView& image, const SiftOptions& options, const Image* mask) {
+Features sift_checked_view(Context& ctx, const ImageView& image, const SiftOptions& options, const Image* mask,
+                           const Image* owner = nullptr) {
   check_image_size(ctx.impl(), image.width, image.height);
   check_mask(mask, image.width, image.height);
   const detail::SiftImageView view{image.data, image.type, image.width, image.height, image.channels, false};
-  return run_sift(ctx.impl(), view, options, mask);
+  if (options.stretch == SiftOptions::Stretch::kNone && !options.nodata)
+    return run_sift(ctx.impl(), view, options, mask);  // the default: the caller's pixels as they are, no copy
+  // The stretch and the nodata mask (core/sift_prepare.hpp) read an Image: the caller's, or a copy of the view.
+  Image copy;
+  if (!owner) {
+    copy.width = image.width;
+    copy.height = image.height;
+    copy.channels = image.channels;
+    copy.type = image.type;
+    const auto* bytes = static_cast<const std::uint8_t*>(image.data);
+    copy.data.assign(bytes, bytes + copy.pixel_count() * std::size_t(copy.channels) * bytes_per_sample(copy.type));
+    owner = &copy;
+  }
+  const detail::PreparedSiftInput prep = detail::prepare_sift_input(*owner, options, mask);
+  const Image* used_mask = prep.has_mask ? &prep.mask : mask;
+  if (prep.stretched) {
+    ctx.impl().log("sift: grey values " + num(prep.low) + ".." + num(prep.high) + " stretched to 0..255");
+    const detail::SiftImageView grey{prep.grey.data.data(), PixelType::kF32, prep.grey.width, prep.grey.height, 1, true};
+    return run_sift(ctx.impl(), grey, options, used_mask);
+  }
+  return run_sift(ctx.impl(), view, options, used_mask);
 }
 
 }  // namespace
@@ -164,7 +193,7 @@ Features detect_and_compute(Context& ctx, const Image& image, const SiftOptions&
     invalid("the image buffer has " + std::to_string(image.data.size()) + " bytes, its shape needs " +
             std::to_string(image.pixel_count() * std::size_t(image.channels) * bytes_per_sample(image.type)));
   return sift_checked_view(ctx, ImageView{image.data.data(), image.width, image.height, image.channels, image.type},
-                           options, mask);
+                           options, mask, &image);
 }
 
 Features detect_and_compute(Context& ctx, const ImageView& image, const SiftOptions& options, const Image* mask) {
@@ -182,8 +211,10 @@ Features detect_and_compute(Context& ctx, const ImageF& gray, const SiftOptions&
     invalid("the grey image buffer has " + std::to_string(gray.data.size()) + " values, its shape needs " +
             std::to_string(std::size_t(gray.width) * std::size_t(gray.height)));
   check_mask(mask, gray.width, gray.height);
-  const detail::SiftImageView view{gray.data.data(), PixelType::kF32, gray.width, gray.height, 1, true};
-  return run_sift(ctx.impl(), view, options, mask);
+  const detail::PreparedSiftInput prep = detail::prepare_sift_input(gray, options, mask);
+  const ImageF& used = prep.stretched ? prep.grey : gray;
+  const detail::SiftImageView view{used.data.data(), PixelType::kF32, used.width, used.height, 1, true};
+  return run_sift(ctx.impl(), view, options, prep.has_mask ? &prep.mask : mask);
 }
 
 }  // namespace spectrasift

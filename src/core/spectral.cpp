@@ -269,75 +269,97 @@ SpectralResult spectral_match(Context& ctx, const CubeRef& cube, const SpectralL
 
 namespace {
 
-double scale_of(const EnviCube& cube) {
-  const auto& f = cube.header().reflectance_scale_factor;
+/// The values a reference helper reads: a CubeRef's samples through cube_value (an EnviCube's through its view).
+double scale_of(const CubeRef& cube) {
+  const auto& f = cube.reflectance_scale_factor;
   return f ? 1.0 / *f : 1.0;
 }
 
 /// True when the pixel holds the data ignore value in a used band (the backends' rule).
-bool ignored(const EnviCube& cube, int x, int y) {
-  const auto& h = cube.header();
-  if (!h.data_ignore_value) return false;
-  const float ig = float(*h.data_ignore_value);
-  for (int b = 0; b < h.bands; ++b) {
-    if (!h.bbl.empty() && h.bbl[b] == 0) continue;
-    if (float(cube.value(y, x, b)) == ig) return true;
+bool ignored(const CubeRef& cube, int x, int y) {
+  if (!cube.data_ignore_value) return false;
+  const float ig = float(*cube.data_ignore_value);
+  for (int b = 0; b < cube.bands; ++b) {
+    if (!cube.bbl.empty() && cube.bbl[std::size_t(b)] == 0) continue;
+    if (float(cube_value(cube, y, x, b)) == ig) return true;
   }
   return false;
 }
 
-}  // namespace
+/// The wavelength axis of a reference taken from a cube: an ENVI cube's header, or the view's wavelengths.
+void copy_axis(SpectralLibrary& lib, const EnviCube* envi, const CubeRef& cube) {
+  if (envi) {
+    lib.wavelength = envi->header().wavelength;
+    lib.wavelength_units = envi->header().wavelength_units;
+    lib.fwhm = envi->header().fwhm;
+  } else {
+    lib.wavelength = cube.wavelength;
+  }
+}
 
-SpectralLibrary reference_from_pixels(const EnviCube& cube, const std::vector<std::pair<int, int>>& xy) {
-  const auto& h = cube.header();
+SpectralLibrary from_pixels(const CubeRef& cube, const EnviCube* envi, const std::vector<std::pair<int, int>>& xy) {
   if (xy.empty()) throw Error(ErrorCode::kInvalidArgument, "no reference pixel given");
   SpectralLibrary lib;
-  lib.bands = h.bands;
-  lib.wavelength = h.wavelength;
-  lib.wavelength_units = h.wavelength_units;
-  lib.fwhm = h.fwhm;
+  lib.bands = cube.bands;
+  copy_axis(lib, envi, cube);
   const double scale = scale_of(cube);
   for (const auto& [x, y] : xy) {
     const std::string name = "pixel " + std::to_string(x) + "," + std::to_string(y);
-    if (x < 0 || y < 0 || x >= h.samples || y >= h.lines)
-      throw Error(ErrorCode::kInvalidArgument, "reference " + name + " is outside the cube " +
-                                                   cube.header_path().string() + " (" + std::to_string(h.samples) +
-                                                   " samples x " + std::to_string(h.lines) + " lines)");
+    if (x < 0 || y < 0 || x >= cube.samples || y >= cube.lines)
+      throw Error(ErrorCode::kInvalidArgument, "reference " + name + " is outside the cube " + cube.name + " (" +
+                                                   std::to_string(cube.samples) + " samples x " +
+                                                   std::to_string(cube.lines) + " lines)");
     if (ignored(cube, x, y))
       throw Error(ErrorCode::kInvalidArgument, "reference " + name + " holds the data ignore value (no data)");
-    for (int b = 0; b < h.bands; ++b) lib.spectra.push_back(float(cube.value(y, x, b) * scale));
+    for (int b = 0; b < cube.bands; ++b) lib.spectra.push_back(float(cube_value(cube, y, x, b) * scale));
     lib.names.push_back(name);
     ++lib.count;
   }
   return lib;
 }
 
-SpectralLibrary reference_from_mask(const EnviCube& cube, const std::vector<std::uint8_t>& mask, const std::string& name) {
-  const auto& h = cube.header();
-  const std::size_t pixels = std::size_t(h.samples) * std::size_t(h.lines);
+SpectralLibrary from_mask(const CubeRef& cube, const EnviCube* envi, const std::vector<std::uint8_t>& mask,
+                          const std::string& name) {
+  const std::size_t pixels = std::size_t(cube.samples) * std::size_t(cube.lines);
   if (mask.size() != pixels)
     throw Error(ErrorCode::kInvalidArgument, "the mask '" + name + "' has " + std::to_string(mask.size()) +
                                                  " pixels, the cube " + std::to_string(pixels));
-  std::vector<double> sum(h.bands, 0.0);
+  std::vector<double> sum(std::size_t(cube.bands), 0.0);
   std::size_t used = 0;
-  for (int y = 0; y < h.lines; ++y)
-    for (int x = 0; x < h.samples; ++x) {
-      if (!mask[std::size_t(y) * h.samples + x] || ignored(cube, x, y)) continue;
-      for (int b = 0; b < h.bands; ++b) sum[b] += cube.value(y, x, b);
+  for (int y = 0; y < cube.lines; ++y)
+    for (int x = 0; x < cube.samples; ++x) {
+      if (!mask[std::size_t(y) * cube.samples + x] || ignored(cube, x, y)) continue;
+      for (int b = 0; b < cube.bands; ++b) sum[std::size_t(b)] += cube_value(cube, y, x, b);
       ++used;
     }
   if (used == 0)
     throw Error(ErrorCode::kInvalidArgument, "the mask '" + name + "' selects no pixel with data");
   SpectralLibrary lib;
   lib.count = 1;
-  lib.bands = h.bands;
+  lib.bands = cube.bands;
   const double scale = scale_of(cube);
-  for (int b = 0; b < h.bands; ++b) lib.spectra.push_back(float(sum[b] / double(used) * scale));
+  for (int b = 0; b < cube.bands; ++b) lib.spectra.push_back(float(sum[std::size_t(b)] / double(used) * scale));
   lib.names.push_back(name);
-  lib.wavelength = h.wavelength;
-  lib.wavelength_units = h.wavelength_units;
-  lib.fwhm = h.fwhm;
+  copy_axis(lib, envi, cube);
   return lib;
+}
+
+}  // namespace
+
+SpectralLibrary reference_from_pixels(const EnviCube& cube, const std::vector<std::pair<int, int>>& xy) {
+  return from_pixels(cube_ref(cube), &cube, xy);
+}
+
+SpectralLibrary reference_from_pixels(const CubeRef& cube, const std::vector<std::pair<int, int>>& xy) {
+  return from_pixels(cube, nullptr, xy);
+}
+
+SpectralLibrary reference_from_mask(const EnviCube& cube, const std::vector<std::uint8_t>& mask, const std::string& name) {
+  return from_mask(cube_ref(cube), &cube, mask, name);
+}
+
+SpectralLibrary reference_from_mask(const CubeRef& cube, const std::vector<std::uint8_t>& mask, const std::string& name) {
+  return from_mask(cube, nullptr, mask, name);
 }
 
 // ---- resampling ---------------------------------------------------------------------------------------------

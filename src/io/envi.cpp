@@ -290,16 +290,10 @@ T load_as(const std::uint8_t* p, bool big_endian) {
 
 }  // namespace
 
-double EnviCube::value(int line, int sample, int band) const {
-  if (line < 0 || line >= header_.lines || sample < 0 || sample >= header_.samples || band < 0 || band >= header_.bands)
-    throw Error(ErrorCode::kInvalidArgument, header_path_.string() + ": element (line " + std::to_string(line) +
-                                                 ", sample " + std::to_string(sample) + ", band " +
-                                                 std::to_string(band) + ") is outside the cube");
-  const std::size_t e = std::size_t(line) * line_stride() + std::size_t(sample) * sample_stride() +
-                        std::size_t(band) * band_stride();
-  const std::uint8_t* p = data_ + e * sample_size(header_.data_type);
-  const bool be = header_.big_endian;
-  switch (header_.data_type) {
+double sample_value(const void* sample, SampleType type, bool big_endian) noexcept {
+  const auto* p = static_cast<const std::uint8_t*>(sample);
+  const bool be = big_endian;
+  switch (type) {
     case SampleType::kU8: return *p;
     case SampleType::kI16: return load_as<std::int16_t>(p, be);
     case SampleType::kU16: return load_as<std::uint16_t>(p, be);
@@ -311,6 +305,16 @@ double EnviCube::value(int line, int sample, int band) const {
     case SampleType::kU64: return double(load_as<std::uint64_t>(p, be));
   }
   return 0;
+}
+
+double EnviCube::value(int line, int sample, int band) const {
+  if (line < 0 || line >= header_.lines || sample < 0 || sample >= header_.samples || band < 0 || band >= header_.bands)
+    throw Error(ErrorCode::kInvalidArgument, header_path_.string() + ": element (line " + std::to_string(line) +
+                                                 ", sample " + std::to_string(sample) + ", band " +
+                                                 std::to_string(band) + ") is outside the cube");
+  const std::size_t e = std::size_t(line) * line_stride() + std::size_t(sample) * sample_stride() +
+                        std::size_t(band) * band_stride();
+  return sample_value(data_ + e * sample_size(header_.data_type), header_.data_type, header_.big_endian);
 }
 
 EnviCube open_envi(const fs::path& path, std::uint64_t max_pixels) {
