@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bench_timing.hpp"
+#include "harness_util.hpp"
 #include "spectrasift/geometry.hpp"
 #include "spectrasift/io.hpp"
 #include "spectrasift/match.hpp"
@@ -56,15 +57,7 @@ Mat3 mul(const Mat3& a, const Mat3& b) {
   return c;
 }
 
-double corner_error(const Mat3& a, const Mat3& b, int w, int h) {
-  const Point2 corners[4] = {{0, 0}, {double(w - 1), 0}, {double(w - 1), double(h - 1)}, {0, double(h - 1)}};
-  double e = 0;
-  for (const auto& c : corners) {
-    const Point2 p = apply_model(a, c), q = apply_model(b, c);
-    e += std::hypot(p.x - q.x, p.y - q.y);
-  }
-  return e / 4;
-}
+double corner_error(const Mat3& a, const Mat3& b, int w, int h) { return test::mean_corner_error(a, b, w, h); }
 
 struct Pair {
   std::string name;

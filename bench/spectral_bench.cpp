@@ -28,6 +28,7 @@
 
 #include <unistd.h>
 
+#include "harness_util.hpp"
 #include "spectrasift/envi.hpp"
 #include "spectrasift/error.hpp"
 #include "spectrasift/spectral.hpp"
@@ -104,21 +105,9 @@ struct Row {
   double read = 0, upload = 0, compute = 0, download = 0, total = 0;
 };
 
-std::string run_capture(const std::string& cmd, int& status) {
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) {
-    status = -1;
-    return {};
-  }
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-  const int s = ::pclose(p);
-  status = WIFEXITED(s) ? WEXITSTATUS(s) : -1;
-  return out;
-}
-
 }  // namespace
+
+using spectrasift::test::run_capture;
 
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // one line at a time, also into a file (long runs)

@@ -45,6 +45,7 @@
 #include "spectrasift/envi.hpp"
 #include "spectrasift/error.hpp"
 #include "spectrasift/spectral.hpp"
+#include "synthetic_cube.hpp"
 #ifdef SPECTRASIFT_HAVE_CUDA
 #include "hooks/cuda_hooks.hpp"
 #endif
@@ -61,98 +62,7 @@ int main() {
 
 namespace {
 
-constexpr int kSamples = 614, kLines = 512, kBands = 224;
-constexpr int kTableSpectra = 256, kTableBands = 198;
-
-struct Rng {  // splitmix64: the same numbers on every machine
-  std::uint64_t s;
-  std::uint64_t next() {
-    std::uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return double(next() >> 11) * (1.0 / 9007199254740992.0); }
-  double normal() {  // Box-Muller
-    const double u = std::max(uniform(), 1e-300), v = uniform();
-    return std::sqrt(-2.0 * std::log(u)) * std::cos(6.283185307179586 * v);
-  }
-};
-
-std::vector<double> load_table(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(ErrorCode::kIo, path + ": cannot open the spectra table");
-  std::vector<std::int16_t> raw(std::size_t(kTableSpectra) * kTableBands);
-  f.read(reinterpret_cast<char*>(raw.data()), std::streamsize(raw.size() * 2));
-  if (!f) throw Error(ErrorCode::kBadFormat, path + ": truncated spectra table");
-  // 198 -> 224 bands by linear interpolation along the band axis.
-  std::vector<double> t(std::size_t(kTableSpectra) * kBands);
-  for (int s = 0; s < kTableSpectra; ++s)
-    for (int b = 0; b < kBands; ++b) {
-      const double pos = double(b) * (kTableBands - 1) / (kBands - 1);
-      const int i0 = std::min(int(pos), kTableBands - 2);
-      const double w = pos - i0;
-      t[std::size_t(s) * kBands + b] =
-          (1 - w) * raw[std::size_t(s) * kTableBands + i0] + w * raw[std::size_t(s) * kTableBands + i0 + 1];
-    }
-  return t;
-}
-
-/// BIP int16 cube: patches of 32x32 pixels, each a blend of two table spectra that varies across the
-/// patch, times a brightness factor, plus 1% noise.
-std::vector<std::int16_t> make_cube(const std::vector<double>& table) {
-  std::vector<std::int16_t> cube(std::size_t(kSamples) * kLines * kBands);
-  const int px = (kSamples + 31) / 32, py = (kLines + 31) / 32;
-  std::vector<int> a(px * py), b(px * py);
-  Rng r{42};
-  for (int i = 0; i < px * py; ++i) {
-    a[i] = int(r.next() % kTableSpectra);
-    b[i] = int(r.next() % kTableSpectra);
-  }
-  for (int y = 0; y < kLines; ++y) {
-    Rng rr{std::uint64_t(1000 + y)};
-    for (int x = 0; x < kSamples; ++x) {
-      const int patch = (y / 32) * px + x / 32;
-      const double w = ((x % 32) + (y % 32)) / 62.0;
-      const double bright = 0.8 + 0.4 * rr.uniform();
-      std::int16_t* out = cube.data() + (std::size_t(y) * kSamples + x) * kBands;
-      for (int k = 0; k < kBands; ++k) {
-        const double v = (1 - w) * table[std::size_t(a[patch]) * kBands + k] + w * table[std::size_t(b[patch]) * kBands + k];
-        const double noisy = bright * v * (1.0 + 0.01 * rr.normal());
-        out[k] = std::int16_t(std::lround(std::clamp(noisy, -32768.0, 32767.0)));
-      }
-    }
-  }
-  return cube;
-}
-
-std::vector<float> make_refs(const std::vector<double>& table, int count) {
-  std::vector<float> refs(std::size_t(count) * kBands);
-  Rng r{7};
-  for (int i = 0; i < count; ++i) {
-    const int a = int(r.next() % kTableSpectra), b = int(r.next() % kTableSpectra);
-    const double w = r.uniform();
-    for (int k = 0; k < kBands; ++k) {
-      const double v = (1 - w) * table[std::size_t(a) * kBands + k] + w * table[std::size_t(b) * kBands + k];
-      refs[std::size_t(i) * kBands + k] = float(v * (1.0 + 0.005 * r.normal()));
-    }
-  }
-  return refs;
-}
-
-void write_file(const fs::path& p, const void* data, std::size_t bytes) {
-  std::ofstream f(p, std::ios::binary);
-  f.write(static_cast<const char*>(data), std::streamsize(bytes));
-  if (!f) throw Error(ErrorCode::kIo, p.string() + ": write failed");
-}
-
-void write_header(const fs::path& p, const char* interleave, int byte_order) {
-  std::ofstream f(p);
-  f << "ENVI\ndescription = {spectrasift synthetic AVIRIS-sized cube from real ABU urban-2 spectra}\n"
-    << "samples = " << kSamples << "\nlines = " << kLines << "\nbands = " << kBands
-    << "\nheader offset = 0\nfile type = ENVI Standard\ndata type = 2\ninterleave = " << interleave
-    << "\nbyte order = " << byte_order << "\n";
-}
+using namespace bench_cube;  // the synthetic cube, its files and float64 scores (synthetic_cube.hpp)
 
 /// A read-only mapping of a whole file (what EnviCube does), fresh for every end-to-end run.
 struct Mapping {
@@ -214,63 +124,9 @@ SpectralResult sized_result(int refs, const SpectralOptions& o) {
   return r;
 }
 
-/// float64 score of pixel p (BIP cube) against raw reference r, by the definitions of spectral.hpp.
-double score64(const std::int16_t* px, const float* r, Metric m) {
-  double s = 0;
-  switch (m) {
-    case Metric::kEuclidean:
-      for (int b = 0; b < kBands; ++b) s += (px[b] - double(r[b])) * (px[b] - double(r[b]));
-      return std::sqrt(s);
-    case Metric::kSpectralAngle: {
-      double pp = 0, rr = 0;
-      for (int b = 0; b < kBands; ++b) { s += px[b] * double(r[b]); pp += double(px[b]) * px[b]; rr += double(r[b]) * r[b]; }
-      return std::acos(std::clamp(s / std::sqrt(pp * rr), -1.0, 1.0));
-    }
-    case Metric::kCorrelation: {
-      double mp = 0, mr = 0;
-      for (int b = 0; b < kBands; ++b) { mp += px[b]; mr += r[b]; }
-      mp /= kBands; mr /= kBands;
-      double pp = 0, rr = 0;
-      for (int b = 0; b < kBands; ++b) { s += (px[b] - mp) * (r[b] - mr); pp += (px[b] - mp) * (px[b] - mp); rr += (r[b] - mr) * (r[b] - mr); }
-      return s / std::sqrt(pp * rr);
-    }
-    case Metric::kInformationDivergence: {
-      double P = 0, R = 0;
-      for (int b = 0; b < kBands; ++b) { P += std::max(double(px[b]), 1e-12); R += std::max(double(r[b]), 1e-12); }
-      for (int b = 0; b < kBands; ++b) {
-        const double a = std::max(double(px[b]), 1e-12) / P, c = std::max(double(r[b]), 1e-12) / R;
-        s += (a - c) * (std::log(a) - std::log(c));
-      }
-      return s;
-    }
-  }
-  return 0;
-}
-
-const char* metric_name(Metric m) {
-  switch (m) {
-    case Metric::kEuclidean: return "ed";
-    case Metric::kSpectralAngle: return "sam";
-    case Metric::kCorrelation: return "scc";
-    case Metric::kInformationDivergence: return "sid";
-  }
-  return "?";
-}
-
 /// What the bench is doing, printed every 15 s by a watchdog thread (a stuck step shows in the log).
 std::atomic<const char*> g_stage{"start"};
 std::atomic<int> g_step{0};  ///< bumped at every step, so that the watchdog sees progress
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-std::string fmt(double v, int prec = 3) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%.*f", prec, v);
-  return b;
-}
 
 }  // namespace
 
@@ -334,20 +190,9 @@ int main(int argc, char** argv) {
     const auto table = load_table(table_path);
     const auto bip = make_cube(table);
     const std::size_t N = bip.size(), cube_bytes = N * 2;
+    write_cubes(dir, bip);
     std::vector<std::int16_t> tmp(N);
     const std::size_t S = kSamples, L = kLines, B = kBands;
-    for (std::size_t y = 0; y < L; ++y)
-      for (std::size_t x = 0; x < S; ++x)
-        for (std::size_t b = 0; b < B; ++b) tmp[b * S * L + y * S + x] = bip[(y * S + x) * B + b];
-    write_file(dir / "cube_bsq.img", tmp.data(), cube_bytes);
-    write_header(dir / "cube_bsq.hdr", "bsq", 0);
-    for (std::size_t y = 0; y < L; ++y)
-      for (std::size_t x = 0; x < S; ++x)
-        for (std::size_t b = 0; b < B; ++b) tmp[y * S * B + b * S + x] = bip[(y * S + x) * B + b];
-    write_file(dir / "cube_bil.img", tmp.data(), cube_bytes);
-    write_header(dir / "cube_bil.hdr", "bil", 0);
-    write_file(dir / "cube_bip.img", bip.data(), cube_bytes);
-    write_header(dir / "cube_bip.hdr", "bip", 0);
     for (std::size_t i = 0; i < N; ++i) {
       const auto u = std::uint16_t(bip[i]);
       tmp[i] = std::int16_t(std::uint16_t((u >> 8) | (u << 8)));
@@ -427,9 +272,9 @@ int main(int argc, char** argv) {
           if (m == Metric::kSpectralAngle) { t = std::cos(t); g = std::cos(g); }
           max_err = std::max(max_err, std::isnan(g) ? 1e30 : std::abs(g - t) / std::max(1.0, std::abs(t)));
         }
-        md << "| " << metric_name(m) << " | " << il.name << " | " << fmt(ms * 1e3, 1) << " | " << fmt(ms / floor_ms, 2) << " | "
+        md << "| " << to_string(m) << " | " << il.name << " | " << fmt(ms * 1e3, 1) << " | " << fmt(ms / floor_ms, 2) << " | "
            << fmt(cube_bytes / (ms * 1e6), 0) << " | " << (same ? "yes" : "NO") << " | " << max_err << " |\n";
-        js << "{\"case\":\"one_ref_resident\",\"metric\":\"" << metric_name(m) << "\",\"interleave\":\"" << il.name
+        js << "{\"case\":\"one_ref_resident\",\"metric\":\"" << to_string(m) << "\",\"interleave\":\"" << il.name
            << "\",\"ms\":" << ms << ",\"identical\":" << (same ? "true" : "false") << "}\n";
       }
     }
@@ -448,7 +293,7 @@ int main(int argc, char** argv) {
         o.reduction = Reduction::kBest;
         for (const auto& il : ils) {
           if (il.be) continue;
-          md << "| " << metric_name(m) << " | " << il.name;
+          md << "| " << to_string(m) << " | " << il.name;
           for (bool rows : {true, false}) {
             cuda::bench::set_one_ref_rows(ctx, rows);
             md << " | " << fmt(cuda::bench::resident_compute_ms(ctx, view_of(il.data, il.il, il.be), prep, o, reps) * 1e3, 1);
@@ -470,7 +315,7 @@ int main(int argc, char** argv) {
     for (Metric m : metrics) {
       if (e2e_only || (quick && m != Metric::kSpectralAngle)) continue;
       static std::string many_stage;
-      many_stage = std::string("many references, resident, ") + metric_name(m);
+      many_stage = std::string("many references, resident, ") + to_string(m);
       g_stage = many_stage.c_str();
       ++g_step;
       const auto prep = prepare(hdr_cube, refs_raw, nrefs, m);
@@ -549,9 +394,9 @@ int main(int argc, char** argv) {
         for (std::size_t p = 0; p < S * L; ++p) same += res.index[p] == exact.index[p];
         for (std::size_t i = 0; i < sample.size(); ++i) same64 += res.index[sample[i]] == truth[i];
         const double f = 100.0 * double(same) / double(S * L), f64 = 100.0 * double(same64) / double(sample.size());
-        md << "| " << metric_name(m) << " | " << pth.name << note << " | " << fmt(ms) << " | " << fmt(f, 4) << "% (" << (S * L - same)
+        md << "| " << to_string(m) << " | " << pth.name << note << " | " << fmt(ms) << " | " << fmt(f, 4) << "% (" << (S * L - same)
            << " differ) | " << fmt(f64, 3) << "% of " << sample.size() << " |\n";
-        js << "{\"case\":\"many_refs_resident\",\"metric\":\"" << metric_name(m) << "\",\"path\":\"" << pth.name << "\",\"ms\":" << ms
+        js << "{\"case\":\"many_refs_resident\",\"metric\":\"" << to_string(m) << "\",\"path\":\"" << pth.name << "\",\"ms\":" << ms
            << ",\"agree_exact\":" << f << ",\"agree_f64\":" << f64 << "}\n";
         flush();
       }

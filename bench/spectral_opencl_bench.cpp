@@ -32,6 +32,7 @@
 #include "spectrasift/envi.hpp"
 #include "spectrasift/error.hpp"
 #include "spectrasift/spectral.hpp"
+#include "synthetic_cube.hpp"
 #ifdef SPECTRASIFT_HAVE_OPENCL
 #include "hooks/opencl_hooks.hpp"
 #endif
@@ -48,125 +49,7 @@ int main() {
 
 namespace {
 
-constexpr int kSamples = 614, kLines = 512, kBands = 224;
-constexpr int kTableSpectra = 256, kTableBands = 198;
-
-struct Rng {  // splitmix64, as spectral_gpu_bench, so that both write the same cube
-  std::uint64_t s;
-  std::uint64_t next() {
-    std::uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return double(next() >> 11) * (1.0 / 9007199254740992.0); }
-  double normal() {
-    const double u = std::max(uniform(), 1e-300), v = uniform();
-    return std::sqrt(-2.0 * std::log(u)) * std::cos(6.283185307179586 * v);
-  }
-};
-
-std::vector<double> load_table(const fs::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(ErrorCode::kIo, path.string() + ": cannot open the spectra table");
-  std::vector<std::int16_t> raw(std::size_t(kTableSpectra) * kTableBands);
-  f.read(reinterpret_cast<char*>(raw.data()), std::streamsize(raw.size() * 2));
-  if (!f) throw Error(ErrorCode::kBadFormat, path.string() + ": truncated spectra table");
-  std::vector<double> t(std::size_t(kTableSpectra) * kBands);
-  for (int s = 0; s < kTableSpectra; ++s)
-    for (int b = 0; b < kBands; ++b) {
-      const double pos = double(b) * (kTableBands - 1) / (kBands - 1);
-      const int i0 = std::min(int(pos), kTableBands - 2);
-      const double w = pos - i0;
-      t[std::size_t(s) * kBands + b] =
-          (1 - w) * raw[std::size_t(s) * kTableBands + i0] + w * raw[std::size_t(s) * kTableBands + i0 + 1];
-    }
-  return t;
-}
-
-/// BIP int16: 32x32 patches blending two table spectra, brightness 0.8..1.2, 1% noise.
-std::vector<std::int16_t> make_cube(const std::vector<double>& table) {
-  std::vector<std::int16_t> cube(std::size_t(kSamples) * kLines * kBands);
-  const int px = (kSamples + 31) / 32, py = (kLines + 31) / 32;
-  std::vector<int> a(std::size_t(px) * py), b(std::size_t(px) * py);
-  Rng r{42};
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    a[i] = int(r.next() % kTableSpectra);
-    b[i] = int(r.next() % kTableSpectra);
-  }
-  for (int y = 0; y < kLines; ++y) {
-    Rng rr{std::uint64_t(1000 + y)};
-    for (int x = 0; x < kSamples; ++x) {
-      const int patch = (y / 32) * px + x / 32;
-      const double w = ((x % 32) + (y % 32)) / 62.0;
-      const double bright = 0.8 + 0.4 * rr.uniform();
-      std::int16_t* out = cube.data() + (std::size_t(y) * kSamples + x) * kBands;
-      for (int k = 0; k < kBands; ++k) {
-        const double v = (1 - w) * table[std::size_t(a[patch]) * kBands + k] + w * table[std::size_t(b[patch]) * kBands + k];
-        out[k] = std::int16_t(std::lround(std::clamp(bright * v * (1.0 + 0.01 * rr.normal()), -32768.0, 32767.0)));
-      }
-    }
-  }
-  return cube;
-}
-
-std::vector<float> make_refs(const std::vector<double>& table, int count) {
-  std::vector<float> refs(std::size_t(count) * kBands);
-  Rng r{7};
-  for (int i = 0; i < count; ++i) {
-    const int a = int(r.next() % kTableSpectra), b = int(r.next() % kTableSpectra);
-    const double w = r.uniform();
-    for (int k = 0; k < kBands; ++k) {
-      const double v = (1 - w) * table[std::size_t(a) * kBands + k] + w * table[std::size_t(b) * kBands + k];
-      refs[std::size_t(i) * kBands + k] = float(v * (1.0 + 0.005 * r.normal()));
-    }
-  }
-  return refs;
-}
-
-void write_file(const fs::path& p, const void* data, std::size_t bytes) {
-  std::ofstream f(p, std::ios::binary);
-  f.write(static_cast<const char*>(data), std::streamsize(bytes));
-  if (!f) throw Error(ErrorCode::kIo, p.string() + ": write failed");
-}
-
-void write_header(const fs::path& p, const char* interleave) {
-  std::ofstream f(p);
-  f << "ENVI\ndescription = {spectrasift synthetic AVIRIS-sized cube from real ABU urban-2 spectra}\n"
-    << "samples = " << kSamples << "\nlines = " << kLines << "\nbands = " << kBands
-    << "\nheader offset = 0\nfile type = ENVI Standard\ndata type = 2\ninterleave = " << interleave
-    << "\nbyte order = 0\n";
-}
-
-/// Writes cube_{bsq,bil,bip}.{img,hdr} into dir (the layout of spectral_gpu_bench's files).
-void write_cubes(const fs::path& dir, const std::vector<std::int16_t>& bip) {
-  fs::create_directories(dir);
-  const std::size_t S = kSamples, L = kLines, B = kBands;
-  std::vector<std::int16_t> tmp(bip.size());
-  for (std::size_t y = 0; y < L; ++y)
-    for (std::size_t x = 0; x < S; ++x)
-      for (std::size_t b = 0; b < B; ++b) tmp[b * S * L + y * S + x] = bip[(y * S + x) * B + b];
-  write_file(dir / "cube_bsq.img", tmp.data(), tmp.size() * 2);
-  write_header(dir / "cube_bsq.hdr", "bsq");
-  for (std::size_t y = 0; y < L; ++y)
-    for (std::size_t x = 0; x < S; ++x)
-      for (std::size_t b = 0; b < B; ++b) tmp[y * S * B + b * S + x] = bip[(y * S + x) * B + b];
-  write_file(dir / "cube_bil.img", tmp.data(), tmp.size() * 2);
-  write_header(dir / "cube_bil.hdr", "bil");
-  write_file(dir / "cube_bip.img", bip.data(), bip.size() * 2);
-  write_header(dir / "cube_bip.hdr", "bip");
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-std::string fmt(double v, int prec = 3) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%.*f", prec, v);
-  return b;
-}
+using namespace bench_cube;  // the synthetic cube, its files and float64 scores (synthetic_cube.hpp)
 
 struct Timed {
   double e2e_ms = 0, upload_ms = 0, compute_ms = 0, download_ms = 0, read_ms = 0;
@@ -196,26 +79,6 @@ Timed run(Context& ctx, const fs::path& hdr, const SpectralLibrary& lib, const S
   t.download_ms = median(down);
   t.read_ms = median(rd);
   return t;
-}
-
-/// float64 score by the definitions of spectral.hpp (pixel from the BIP cube).
-double score64(const std::int16_t* px, const float* r, Metric m) {
-  double s = 0;
-  switch (m) {
-    case Metric::kEuclidean:
-      for (int b = 0; b < kBands; ++b) s += (px[b] - double(r[b])) * (px[b] - double(r[b]));
-      return std::sqrt(s);
-    case Metric::kSpectralAngle: {
-      double pp = 0, rr = 0;
-      for (int b = 0; b < kBands; ++b) {
-        s += px[b] * double(r[b]);
-        pp += double(px[b]) * px[b];
-        rr += double(r[b]) * r[b];
-      }
-      return std::acos(std::clamp(s / std::sqrt(pp * rr), -1.0, 1.0));
-    }
-    default: return 0;
-  }
 }
 
 }  // namespace

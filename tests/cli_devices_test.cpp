@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <string>
 
+#include "harness_util.hpp"
+
 namespace {
 
 struct Run {
@@ -18,13 +20,9 @@ struct Run {
 /// in front of the command (e.g. "env NAME=VALUE ").
 Run run_cli(const std::string& args, bool merge_stderr = false, const std::string& env = "") {
   std::string cmd = env + "\"" + SPECTRASIFT_CLI + "\" " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return {-1, {}};
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-  const int status = ::pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  int status = -1;
+  std::string out = spectrasift::test::run_capture(cmd, status);
+  return {status, std::move(out)};
 }
 
 }  // namespace

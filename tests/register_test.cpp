@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "harness_util.hpp"
 #include "spectrasift/error.hpp"
 #include "spectrasift/geometry.hpp"
 #include "spectrasift/io.hpp"
@@ -54,15 +55,7 @@ Context cpu_context() {
     throw;                                                                                      \
   }
 
-double mean_corner_error(const Mat3& a, const Mat3& b, int w, int h) {
-  const Point2 corners[4] = {{0, 0}, {double(w - 1), 0}, {double(w - 1), double(h - 1)}, {0, double(h - 1)}};
-  double e = 0;
-  for (const auto& c : corners) {
-    const Point2 p = apply_model(a, c), q = apply_model(b, c);
-    e += std::hypot(p.x - q.x, p.y - q.y);
-  }
-  return e / 4;
-}
+using test::mean_corner_error;
 
 /// Our whole pipeline: query = fixed, train = moving, model moving -> fixed.
 ModelEstimate register_features(Context& ctx, const Features& fixed, const Features& moving, std::size_t* n_matches,
@@ -100,13 +93,7 @@ CliResult run_cli(const std::string& args) {
   const fs::path err = fs::temp_directory_path() / ("spectrasift_register_test_err_" + std::to_string(::getpid()));
   const std::string cmd = std::string(SPECTRASIFT_CLI) + " " + args + " 2>" + err.string();
   CliResult r;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int st = ::pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  r.out = test::run_capture(cmd, r.status);
   std::ifstream e(err);
   std::stringstream ss;
   ss << e.rdbuf();

@@ -17,6 +17,7 @@
 #include "core/context_impl.hpp"
 #include "core/sift_backend.hpp"
 #include "core/sift_plan.hpp"
+#include "sift_backend_conformance.hpp"
 #include "sift_device_test_util.hpp"
 #include "spectrasift/context.hpp"
 #include "spectrasift/error.hpp"
@@ -59,6 +60,11 @@ ss::Features cuda_sift(const ss::Image& im, const ss::SiftOptions& o = {}, const
   return ss::detect_and_compute(context(), im, o, mask);
 }
 
+const ss::test::DeviceSift kCudaSift{ss::Backend::kCuda, "sift-cuda",
+                                     [](const ss::Image& im, const ss::SiftOptions& o, const ss::Image* mask) {
+                                       return cuda_sift(im, o, mask);
+                                     }};
+
 void expect_agreement(const ss::Features& cpu, const ss::Features& dev, const std::string& what) {
   ss::test::expect_sift_agreement(cpu, dev, ss::Backend::kCuda, "sift-cuda", what);
 }
@@ -74,38 +80,20 @@ struct OwnStages {
 
 TEST(SiftCuda, AgreesWithCpuOnRealImages) {
   REQUIRE_CUDA();
-  for (const char* name : {"box.png", "graf1_gray.png", "camera.png"}) {
-    const ss::Image im = load(name);
-    expect_agreement(cpu_sift(im), cuda_sift(im), name);
-  }
+  ss::test::check_agrees_on_images(kCudaSift, {"box.png", "graf1_gray.png", "camera.png"});
 }
 
 TEST(SiftCuda, AgreesWithoutUpsampling) {
   REQUIRE_CUDA();
   ss::SiftOptions o;
   o.upsample = false;
-  for (const char* name : {"box.png", "graf1_gray.png", "camera.png"}) {
-    const ss::Image im = load(name);
-    expect_agreement(cpu_sift(im, o), cuda_sift(im, o), std::string(name) + " no upsample");
-  }
+  ss::test::check_agrees_on_images(kCudaSift, {"box.png", "graf1_gray.png", "camera.png"}, o, " no upsample");
 }
 
 TEST(SiftCuda, IdenticalRunToRun) {
   REQUIRE_CUDA();
-  const ss::Image graf = load("graf1_gray.png"), box = load("box.png");
-  const ss::Features a = cuda_sift(graf);
-  const ss::Features b = cuda_sift(box);  // another shape in between: buffers and plan change
-  const ss::Features c = cuda_sift(graf);
-  ASSERT_FALSE(a.keypoints.empty());
-  EXPECT_TRUE(same_bits(a, c));
-  EXPECT_FALSE(same_bits(a, b));
-  for (int rep = 0; rep < 5; ++rep) EXPECT_TRUE(same_bits(a, cuda_sift(graf))) << "repetition " << rep;
+  ss::test::check_identical_run_to_run(kCudaSift, 5);
 }
-
-const ss::test::DeviceSift kCudaSift{ss::Backend::kCuda, "sift-cuda",
-                                     [](const ss::Image& im, const ss::SiftOptions& o, const ss::Image* mask) {
-                                       return cuda_sift(im, o, mask);
-                                     }};
 
 TEST(SiftCuda, EveryInputType) {
   REQUIRE_CUDA();
@@ -124,45 +112,15 @@ TEST(SiftCuda, MaxFeaturesAndMaskKeepTheCpuSet) {
 
 TEST(SiftCuda, RootSiftAndGreyLevels) {
   REQUIRE_CUDA();
-  const ss::Image im = load("camera.png");
-  ss::SiftOptions root;
-  root.root_sift = true;
-  expect_agreement(cpu_sift(im, root), cuda_sift(im, root), "camera RootSIFT");
-  // The ImageF overload: grey levels used as they are (uploaded as the grey image).
-  ss::ImageF g = ss::to_gray_float(load("box.png"));
-  for (float& v : g.data) v = v * 0.75f + 10.3f;
-  ss::ContextOptions co;
-  co.backend = ss::Backend::kCpu;
-  co.threads = 2;
-  ss::Context cpu(co);
-  expect_agreement(ss::detect_and_compute(cpu, g), ss::detect_and_compute(context(), g), "box grey levels");
+  ss::test::check_root_sift_and_grey_levels(kCudaSift,
+                                            [](const ss::ImageF& g) { return ss::detect_and_compute(context(), g); });
 }
 
 // Buffers too small for a run grow and the stages run again, with the same result.
 TEST(SiftCuda, BuffersGrowAndRunAgain) {
   REQUIRE_CUDA();
   OwnStages own;
-  own.cuda().set_keypoints_per_candidate(0.01);
-  const ss::Image im = load("box.png");
-  const ss::detail::SiftImageView v = sift_view(im);
-  ss::detail::SiftPlan plan = ss::detail::make_sift_plan(im.width, im.height, {});
-  plan.candidate_capacity = 16;  // far fewer than the image has
-  own.stages->upload(plan, v);
-  own.stages->pyramid();
-  own.stages->dog();
-  EXPECT_GT(own.stages->extrema(), 16u);
-  own.stages->refine();
-  own.stages->orientations();
-  own.stages->select(nullptr);
-  own.stages->descriptors();
-  ss::Features a;
-  ss::detail::SiftCounts counts;
-  own.stages->download(a, counts);
-  EXPECT_EQ(own.cuda().regrowths(), 2);  // the candidates, then the keypoints
-  EXPECT_EQ(counts.kept, a.keypoints.size());
-  EXPECT_TRUE(same_bits(a, cuda_sift(im)));
-  const ss::Features b = run_stages(*own.stages, own.ctx.impl(), v, {}, nullptr);  // grown buffers kept
-  EXPECT_TRUE(same_bits(b, cuda_sift(im)));
+  ss::test::check_buffers_grow_and_run_again(kCudaSift, own.cuda(), own.ctx.impl());
 }
 
 // The descriptors stay on the device as a copy that Features::device holds: owned by the context's
@@ -288,36 +246,7 @@ TEST(SiftCuda, UploadPathsGiveTheSameFeatures) {
 TEST(SiftCuda, DISABLED_StageTimes) {
   REQUIRE_CUDA();
   OwnStages own;
-  const auto median = ss::test::median_of;
-  for (const std::string& path : ss::test::timing_images()) {
-    const ss::Image im = ss::read_image(path);
-    for (bool upsample : {true, false}) {
-      ss::SiftOptions o;
-      o.upsample = upsample;
-      std::vector<double> cpu_ms, cuda_ms;
-      std::vector<std::vector<double>> stage(ss::cuda::SiftStagesCuda::kStages);
-      for (int rep = 0; rep < 11; ++rep) {
-        const auto t0 = std::chrono::steady_clock::now();
-        if (rep < 3) (void)cpu_sift(im, o);
-        const auto t1 = std::chrono::steady_clock::now();
-        own.cuda().set_profiling(false);
-        (void)run_stages(*own.stages, own.ctx.impl(), sift_view(im), o, nullptr);
-        const auto t2 = std::chrono::steady_clock::now();
-        own.cuda().set_profiling(true);
-        (void)run_stages(*own.stages, own.ctx.impl(), sift_view(im), o, nullptr);
-        for (int s = 0; s < ss::cuda::SiftStagesCuda::kStages; ++s)
-          stage[std::size_t(s)].push_back(own.cuda().stage_ms()[std::size_t(s)]);
-        if (rep < 3) cpu_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-        if (rep > 0) cuda_ms.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
-      }
-      own.cuda().set_profiling(false);
-      std::printf("[ sift-cuda ] %s upsample %d: cpu (2 threads) %.1f ms, cuda end to end %.3f ms; stages:",
-                  path.c_str(), int(upsample), median(cpu_ms), median(cuda_ms));
-      for (int s = 0; s < ss::cuda::SiftStagesCuda::kStages; ++s)
-        std::printf(" %s %.3f", ss::cuda::SiftStagesCuda::stage_name(s), median(stage[std::size_t(s)]));
-      std::printf("\n");
-    }
-  }
+  ss::test::report_stage_times(kCudaSift, own.cuda(), own.ctx.impl(), 11);
 }
 
 #else

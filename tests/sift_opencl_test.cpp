@@ -23,6 +23,7 @@
 #include "spectrasift/error.hpp"
 #include "spectrasift/io.hpp"
 #include "spectrasift/sift.hpp"
+#include "sift_backend_conformance.hpp"
 #include "sift_device_test_util.hpp"
 #include "tolerances.hpp"
 
@@ -70,6 +71,11 @@ ss::Features opencl_sift(const ss::Image& im, const ss::SiftOptions& o = {}, con
   return ss::detect_and_compute(*device().ctx, im, o, mask);
 }
 
+const ss::test::DeviceSift kOpenCLSift{ss::Backend::kOpenCL, "sift-ocl",
+                                        [](const ss::Image& im, const ss::SiftOptions& o, const ss::Image* mask) {
+                                          return opencl_sift(im, o, mask);
+                                        }};
+
 // The agreement of issue 18 (tests/sift_device_test_util.hpp).
 void expect_agreement(const ss::Features& cpu, const ss::Features& dev, const std::string& what) {
   ss::test::expect_sift_agreement(cpu, dev, ss::Backend::kOpenCL, "sift-ocl", what);
@@ -83,20 +89,14 @@ ss::Image convert(const ss::Image& g, ss::PixelType type, int channels) {
 
 TEST(SiftOpenCL, AgreesWithCpuOnRealImages) {
   REQUIRE_OPENCL();
-  for (const char* name : {"box.png", "graf1_gray.png", "camera.png"}) {
-    const ss::Image im = load(name);
-    expect_agreement(cpu_sift(im), opencl_sift(im), name);
-  }
+  ss::test::check_agrees_on_images(kOpenCLSift, {"box.png", "graf1_gray.png", "camera.png"});
 }
 
 TEST(SiftOpenCL, AgreesWithoutUpsampling) {
   REQUIRE_OPENCL();
   ss::SiftOptions o;
   o.upsample = false;
-  for (const char* name : {"graf1_gray.png", "camera.png"}) {
-    const ss::Image im = load(name);
-    expect_agreement(cpu_sift(im, o), opencl_sift(im, o), std::string(name) + " no upsample");
-  }
+  ss::test::check_agrees_on_images(kOpenCLSift, {"graf1_gray.png", "camera.png"}, o, " no upsample");
 }
 
 // The GPU forms of the kernels (tiled blur, a work-group per keypoint for orientations and descriptors)
@@ -121,45 +121,14 @@ TEST(SiftOpenCL, BuffersGrowAndRunAgain) {
   REQUIRE_OPENCL();
   ss::Context ctx(opencl_options());
   auto stages = ss::opencl::make_sift_stages(ctx.impl());
-  auto* st = dynamic_cast<ss::opencl::SiftStagesOpenCL*>(stages.get());
-  ASSERT_NE(st, nullptr);
-  st->set_keypoints_per_candidate(0.01);
-  const ss::Image im = load("box.png");
-  const ss::detail::SiftImageView v{im.data.data(), im.type, im.width, im.height, im.channels, false};
-  ss::detail::SiftPlan plan = ss::detail::make_sift_plan(im.width, im.height, {});
-  plan.candidate_capacity = 16;  // far fewer than the image has
-  stages->upload(plan, v);
-  stages->pyramid();
-  stages->dog();
-  EXPECT_GT(stages->extrema(), 16u);
-  stages->refine();
-  stages->orientations();
-  stages->select(nullptr);
-  stages->descriptors();
-  ss::Features a;
-  ss::detail::SiftCounts counts;
-  stages->download(a, counts);
-  EXPECT_EQ(st->regrowths(), 2);  // the candidates, then the keypoints
-  EXPECT_TRUE(same_bits(a, opencl_sift(im)));
-  const ss::Features b = run_stages(*stages, ctx.impl(), v, {}, nullptr);  // grown buffers kept
-  EXPECT_TRUE(same_bits(b, opencl_sift(im)));
+  ss::test::check_buffers_grow_and_run_again(kOpenCLSift, dynamic_cast<ss::opencl::SiftStagesOpenCL&>(*stages),
+                                             ctx.impl());
 }
 
 TEST(SiftOpenCL, IdenticalRunToRun) {
   REQUIRE_OPENCL();
-  const ss::Image graf = load("graf1_gray.png"), box = load("box.png");
-  const ss::Features a = opencl_sift(graf);
-  const ss::Features b = opencl_sift(box);  // another shape in between: buffers and plan change
-  const ss::Features c = opencl_sift(graf);
-  ASSERT_FALSE(a.keypoints.empty());
-  EXPECT_TRUE(same_bits(a, c));
-  EXPECT_FALSE(same_bits(a, b));
+  ss::test::check_identical_run_to_run(kOpenCLSift, 0);
 }
-
-const ss::test::DeviceSift kOpenCLSift{ss::Backend::kOpenCL, "sift-ocl",
-                                        [](const ss::Image& im, const ss::SiftOptions& o, const ss::Image* mask) {
-                                          return opencl_sift(im, o, mask);
-                                        }};
 
 TEST(SiftOpenCL, EveryInputType) {
   REQUIRE_OPENCL();
@@ -173,66 +142,20 @@ TEST(SiftOpenCL, MaxFeaturesAndMaskKeepTheCpuSet) {
 
 TEST(SiftOpenCL, RootSiftAndGreyLevels) {
   REQUIRE_OPENCL();
-  const ss::Image im = load("camera.png");
-  ss::SiftOptions root;
-  root.root_sift = true;
-  expect_agreement(cpu_sift(im, root), opencl_sift(im, root), "camera RootSIFT");
-  // The ImageF overload: grey levels used as they are (uploaded as the grey image).
-  ss::ImageF g = ss::to_gray_float(load("box.png"));
-  for (float& v : g.data) v = v * 0.75f + 10.3f;
-  ss::ContextOptions co;
-  co.backend = ss::Backend::kCpu;
-  co.threads = 2;
-  ss::Context cpu(co);
-  Device& d = device();
-  const ss::detail::SiftImageView v{g.data.data(), ss::PixelType::kF32, g.width, g.height, 1, true};
-  expect_agreement(ss::detect_and_compute(cpu, g), run_stages(*d.stages, d.ctx->impl(), v, {}, nullptr),
-                   "box grey levels");
+  ss::test::check_root_sift_and_grey_levels(kOpenCLSift, [](const ss::ImageF& g) {
+    Device& d = device();
+    const ss::detail::SiftImageView v{g.data.data(), ss::PixelType::kF32, g.width, g.height, 1, true};
+    return run_stages(*d.stages, d.ctx->impl(), v, {}, nullptr);
+  });
 }
 
 // Device time per stage and end to end against the CPU backend (reported, never asserted). Run with
-// --gtest_also_run_disabled_tests --gtest_filter=*StageTimes*.
+// --gtest_also_run_disabled_tests --gtest_filter=*StageTimes*; SPECTRASIFT_SIFT_TIMING_IMAGES adds images
+// by path (colon-separated), e.g. the 1080p photos.
 TEST(SiftOpenCL, DISABLED_StageTimes) {
   REQUIRE_OPENCL();
   Device& d = device();
-  auto* st = dynamic_cast<ss::opencl::SiftStagesOpenCL*>(d.stages.get());
-  ASSERT_NE(st, nullptr);
-  // Extra images by path in SPECTRASIFT_SIFT_TIMING_IMAGES (colon-separated), e.g. the 1080p photos.
-  for (const std::string& path : ss::test::timing_images()) {
-    const char* name = path.c_str();
-    for (bool upsample : {true, false}) {
-      const ss::Image im = ss::read_image(path);
-      const ss::detail::SiftImageView v{im.data.data(), im.type, im.width, im.height, im.channels, false};
-      ss::SiftOptions o;
-      o.upsample = upsample;
-      const auto median = ss::test::median_of;
-      std::vector<double> cpu_ms, ocl_ms;
-      std::vector<std::vector<double>> stage(ss::opencl::SiftStagesOpenCL::kStages);
-      ss::ContextOptions co;
-      co.backend = ss::Backend::kCpu;
-      co.threads = 2;
-      ss::Context cpu(co);
-      for (int rep = 0; rep < 7; ++rep) {
-        auto t0 = std::chrono::steady_clock::now();
-        (void)ss::detect_and_compute(cpu, im, o);
-        auto t1 = std::chrono::steady_clock::now();
-        st->set_profiling(false);
-        (void)run_stages(*d.stages, d.ctx->impl(), v, o, nullptr);
-        auto t2 = std::chrono::steady_clock::now();
-        st->set_profiling(true);
-        (void)run_stages(*d.stages, d.ctx->impl(), v, o, nullptr);
-        for (int s = 0; s < ss::opencl::SiftStagesOpenCL::kStages; ++s) stage[std::size_t(s)].push_back(st->stage_ms()[std::size_t(s)]);
-        cpu_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-        ocl_ms.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
-      }
-      st->set_profiling(false);
-      std::printf("[ sift-ocl ] %s upsample %d: cpu (2 threads) %.1f ms, opencl end to end %.1f ms; stages:", name,
-                  int(upsample), median(cpu_ms), median(ocl_ms));
-      for (int s = 0; s < ss::opencl::SiftStagesOpenCL::kStages; ++s)
-        std::printf(" %s %.2f", ss::opencl::SiftStagesOpenCL::stage_name(s), median(stage[std::size_t(s)]));
-      std::printf("\n");
-    }
-  }
+  ss::test::report_stage_times(kOpenCLSift, dynamic_cast<ss::opencl::SiftStagesOpenCL&>(*d.stages), d.ctx->impl(), 7);
 }
 
 TEST(SiftOpenCL, ClearErrors) {

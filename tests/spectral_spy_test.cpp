@@ -12,33 +12,16 @@
 #include <string>
 #include <vector>
 
+#include "harness_util.hpp"
 #include "spectral_test_util.hpp"
 #include "spectrasift/spectral.hpp"
 
 using namespace spectrasift;
 using namespace spectrasift::test;
 
-namespace {
-
-std::string capture(const std::string& cmd, int& status) {
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) {
-    status = -1;
-    return {};
-  }
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-  const int s = ::pclose(p);
-  status = WIFEXITED(s) ? WEXITSTATUS(s) : -1;
-  return out;
-}
-
-}  // namespace
-
 TEST(SpectralSpy, SpectralAnglesAgreeOnTheHydiceScene) {
   int status = 0;
-  capture("/usr/bin/python3 -c 'import spectral, numpy' 2>/dev/null", status);
+  run_capture("/usr/bin/python3 -c 'import spectral, numpy' 2>/dev/null", status);
   if (status != 0) GTEST_SKIP() << "Spectral Python is missing (/usr/bin/python3 with python3-spectral and python3-numpy)";
 
   const fs::path data = SPECTRASIFT_TEST_DATA;
@@ -83,7 +66,7 @@ TEST(SpectralSpy, SpectralAnglesAgreeOnTheHydiceScene) {
     cmd += ',';
     cmd += std::to_string(y);
   }
-  const std::string out = capture(cmd, status);
+  const std::string out = run_capture(cmd, status);
   ASSERT_EQ(status, 0) << out;
   const auto j = nlohmann::json::parse(out);
   std::cout << "Spectral Python " << j["spy_version"] << ": " << out << "\n";
@@ -107,7 +90,7 @@ TEST(SpectralSpy, SpectralAnglesAgreeOnTheHydiceScene) {
 // in both), with and without FWHM values on either side; values agree to float precision.
 TEST(SpectralSpy, ResamplingEqualsBandResampler) {
   int status = 0;
-  capture("/usr/bin/python3 -c 'import spectral, numpy' 2>/dev/null", status);
+  run_capture("/usr/bin/python3 -c 'import spectral, numpy' 2>/dev/null", status);
   if (status != 0) GTEST_SKIP() << "Spectral Python is missing (/usr/bin/python3 with python3-spectral and python3-numpy)";
   SpectralLibrary lib;
   lib.count = 3;
@@ -151,7 +134,7 @@ TEST(SpectralSpy, ResamplingEqualsBandResampler) {
   cmd += "\" \"";
   cmd += (dir / "in.json").string();
   cmd += '"';
-  const std::string out = capture(cmd, status);
+  const std::string out = run_capture(cmd, status);
   ASSERT_EQ(status, 0) << out;
   const auto spy = nlohmann::json::parse(out);
   ASSERT_EQ(spy.size(), ours.size());

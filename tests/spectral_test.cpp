@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <numeric>
 
+#include "harness_util.hpp"
 #include "spectral_test_util.hpp"
 #include "spectrasift/error.hpp"
 #include "spectrasift/spectral.hpp"
@@ -482,13 +483,9 @@ struct CliRun {
 
 CliRun run_cli(const std::string& args) {
   const std::string cmd = std::string("\"") + SPECTRASIFT_CLI + "\" " + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return {-1, {}};
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-  const int status = ::pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  int status = -1;
+  std::string out = test::run_capture(cmd, status);
+  return {status, std::move(out)};
 }
 
 std::string q(const fs::path& p) {

@@ -75,6 +75,11 @@ std::pair<int, int> parse_pixel_xy(const std::string& text);
 /// Checks that an input file exists and is a regular file; throws Error(kIo) naming it otherwise.
 void require_input_file(const std::filesystem::path& path);
 
+/// Milliseconds since `t0` (the stage times that commands report).
+inline double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
 /// A progress bar on stderr for long jobs: drawn only when stderr is a terminal, `enabled` (not --quiet),
 /// and once the job has run for a second (SPECTRASIFT_PROGRESS_DELAY seconds: 0 draws at once); a stage
 /// label ("sift fixed", "ransac") may change as it goes. The library reports, the CLI draws: within() is

@@ -35,10 +35,6 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
 void save_png(const fs::path& path, const Image& image) {
   AtomicOutput out(path);
   write_png(out.temp_path(), image);

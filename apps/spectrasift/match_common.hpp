@@ -23,11 +23,6 @@
 
 namespace spectrasift::cli {
 
-/// Milliseconds since `t0`.
-inline double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
 /// The SIFT options a matching command takes (same names and defaults as `spectrasift sift`); `band`, when
 /// given, gets --band.
 inline void add_sift_options(CLI::App& sub, SiftOptions& o, int* band = nullptr) {

@@ -24,10 +24,6 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
 const char* format_name(FeatureFormat f) {
   switch (f) {
     case FeatureFormat::kKey: return "key";

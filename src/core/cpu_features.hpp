@@ -14,6 +14,8 @@
 //      No target_clones/ifunc either: ThreadSanitizer and static links need none of the resolver
 //      machinery. Regions exist on x86-64 (SPECTRASIFT_ISA_REGIONS); elsewhere only the baseline build is
 //      compiled.
+//      A source built for AVX2 and the baseline only (namespaces avx2 and base) takes core/isa_builds.inc,
+//      which writes that step once: #define SPECTRASIFT_ISA_SOURCE "backend/cpu/x_kernels.inc" and include it.
 //   2. The build is picked with pick_isa({avx512 build, avx2 build, baseline}), which takes the widest
 //      level that this CPU runs and that the test/bench cap allows (nullptr = no such build).
 // All builds of a kernel perform the same operations per element in the same order (strict IEEE, no

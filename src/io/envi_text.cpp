@@ -73,28 +73,16 @@ long long integer(const fs::path& file, const std::string& key, std::string_view
   return v;
 }
 
-std::vector<std::string> split_list(std::string_view s) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s) {
-    if (c == ',') {
-      out.push_back(trim(cur));
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  if (!trim(cur).empty() || !out.empty()) out.push_back(trim(cur));
-  return out;
-}
+namespace {
 
-std::vector<std::string> split_csv_row(std::string_view s) {
+/// The comma-separated fields of s, trimmed; with quotes, "..." protects commas and "" inside it is one quote.
+std::vector<std::string> split_fields(std::string_view s, bool quotes) {
   std::vector<std::string> out;
   std::string cur;
-  bool quoted = false;  // inside "...": a comma is text, "" is one quote
+  bool quoted = false;
   for (std::size_t i = 0; i < s.size(); ++i) {
     const char c = s[i];
-    if (c == '"') {
+    if (quotes && c == '"') {
       if (quoted && i + 1 < s.size() && s[i + 1] == '"') {
         cur += '"';
         ++i;
@@ -111,6 +99,12 @@ std::vector<std::string> split_csv_row(std::string_view s) {
   if (!trim(cur).empty() || !out.empty()) out.push_back(trim(cur));
   return out;
 }
+
+}  // namespace
+
+std::vector<std::string> split_list(std::string_view s) { return split_fields(s, false); }
+
+std::vector<std::string> split_csv_row(std::string_view s) { return split_fields(s, true); }
 
 std::vector<double> number_list(const fs::path& file, const std::string& key, std::string_view s) {
   std::vector<double> out;

@@ -17,6 +17,7 @@
 #define SPECTRASIFT_LOCAL
 #else
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #define SPECTRASIFT_FN inline
 #define SPECTRASIFT_GLOBAL

@@ -11,11 +11,15 @@
 #define SIFT_SQRTF(x) sqrt(x)
 #define SIFT_RINTF(x) rint(x)
 #define SIFT_FLOORF(x) floor(x)
+#define SIFT_CEILF(x) ceil(x)
+#define SIFT_FABSF(x) fabs(x)
 #define SIFT_EXPF(x) exp(x)
 #else
 #define SIFT_SQRTF(x) sqrtf(x)
 #define SIFT_RINTF(x) rintf(x)
 #define SIFT_FLOORF(x) floorf(x)
+#define SIFT_CEILF(x) ceilf(x)
+#define SIFT_FABSF(x) fabsf(x)
 #define SIFT_EXPF(x) expf(x)
 #endif
 
@@ -43,6 +47,7 @@
 #define SIFT_DESCR_MAG_THR 0.2f       /* clamp of the normalised descriptor */
 #define SIFT_INT_DESCR_FCTR 512.0f    /* scale before rounding to integers 0..255 */
 #define SIFT_FLT_EPSILON 1.1920928955078125e-07f
+#define SIFT_INT_MAX 2147483647       /* INT_MAX, which OpenCL C has built in and C++ in <climits> */
 /* (float)DBL_EPSILON, the denominator guard of the polynomial atan2 */
 #define SIFT_ATAN2_EPS 2.220446049250313e-16f
 

@@ -10,9 +10,11 @@
 #ifndef SPECTRASIFT_NUMERIC_SIFT_DESCRIPTOR_H
 #define SPECTRASIFT_NUMERIC_SIFT_DESCRIPTOR_H
 
-#include "sift_common.h"
+#include "sift_device.h"
 
 #define SIFT_DESCR_HIST_LEN ((SIFT_DESCR_WIDTH + 2) * (SIFT_DESCR_WIDTH + 2) * (SIFT_DESCR_HIST_BINS + 2))
+#define SIFT_DESCR_CELLS ((SIFT_DESCR_WIDTH + 2) * (SIFT_DESCR_WIDTH + 2)) /* spatial cells of the accumulator */
+#define SIFT_DESCR_LEN (SIFT_DESCR_WIDTH * SIFT_DESCR_WIDTH * SIFT_DESCR_HIST_BINS) /* floats of a descriptor */
 
 /* Splits a fractional bin into its integer part (floor) and the fraction in [0, 1). */
 SPECTRASIFT_FN int sift_descriptor_split(float bin, float* frac) {
@@ -127,5 +129,121 @@ SPECTRASIFT_FN void sift_descriptor_root(float* v) {
   for (int k = 0; k < len; ++k) v[k] = (float)(SIFT_SQRT_DOUBLE((double)v[k] / l1) * 512.0);
 }
 #endif
+
+/* The device descriptor stage, per keypoint, per walker cell and per sample (backend/cuda/kernels/
+ * sift_descriptor.cuh and backend/opencl/kernels/sift_descriptor.cl). */
+
+/* The sample grid of one keypoint, with the CPU backend's float operations in their order (notes §8). */
+typedef struct SiftDescriptorFrame {
+  int w, h;           /* the octave's plane */
+  int cx, cy;         /* the rounded centre, octave pixels */
+  int radius;         /* the window is (2 radius + 1)^2 samples */
+  float ori;          /* 360 - angle (0 for 360) */
+  float cos_t, sin_t; /* divided by the cell width */
+  float weight_scale; /* 1 / hw^2: the window weight of offset k is exp(k^2 * weight_scale * -1/8) */
+} SiftDescriptorFrame;
+
+/* The frame of kept keypoint kp in the octave table info; deg2rad = float(pi / 180) from the host; the
+ * radius is capped at what the host sized the weight array ex_cap for (the plan's largest). */
+SPECTRASIFT_FN SiftDescriptorFrame sift_descriptor_frame(SiftKeypoint kp, SPECTRASIFT_CONST_GLOBAL sift_i64* info,
+                                                         float deg2rad, int ex_cap) {
+  SiftDescriptorFrame f;
+  const int d = SIFT_DESCR_WIDTH;
+  f.w = sift_oct_w(info, kp.octave_index);
+  f.h = sift_oct_h(info, kp.octave_index);
+  const int oct = kp.octave;
+  const float scale = oct >= 0 ? 1.0f / (float)(1 << oct) : (float)(1 << -oct);
+  const float size = kp.size * scale;
+  f.cx = sift_round(kp.x * scale);
+  f.cy = sift_round(kp.y * scale);
+  f.ori = 360.0f - kp.angle;
+  if (SIFT_FABSF(f.ori - 360.0f) < SIFT_FLT_EPSILON) f.ori = 0.0f;
+  const float scl = size * 0.5f;
+  const float hist_width = SIFT_DESCR_SCL_FCTR * scl;
+  int radius = sift_round(hist_width * 1.4142135623730951f * (float)(d + 1) * 0.5f);
+#if defined(SIFT_HAVE_DOUBLE)
+  radius = sift_min_i(radius, (int)sqrt((double)f.w * f.w + (double)f.h * f.h));
+#else
+  radius = sift_min_i(radius, (int)sqrt((float)f.w * f.w + (float)f.h * f.h));
+#endif
+  f.radius = sift_min_i(radius, (ex_cap - 1) / 2);
+  f.cos_t = sift_dev_cos(f.ori * deg2rad) / hist_width;
+  f.sin_t = sift_dev_sin(f.ori * deg2rad) / hist_width;
+  f.weight_scale = 1.0f / (hist_width * hist_width); /* times -1/8 in sift_descriptor_weight */
+  return f;
+}
+
+/* The window weight of offset k (exp(k^2 / hw^2 * -1/8), the CPU's operation order). */
+SPECTRASIFT_FN float sift_descriptor_weight(SiftDescriptorFrame f, int k) {
+  const float exp_scale = -1.0f / ((float)(SIFT_DESCR_WIDTH * SIFT_DESCR_WIDTH) * 0.5f);
+  return sift_dev_exp((float)(k * k) * f.weight_scale * exp_scale);
+}
+
+/* The spatial bins of sample (i, j); 1 when it lies inside the grid and not on the plane's outer ring. */
+SPECTRASIFT_FN int sift_descriptor_bins(SiftDescriptorFrame f, int i, int j, float* rbin, float* cbin) {
+  const int d = SIFT_DESCR_WIDTH;
+  const float fi = (float)i, fj = (float)j;
+  const float c_rot = fj * f.cos_t - fi * f.sin_t;
+  const float r_rot = fj * f.sin_t + fi * f.cos_t;
+  *rbin = r_rot + 2.0f - 0.5f;
+  *cbin = c_rot + 2.0f - 0.5f;
+  const int x = f.cx + j, y = f.cy + i;
+  return y > 0 && y < f.h - 1 && x > 0 && x < f.w - 1 && *rbin > -1 && *rbin < d && *cbin > -1 && *cbin < d;
+}
+
+/* The orientation bin o0 (0..n-1), its fraction and the weighted magnitude of sample (i, j) of level img;
+ * wi, wj its window weights. */
+SPECTRASIFT_FN int sift_descriptor_gradient(SiftDescriptorFrame f, SPECTRASIFT_CONST_GLOBAL float* img, float wi,
+                                            float wj, int i, int j, float* of, float* mag) {
+  const int nb = SIFT_DESCR_HIST_BINS;
+  SPECTRASIFT_CONST_GLOBAL float* mid = img + (size_t)(f.cy + i) * (size_t)f.w;
+  const int x = f.cx + j;
+  const float dx = mid[x + 1] - mid[x - 1];
+  const float dy = mid[x - f.w] - mid[x + f.w];
+  int o0 = sift_descriptor_split((sift_atan2_deg(dy, dx) - f.ori) * ((float)nb / 360.0f), of);
+  o0 = o0 < 0 ? o0 + nb : o0;
+  o0 = o0 >= nb ? o0 - nb : o0;
+  *mag = SIFT_SQRTF(dx * dx + dy * dy) * (wi * wj);
+  return o0;
+}
+
+/* The walker of spatial cell (qr, qc) of the (d + 2) x (d + 2) accumulator grid visits the offsets
+ * [*i_lo, *i_hi] x [*j_lo, *j_hi]: only samples whose bins fall in cells qr - 1 .. qr, qc - 1 .. qc give the
+ * cell shares, and this box holds that 2 x 2-cell square rotated back to pixels (with a 2-pixel margin;
+ * sift_descriptor_cell_sample decides exactly), about a sixth of the window. */
+SPECTRASIFT_FN void sift_descriptor_cell_box(SiftDescriptorFrame f, int qr, int qc, int* i_lo, int* i_hi, int* j_lo,
+                                             int* j_hi) {
+  const float cs = f.cos_t, sn = f.sin_t, dd = cs * cs + sn * sn;
+  const float ru = (float)qr - 2.5f, cu = (float)qc - 2.5f;
+  const float ic = (cs * ru - sn * cu) / dd, jc = (sn * ru + cs * cu) / dd;
+  const float ext = (SIFT_FABSF(cs) + SIFT_FABSF(sn)) / dd + 2.0f;
+  *i_lo = sift_max_i(-f.radius, (int)SIFT_FLOORF(ic - ext));
+  *i_hi = sift_min_i(f.radius, (int)SIFT_CEILF(ic + ext));
+  *j_lo = sift_max_i(-f.radius, (int)SIFT_FLOORF(jc - ext));
+  *j_hi = sift_min_i(f.radius, (int)SIFT_CEILF(jc + ext));
+}
+
+/* Sample (i, j) for the walker of cell (qr, qc): 1 when it gives the cell shares, with its orientation bin
+ * *o0 and the two shares *s0, *s1 that go to the cell's entries o0 and o0 + 1 (read with constant indices,
+ * so that a device keeps the shares in registers); ex the window weights (ex[k + radius] = w(k)). */
+#define SIFT_DEFINE_DESCRIPTOR_CELL_SAMPLE(SUFFIX, AS)                                                     \
+  SPECTRASIFT_FN int sift_descriptor_cell_sample##SUFFIX(SiftDescriptorFrame f, SPECTRASIFT_CONST_GLOBAL float* img, \
+                                                         AS const float* ex, int qr, int qc, int i, int j,    \
+                                                         int* o0, float* s0, float* s1) {                     \
+    float rbin, cbin, rf, cf, of, mag;                                                                    \
+    if (!sift_descriptor_bins(f, i, j, &rbin, &cbin)) return 0;                                           \
+    const int r0 = sift_descriptor_split(rbin, &rf);                                                      \
+    const int c0 = sift_descriptor_split(cbin, &cf);                                                      \
+    const int dr = qr - (r0 + 1), dc = qc - (c0 + 1); /* this cell takes shares (dr, dc) */               \
+    if (dr < 0 || dr > 1 || dc < 0 || dc > 1) return 0;                                                   \
+    *o0 = sift_descriptor_gradient(f, img, ex[i + f.radius], ex[j + f.radius], i, j, &of, &mag);           \
+    const SiftDescriptorShares sh = sift_descriptor_shares(mag, rf, cf, of);                              \
+    const int k = 4 * dr + 2 * dc; /* shares k and k + 1 */                                               \
+    *s0 = k == 0 ? sh.v[0] : k == 2 ? sh.v[2] : k == 4 ? sh.v[4] : sh.v[6];                               \
+    *s1 = k == 0 ? sh.v[1] : k == 2 ? sh.v[3] : k == 4 ? sh.v[5] : sh.v[7];                               \
+    return 1;                                                                                             \
+  }
+SPECTRASIFT_AS_VARIANTS(SIFT_DEFINE_DESCRIPTOR_CELL_SAMPLE)
+#undef SIFT_DEFINE_DESCRIPTOR_CELL_SAMPLE
 
 #endif /* SPECTRASIFT_NUMERIC_SIFT_DESCRIPTOR_H */

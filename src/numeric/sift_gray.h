@@ -34,4 +34,32 @@ SPECTRASIFT_FN float sift_gray_f32_rgb(float r, float g, float b) {
 }
 #endif
 
+/* Pixel types of a device's raw upload of the user's image (the host maps PixelType to these). */
+#define SIFT_RAW_U8 0
+#define SIFT_RAW_U16 1
+#define SIFT_RAW_F32 2
+
+/* The grey value of the pixel whose first sample is sample i of an interleaved raw image of `channels`
+ * samples per pixel and pixel type `type`: channels 1-2 take the first sample, 3-4 the RGB formula (u16 and
+ * f32 colour need doubles: an OpenCL host refuses them first on a device without cl_khr_fp64). */
+SPECTRASIFT_FN float sift_gray_raw(SPECTRASIFT_CONST_GLOBAL unsigned char* raw, int type, int channels, size_t i) {
+  if (type == SIFT_RAW_U8) {
+    return channels >= 3 ? sift_gray_u8_rgb(raw[i], raw[i + 1], raw[i + 2]) : sift_gray_u8(raw[i]);
+  } else if (type == SIFT_RAW_U16) {
+    SPECTRASIFT_CONST_GLOBAL unsigned short* s = (SPECTRASIFT_CONST_GLOBAL unsigned short*)raw;
+#if defined(SIFT_HAVE_DOUBLE)
+    return channels >= 3 ? sift_gray_u16_rgb(s[i], s[i + 1], s[i + 2]) : sift_gray_u16(s[i]);
+#else
+    return sift_gray_u16(s[i]);
+#endif
+  } else {
+    SPECTRASIFT_CONST_GLOBAL float* s = (SPECTRASIFT_CONST_GLOBAL float*)raw;
+#if defined(SIFT_HAVE_DOUBLE)
+    return channels >= 3 ? sift_gray_f32_rgb(s[i], s[i + 1], s[i + 2]) : sift_gray_f32(s[i]);
+#else
+    return sift_gray_f32(s[i]);
+#endif
+  }
+}
+
 #endif /* SPECTRASIFT_NUMERIC_SIFT_GRAY_H */

@@ -15,7 +15,7 @@
 #ifndef SPECTRASIFT_NUMERIC_SIFT_ORIENTATION_H
 #define SPECTRASIFT_NUMERIC_SIFT_ORIENTATION_H
 
-#include "sift_common.h"
+#include "sift_device.h"
 
 /* The exponent scale -1 / (2 s^2) of the orientation window of window sigma s (1.5 keypoint sigmas). */
 SPECTRASIFT_FN float sift_orientation_window_scale(float window_sigma) {
@@ -82,5 +82,45 @@ SPECTRASIFT_FN float sift_orientation_interpolate(float hl, float h, float hr, i
   }
 SPECTRASIFT_AS_VARIANTS(SIFT_DEFINE_ORIENTATION_ARRAYS)
 #undef SIFT_DEFINE_ORIENTATION_ARRAYS
+
+/* The device orientation stage, per point and per sample (backend/cuda/kernels/sift_orientation.cuh and
+ * backend/opencl/kernels/sift_orientation.cl). */
+
+/* The window radius of a point (at most what the host sized ex_cap for: the plan's largest). */
+SPECTRASIFT_FN int sift_orientation_radius(SiftKeypoint kp, int ex_cap) {
+  return sift_min_i(sift_round(SIFT_ORI_RADIUS * kp.sigma_octave), (ex_cap - 1) / 2);
+}
+
+/* The window weight of offset k (sift_window_weight with the host's exp). */
+SPECTRASIFT_FN float sift_orientation_weight(SiftKeypoint kp, int k) {
+  return sift_dev_exp((float)(k * k) * sift_orientation_window_scale(SIFT_ORI_SIG_FCTR * kp.sigma_octave));
+}
+
+/* The bin of the gradient at column x of the level row mid (a row with rows above and below, width w), and
+ * its contribution (wi * wj) * sqrt(dx^2 + dy^2) in *val, wi and wj the window weights of its offsets. */
+SPECTRASIFT_FN int sift_orientation_gradient(SPECTRASIFT_CONST_GLOBAL float* mid, int w, int x, float wi, float wj,
+                                             float* val) {
+  const float dx = mid[x + 1] - mid[x - 1];
+  const float dy = mid[x - w] - mid[x + w];
+  const int bin = sift_orientation_bin(sift_atan2_deg(dy, dx));
+  *val = (wi * wj) * SIFT_SQRTF(dx * dx + dy * dy);
+  return bin;
+}
+
+/* Sample (i, x) of point (r, c)'s window on level img (w x h), ex the window weights (ex[k + radius] = w(k)):
+ * its bin and its contribution in *val, or -1 (and 0) on the level's outer rows. */
+#define SIFT_DEFINE_ORIENTATION_SAMPLE(SUFFIX, AS)                                                        \
+  SPECTRASIFT_FN int sift_orientation_sample##SUFFIX(SPECTRASIFT_CONST_GLOBAL float* img, int w, int h, int r, \
+                                                     int c, AS const float* ex, int radius, int i, int x,   \
+                                                     float* val) {                                       \
+    int bin = -1;                                                                                        \
+    *val = 0.0f;                                                                                         \
+    const int y = r + i;                                                                                 \
+    if (y > 0 && y < h - 1)                                                                              \
+      bin = sift_orientation_gradient(img + (size_t)y * (size_t)w, w, x, ex[i + radius], ex[x - c + radius], val); \
+    return bin;                                                                                          \
+  }
+SPECTRASIFT_AS_VARIANTS(SIFT_DEFINE_ORIENTATION_SAMPLE)
+#undef SIFT_DEFINE_ORIENTATION_SAMPLE
 
 #endif /* SPECTRASIFT_NUMERIC_SIFT_ORIENTATION_H */

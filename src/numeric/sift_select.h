@@ -8,7 +8,8 @@
  *   3. the mask (OpenCV's runByPixelsMask): keep a record when the mask pixel at (sift_mask_coord(x, width),
  *      sift_mask_coord(y, height)) is non-zero;
  *   4. the canonical order: sort by sift_canonical_before (octave, layer, y, x, angle, then the rest).
- * The records are passed by value (no pointer, so no address space to choose). */
+ * The rules take records by value (no pointer, so no address space to choose); the device forms at the end
+ * read them from the record array in global memory. */
 #ifndef SPECTRASIFT_NUMERIC_SIFT_SELECT_H
 #define SPECTRASIFT_NUMERIC_SIFT_SELECT_H
 
@@ -61,6 +62,72 @@ SPECTRASIFT_FN int sift_canonical_before(SiftKeypoint a, SiftKeypoint b) {
   if (a.size != b.size) return a.size < b.size;
   if (a.response != b.response) return a.response < b.response;
   return a.layer_offset < b.layer_offset;
+}
+
+/* The device select stage (backend/cuda/kernels/sift_select.cuh and backend/opencl/kernels/sift_select.cl)
+ * sorts an index array over the records with a bitonic network over P = the next power of two >= the live
+ * count (positions past it hold -1, which sorts last), then flags and compacts it. Its per-comparison and
+ * per-position maths, on the record array in global memory: */
+
+/* The orders of the sort (mode). */
+#define SIFT_ORDER_DUPLICATES 0 /* sift_duplicate_before */
+#define SIFT_ORDER_RESPONSE 1   /* response descending (only the cut value is read from this order) */
+#define SIFT_ORDER_CANONICAL 2  /* sift_canonical_before */
+
+/* The smallest power of two >= n (1 for 0). */
+SPECTRASIFT_FN unsigned int sift_pow2_at_least(unsigned int n) {
+  unsigned int p = 1;
+  while (p < n) p <<= 1;
+  return p;
+}
+
+/* 1 when record index a goes before b in the order `mode`; -1 (no record) goes after every record. */
+SPECTRASIFT_FN int sift_index_before(SPECTRASIFT_CONST_GLOBAL SiftKeypoint* kp, int a, int b, int mode) {
+  if (a < 0) return 0;
+  if (b < 0) return 1;
+  const SiftKeypoint ka = kp[a], kb = kp[b];
+  if (mode == SIFT_ORDER_DUPLICATES) return sift_duplicate_before(ka, kb);
+  if (mode == SIFT_ORDER_RESPONSE) return ka.response > kb.response;
+  return sift_canonical_before(ka, kb);
+}
+
+/* The compare-exchange of the indices *a, *b at positions i < l = i + j of bitonic step (k, j) (ascending
+ * where i & k is 0). */
+SPECTRASIFT_FN void sift_compare_exchange(SPECTRASIFT_CONST_GLOBAL SiftKeypoint* kp, int* a, int* b, unsigned int i,
+                                          unsigned int k, int mode) {
+  const int ascending = (i & k) == 0;
+  const int swap = ascending ? sift_index_before(kp, *b, *a, mode) : sift_index_before(kp, *a, *b, mode);
+  if (swap) {
+    const int t = *a;
+    *a = *b;
+    *b = t;
+  }
+}
+
+/* The keep flag of position i < n of the sorted order `order` of n records. pass 0 (order sorted by
+ * SIFT_ORDER_DUPLICATES): not a duplicate of the record before it. pass 1 (the unique records, sorted by
+ * response when max_features > 0): response >= the max_features-th largest response (when there are more)
+ * and the mask set at the record's rounded position (mask_type: -1 none, 0 u8, 1 u16, 2 f32; mask_w x
+ * mask_h pixels). */
+SPECTRASIFT_FN int sift_select_flag(SPECTRASIFT_CONST_GLOBAL int* order, SPECTRASIFT_CONST_GLOBAL SiftKeypoint* kp,
+                                    unsigned int i, unsigned int n, int pass, int max_features,
+                                    SPECTRASIFT_CONST_GLOBAL unsigned char* mask, int mask_type, int mask_w,
+                                    int mask_h) {
+  const SiftKeypoint k = kp[order[i]];
+  int flag = 1;
+  if (pass == 0) {
+    flag = i == 0 || !sift_is_duplicate(kp[order[i - 1]], k);
+  } else {
+    if (max_features > 0 && n > (unsigned int)max_features)
+      flag = sift_response_kept(k.response, kp[order[max_features - 1]].response);
+    if (flag && mask_type >= 0) {
+      const size_t m = (size_t)sift_mask_coord(k.y, mask_h) * (size_t)mask_w + (size_t)sift_mask_coord(k.x, mask_w);
+      if (mask_type == 0) flag = mask[m] != 0;
+      else if (mask_type == 1) flag = ((SPECTRASIFT_CONST_GLOBAL unsigned short*)mask)[m] != 0;
+      else flag = ((SPECTRASIFT_CONST_GLOBAL float*)mask)[m] != 0.0f;
+    }
+  }
+  return flag;
 }
 
 #endif /* SPECTRASIFT_NUMERIC_SIFT_SELECT_H */

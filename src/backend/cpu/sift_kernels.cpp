@@ -30,17 +30,9 @@ namespace spectrasift::cpu {
 
 namespace {
 
-#ifdef SPECTRASIFT_ISA_REGIONS
-SPECTRASIFT_ISA_BEGIN("avx2")
-namespace avx2 {
-#include "backend/cpu/sift_kernels.inc"
-}  // namespace avx2
-SPECTRASIFT_ISA_END
-#endif
-
-namespace base {
-#include "backend/cpu/sift_kernels.inc"
-}  // namespace base
+#define SPECTRASIFT_ISA_SOURCE "backend/cpu/sift_kernels.inc"
+#include "core/isa_builds.inc"  // namespaces avx2 and base
+#undef SPECTRASIFT_ISA_SOURCE
 
 }  // namespace
 

@@ -93,16 +93,9 @@ typedef unsigned v4u __attribute__((vector_size(16)));
 typedef unsigned long long v4u64 __attribute__((vector_size(32)));
 
 // The kernels twice: for AVX2 and for the baseline ISA, picked at run time (core/cpu_features.hpp).
-#ifdef SPECTRASIFT_ISA_REGIONS
-SPECTRASIFT_ISA_BEGIN("avx2")
-namespace avx2 {
-#include "backend/cpu/spectral_kernels.inc"
-}  // namespace avx2
-SPECTRASIFT_ISA_END
-#endif
-namespace base {
-#include "backend/cpu/spectral_kernels.inc"
-}  // namespace base
+#define SPECTRASIFT_ISA_SOURCE "backend/cpu/spectral_kernels.inc"
+#include "core/isa_builds.inc"  // namespaces avx2 and base
+#undef SPECTRASIFT_ISA_SOURCE
 
 using TileFn = void (*)(const Job&, Workspace&, int, int, int);
 

@@ -1,7 +1,7 @@
-// CUDA SIFT (see sift.hpp): construction, the per-plan preparation, memory checks, the counters and timing.
-// The upload is in sift_upload.cu; the pyramid, DoG, extrema and refinement in sift_pyramid.cu; orientations,
-// select and descriptors in sift_features.cu; the download and the device copy of the descriptors in
-// sift_download.cu.
+// CUDA SIFT (see sift.hpp): construction, the per-plan preparation, memory checks, the counters and timing
+// (the download sequence is core/sift_device_stages.cpp's). The upload is in sift_upload.cu; the pyramid, DoG,
+// extrema and refinement in sift_pyramid.cu; orientations, select and descriptors in sift_features.cu; the
+// read-back of the features and the device copy of the descriptors in sift_download.cu.
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -22,14 +22,8 @@ std::string mib(std::size_t bytes) { return std::to_string((bytes + (1u << 20) -
 
 }  // namespace
 
-const char* SiftStagesCuda::stage_name(int stage) noexcept {
-  static const char* const names[kStages] = {"upload+grey",  "pyramid", "dog",         "extrema", "refine",
-                                             "orientations", "select",  "descriptors", "download"};
-  return stage >= 0 && stage < kStages ? names[stage] : "?";
-}
-
 SiftStagesCuda::SiftStagesCuda(detail::ContextImpl& ctx)
-    : ctx_(ctx),
+    : SiftDeviceStages(ctx),
       st_(state(ctx)),
       feature_blocks_(std::make_shared<DeviceBlockPool>(st_.device)),
       events_(std::make_unique<EventSet>(EventSet::kTiming)),
@@ -66,7 +60,7 @@ std::size_t SiftStagesCuda::shared_memory_per_block() const noexcept {
 void SiftStagesCuda::check_memory(const detail::SiftPlan& p, std::size_t input_bytes) const {
   const std::size_t in_plane = std::size_t(p.input_width) * std::size_t(p.input_height);
   const std::size_t cand = std::max<std::size_t>(p.candidate_capacity, 1);
-  const std::size_t kp_cap = std::max<std::size_t>(1024, 2 * cand);  // an estimate: set from the count later
+  const std::size_t kp_cap = keypoint_estimate(p);
   const std::size_t total = input_bytes + in_plane * sizeof(float) + p.gauss_floats * sizeof(float) +
                             p.dog_floats * sizeof(float) + cand * (sizeof(int) * 4 + sizeof(SiftKeypoint)) +
                             kp_cap * (3 * sizeof(SiftKeypoint) + 3 * sizeof(int) + 128 * (sizeof(float) + 1));
@@ -82,21 +76,9 @@ void SiftStagesCuda::check_memory(const detail::SiftPlan& p, std::size_t input_b
 // Per-plan state: the octave table, the scales, the taps and the launch geometry (again only when the plan
 // changes). Uploaded on the compute stream from pinned staging, so that no later copy overtakes them.
 void SiftStagesCuda::prepare(const detail::SiftPlan& p) {
-  if (prepared_ && p.matches(prepared_w_, prepared_h_, prepared_options_)) return;
-  octave_info_.clear();
-  std::size_t goff = 0, doff = 0;
-  max_plane_ = 1;
-  for (int o = 0; o < p.octaves; ++o) {
-    const auto& s = p.octave_shape[std::size_t(o)];
-    const std::size_t plane = std::size_t(s.width) * std::size_t(s.height);
-    octave_info_.insert(octave_info_.end(), {s.width, s.height, (long long)goff, (long long)doff});
-    goff += plane * std::size_t(p.levels);
-    doff += plane * std::size_t(p.dog_levels);
-    max_plane_ = std::max(max_plane_, plane);
-  }
-  if (octave_info_.empty()) octave_info_.assign(4, 0);
-  std::vector<float> scales = p.octave_scale;
-  if (scales.empty()) scales.push_back(1.0f);
+  if (prepared_for(p)) return;
+  size_from_plan(p);
+  const std::vector<float> scales = octave_scales(p);
   // One pinned staging area for the three tables (a synchronous copy would also do; this keeps the order
   // on the compute stream explicit). The stream is synchronised before the staging area is reused.
   const std::size_t info_bytes = octave_info_.size() * sizeof(long long);
@@ -114,13 +96,9 @@ void SiftStagesCuda::prepare(const detail::SiftPlan& p) {
   SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(buffer("sift.taps", tap_bytes), h + info_bytes + scale_bytes, tap_bytes,
                                          cudaMemcpyHostToDevice, st_.compute));
   SPECTRASIFT_CUDA_CHECK(cudaStreamSynchronize(st_.compute));  // the staging area may be reused at once
-  candidate_capacity_ = std::max<std::size_t>(p.candidate_capacity, 1);
   size_blur_tiles();
   size_feature_kernels();
-  prepared_w_ = p.input_width;
-  prepared_h_ = p.input_height;
-  prepared_options_ = p.options;
-  prepared_ = true;
+  mark_prepared(p);
   ++prepared_generation_;
 }
 
@@ -137,15 +115,11 @@ void SiftStagesCuda::finish_profile() {
   for (std::size_t i = 0; i + 1 < marks_.size(); ++i)
     stage_ms_[std::size_t(marks_[i])] += ms_between((*events_)[i], (*events_)[i + 1]);
   marks_.clear();
-  if (!ctx_.options.verbose) return;
-  std::string line = "sift: cuda device time per stage (ms):";
-  char b[64];
-  for (int s = 0; s < kStages; ++s) {
-    std::snprintf(b, sizeof b, " %s %.3f", stage_name(s), stage_ms_[std::size_t(s)]);
-    line += b;
-  }
-  ctx_.log(line + "; " + std::to_string(candidates_) + " candidates, " + std::to_string(counters_[1]) + " refined, " +
-           std::to_string(counters_[2]) + " oriented, " + std::to_string(counters_[4]) + " kept");
+  log_stage_times("cuda");
+}
+
+void SiftStagesCuda::clear_feature_counters() {
+  SPECTRASIFT_CUDA_CHECK(cudaMemsetAsync(counters() + kernels::kCountOriented, 0, 3 * sizeof(unsigned int), st_.compute));
 }
 
 std::unique_ptr<detail::SiftStages> make_sift_stages(detail::ContextImpl& ctx) {

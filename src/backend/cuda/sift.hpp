@@ -8,10 +8,14 @@
 // run finds more than they hold. The features' descriptors stay on the device too, as a DeviceFeatures copy
 // attached to Features::device (device_features.hpp), for matching on this backend.
 //
+// What every device backend does alike on the host (the stage table, the sizes from the plan, the growth
+// rule, the download sequence) is core/sift_device_stages.hpp's SiftDeviceStages.
+//
 // This header includes no CUDA header (tests reach the stages' knobs through it); the device code is in
-// sift.cu (construction, memory checks, timing), sift_pyramid.cu (upload and grey, pyramid, DoG, extrema,
-// refinement) with sift_upload.cu (the image copy: staged or direct), sift_features.cu (orientations,
-// select, descriptors) and sift_download.cu (the packed read-back and the device copy of the descriptors).
+// sift.cu (construction, memory checks, the counters, timing), sift_pyramid.cu (upload and grey, pyramid, DoG,
+// extrema, refinement) with sift_upload.cu (the image copy: staged or direct), sift_features.cu (orientations,
+// select, descriptors) and sift_download.cu (read_features: the packed read-back and the device copy of the
+// descriptors).
 #pragma once
 
 #include <array>
@@ -22,7 +26,7 @@
 #include "backend/cuda/host/bitonic_plan.hpp"
 #include "backend/cuda/host/upload_chunks.hpp"
 #include "backend/cuda/host_copy.hpp"
-#include "core/sift_backend.hpp"
+#include "core/sift_device_stages.hpp"
 
 struct CUevent_st;      // cudaEvent_t is a CUevent_st*
 struct CUgraphExec_st;  // cudaGraphExec_t is a CUgraphExec_st*
@@ -33,12 +37,8 @@ struct State;
 class EventSet;
 class DeviceBlockPool;
 
-class SiftStagesCuda final : public detail::SiftStages {
+class SiftStagesCuda final : public detail::SiftDeviceStages {
  public:
-  /// Stage indices of the timing table (stage_ms()).
-  enum Stage { kUpload, kPyramid, kDog, kExtrema, kRefine, kOrientations, kSelect, kDescriptors, kDownload, kStages };
-  static const char* stage_name(int stage) noexcept;
-
   explicit SiftStagesCuda(detail::ContextImpl& ctx);
   ~SiftStagesCuda() override;
 
@@ -50,20 +50,11 @@ class SiftStagesCuda final : public detail::SiftStages {
   void orientations() override;
   void select(const Image* mask) override;
   void descriptors() override;
-  void download(Features& out, detail::SiftCounts& counts) override;
 
-  /// Device time per stage of the last run in ms (events between the stages), filled by download() when
-  /// set_profiling(true) or the context is verbose (which logs them).
-  void set_profiling(bool on) noexcept { profiling_ = on; }
-  const std::array<double, kStages>& stage_ms() const noexcept { return stage_ms_; }
-  /// Keypoint records allocated per candidate (default 2; a test sets a tiny value to force the regrowth).
-  void set_keypoints_per_candidate(double v) noexcept { keypoints_per_candidate_ = v; }
   /// Tests: behave as on a device with this many bytes of global memory / of shared memory per block
   /// (0: the device's own).
   void set_device_memory_limit(std::size_t bytes) noexcept { memory_limit_ = bytes; }
   void set_shared_memory_limit(std::size_t bytes) noexcept { shared_limit_ = bytes; }
-  /// How often a buffer was found too small and stages ran again (candidates, keypoints), since construction.
-  int regrowths() const noexcept { return regrowths_; }
 
  private:
   // sift.cu
@@ -76,9 +67,10 @@ class SiftStagesCuda final : public detail::SiftStages {
   float* dog_planes();              // "sift.dog": every DoG plane of every octave
   const long long* octave_table();  // "sift.info": octave_info_
   unsigned int* counters();         // "sift.counters": kernels::kCounters slots
-  void read_counters();             // counters() -> counters_ (synchronises the compute stream)
+  void read_counters() override;    // counters() -> counters_ (synchronises the compute stream)
+  void clear_feature_counters() override;
   void mark(Stage stage);           // a stage starts (timing runs only)
-  void finish_profile();
+  void finish_profile() override;
   // sift_upload.cu
   bool upload_bytes(void* dst, const void* src, std::size_t bytes);
   CUevent_st* copy_done();  // (a cudaEvent_t) the direct copy of the caller's page-locked image has run
@@ -97,42 +89,25 @@ class SiftStagesCuda final : public detail::SiftStages {
   void sort(int* order, int count_slot, int mode);
   void compact(const int* in, int in_slot, int out_slot, int* out);
   // sift_download.cu
+  /// Read-back 2's features: one copy of the packed layout into a reused pinned buffer, unpacked into out,
+  /// and the device copy of the float descriptors (Features::device) in a recycled block.
+  void read_features(Features& out, std::size_t kept) override;
   bool packs_bytes() const noexcept;  // the descriptors travel as bytes (lossless for the plan's options)
   void pack_features();               // kept records + descriptor rows -> "sift.packed" (one read-back)
 
-  detail::ContextImpl& ctx_;
   State& st_;
   std::shared_ptr<DeviceBlockPool> feature_blocks_;  // the descriptor copies of Features::device, recycled
-  const detail::SiftPlan* plan_ = nullptr;
-  bool profiling_ = false;
-  bool profile_run_ = false;  // this run records events: profiling_ or the context is verbose
-  // What the geometry buffers were uploaded for (a new plan uploads them again).
-  int prepared_w_ = 0, prepared_h_ = 0;
-  SiftOptions prepared_options_;
-  bool prepared_ = false;
-  unsigned long long prepared_generation_ = 0;  // counts the plans prepare() set up
+  unsigned long long prepared_generation_ = 0;       // counts the plans prepare() set up
   // pyramid(): its launches captured once per plan and buffers as a CUDA graph (the launches take only the
   // plan, the tile and these buffers), replayed for every image of that plan.
   CUgraphExec_st* pyramid_graph_ = nullptr;
   unsigned long long pyramid_generation_ = 0;
   std::array<const void*, 4> pyramid_buffers_{};  // grey, gauss, dog, taps the graph was captured with
-  std::vector<long long> octave_info_;   // [4 o + k]: w, h, gauss offset, dog offset
-  std::size_t max_plane_ = 0;            // floats of the largest octave plane
-  std::size_t candidate_capacity_ = 0;   // candidate and refined records
-  std::size_t keypoint_capacity_ = 0;    // oriented records
-  std::size_t descriptor_capacity_ = 0;  // descriptor rows
-  std::size_t positions_ = 0;            // sort positions: the power of two >= keypoint_capacity_
-  std::size_t candidates_ = 0;           // the count read back by extrema()
-  std::array<unsigned int, 8> counters_{};  // read back by download()
-  int mask_type_ = -1;                      // select(): -1 none, 0 u8, 1 u16, 2 f32
-  int mask_w_ = 0, mask_h_ = 0;
   // Launch geometry (from the device's limits and the plan).
   int blur_tx_ = 0, blur_ty_ = 0;  // output tile of sift_blur_dog
   int blur_r_ = -1;                // the largest radius the tile was sized for
   int ori_chunk_ = 0, ori_ex_ = 0, desc_ex_ = 0;
   int blocks_ = 0;                 // block cap of the per-keypoint kernels
-  double keypoints_per_candidate_ = 2.0;
-  int regrowths_ = 0;
   std::size_t memory_limit_ = 0, shared_limit_ = 0;
   // Timing: events in order, the stage each one starts.
   std::unique_ptr<EventSet> events_;
@@ -141,7 +116,6 @@ class SiftStagesCuda final : public detail::SiftStages {
   std::vector<CopyPiece> copy_piece_;
   std::vector<BitonicLaunch> sort_plan_;       // scratch of sort()
   std::vector<int> marks_;
-  std::array<double, kStages> stage_ms_{};
 };
 
 /// The CUDA backend's SIFT stages for a CUDA context.

@@ -1,4 +1,5 @@
-// CUDA SIFT read-back 2 (see sift.hpp): the counts, then the kept features in one copy of the packed layout
+// CUDA SIFT read-back 2's features (see sift.hpp; the counts and the regrowth before them are
+// core/sift_device_stages.cpp's download sequence): the kept features in one copy of the packed layout
 // (host/sift_unpack.hpp; packed on the device by descriptors(), kernels/sift_pack.cuh) into a pinned buffer
 // of the State reused across calls, converted once into the Features; and the device copy of the float
 // descriptors that Features::device keeps, in a recycled block (device_block_pool.hpp).
@@ -33,43 +34,11 @@ void SiftStagesCuda::pack_features() {
   SPECTRASIFT_CUDA_CHECK_LAUNCH();
 }
 
-void SiftStagesCuda::download(Features& out, detail::SiftCounts& counts) {
-  const detail::SiftPlan& p = *plan_;
-  out.image_width = p.input_width;
-  out.image_height = p.input_height;
-  out.keypoints.clear();
-  out.descriptors.clear();
-  out.device.reset();
-  counts = {};
-  if (p.octaves == 0 || candidates_ == 0) {
-    counts.candidates = candidates_;
-    finish_profile();
-    return;
-  }
-  read_counters();  // read-back 2 starts: the counts, then the packed features they size
-  if (counters_[kernels::kCountOriented] > keypoint_capacity_ ||
-      counters_[kernels::kCountKept] > descriptor_capacity_) {
-    // More orientation peaks or kept keypoints than the buffers hold: grow them, run those stages again.
-    keypoint_capacity_ = std::max<std::size_t>(keypoint_capacity_, counters_[kernels::kCountOriented]);
-    descriptor_capacity_ = std::max<std::size_t>(descriptor_capacity_, counters_[kernels::kCountOriented]);
-    ++regrowths_;
-    SPECTRASIFT_CUDA_CHECK(
-        cudaMemsetAsync(counters() + kernels::kCountOriented, 0, 3 * sizeof(unsigned int), st_.compute));
-    orientations();
-    select(nullptr);  // the mask uploaded by the first select() stays in force until the next upload()
-    descriptors();    // packs again
-    read_counters();
-  }
+// Called by SiftDeviceStages::download() once the counts are final (after any regrowth, whose descriptors()
+// packed again); finish_profile() follows.
+void SiftStagesCuda::read_features(Features& out, std::size_t kept) {
   mark(kDownload);
-  const std::size_t kept = counters_[kernels::kCountKept];
-  counts.candidates = candidates_;
-  counts.refined = counters_[kernels::kCountRefined];
-  counts.oriented = counters_[kernels::kCountOriented];
-  counts.kept = kept;
-  if (kept == 0) {
-    finish_profile();
-    return;
-  }
+  if (kept == 0) return;
   const bool bytes_rows = packs_bytes();
   const std::size_t packed_bytes = std::size_t(sift_packed_bytes(kept, bytes_rows));
   const std::size_t cap = std::min(keypoint_capacity_, descriptor_capacity_);
@@ -106,7 +75,6 @@ void SiftStagesCuda::download(Features& out, detail::SiftCounts& counts) {
     feature_blocks_->give(block);
     throw;
   }
-  finish_profile();
 }
 
 CudaDeviceFeatures::CudaDeviceFeatures(const detail::BackendImpl& owner, const Features& f,

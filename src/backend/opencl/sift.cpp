@@ -1,5 +1,5 @@
 // OpenCL SIFT (see sift.hpp): construction, the upload / grey stage, memory checks, launches and the
-// download. The pyramid, DoG, extrema and refinement launches are in sift_pyramid.cpp; orientations,
+// read-backs (the download sequence is core/sift_device_stages.cpp's). The pyramid, DoG, extrema and refinement launches are in sift_pyramid.cpp; orientations,
 // select and descriptors in sift_features.cpp.
 #include "backend/opencl/sift.hpp"
 
@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "numeric/sift_gray.h"
 #include "numeric/sift_keypoint.h"
 #include "spectrasift/error.hpp"
 
@@ -30,17 +31,13 @@ std::string device_name(cl_device_id d) {
   return s;
 }
 
-int raw_type(PixelType t) { return t == PixelType::kU8 ? 0 : t == PixelType::kU16 ? 1 : 2; }
+int raw_type(PixelType t) {
+  return t == PixelType::kU8 ? SIFT_RAW_U8 : t == PixelType::kU16 ? SIFT_RAW_U16 : SIFT_RAW_F32;
+}
 
 }  // namespace
 
-const char* SiftStagesOpenCL::stage_name(int stage) noexcept {
-  static const char* const names[kStages] = {"upload+grey", "pyramid", "dog",    "extrema",    "refine",
-                                             "orientations", "select", "descriptors", "download"};
-  return stage >= 0 && stage < kStages ? names[stage] : "?";
-}
-
-SiftStagesOpenCL::SiftStagesOpenCL(detail::ContextImpl& ctx) : ctx_(ctx), st_(state(ctx)) {
+SiftStagesOpenCL::SiftStagesOpenCL(detail::ContextImpl& ctx) : SiftDeviceStages(ctx), st_(state(ctx)) {
   cl_device_fp_config single = 0, dbl = 0;
   SPECTRASIFT_CL_CHECK(clGetDeviceInfo(st_.device, CL_DEVICE_SINGLE_FP_CONFIG, sizeof single, &single, nullptr));
   clGetDeviceInfo(st_.device, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof dbl, &dbl, nullptr);  // 0 without doubles
@@ -79,8 +76,7 @@ void SiftStagesOpenCL::launch_2d(cl_kernel k, std::size_t x, std::size_t y, Stag
 
 void SiftStagesOpenCL::check_memory(const detail::SiftPlan& p, std::size_t input_bytes) const {
   const std::size_t in_plane = std::size_t(p.input_width) * std::size_t(p.input_height);
-  const std::size_t cand = std::max<std::size_t>(p.candidate_capacity, 1);
-  const std::size_t kp_cap = std::max<std::size_t>(1024, 2 * cand);  // an estimate: set from the count later
+  const std::size_t kp_cap = keypoint_estimate(p);
   struct Need { const char* what; std::size_t bytes; };
   const Need needs[] = {
       {"the image upload", input_bytes},
@@ -119,37 +115,21 @@ void SiftStagesOpenCL::prepare(const detail::SiftPlan& p, const detail::SiftImag
                     "' does not have (no cl_khr_fp64); convert the image to grey or 8 bits first, or use the cpu "
                     "backend",
                 "opencl");
-  if (prepared_ && p.matches(prepared_w_, prepared_h_, prepared_options_)) return;
-  octave_info_.clear();
-  std::size_t goff = 0, doff = 0;
-  max_plane_ = 1;
-  for (int o = 0; o < p.octaves; ++o) {
-    const auto& s = p.octave_shape[std::size_t(o)];
-    const std::size_t plane = std::size_t(s.width) * std::size_t(s.height);
-    octave_info_.insert(octave_info_.end(), {s.width, s.height, (long long)goff, (long long)doff});
-    goff += plane * std::size_t(p.levels);
-    doff += plane * std::size_t(p.dog_levels);
-    max_plane_ = std::max(max_plane_, plane);
-  }
-  if (octave_info_.empty()) octave_info_.assign(4, 0);
+  if (prepared_for(p)) return;
+  size_from_plan(p);
   const cl_mem info = octave_table();
   SPECTRASIFT_CL_CHECK(clEnqueueWriteBuffer(st_.queue, info, CL_TRUE, 0, octave_info_.size() * sizeof(cl_long),
                                             octave_info_.data(), 0, nullptr, nullptr));
-  std::vector<float> scales = p.octave_scale;
-  if (scales.empty()) scales.push_back(1.0f);
+  const std::vector<float> scales = octave_scales(p);
   const cl_mem os = st_.buffer("sift.oscale", scales.size() * sizeof(float));
   SPECTRASIFT_CL_CHECK(
       clEnqueueWriteBuffer(st_.queue, os, CL_TRUE, 0, scales.size() * sizeof(float), scales.data(), 0, nullptr, nullptr));
   const cl_mem taps = st_.buffer("sift.taps", p.taps.size() * sizeof(float));
   SPECTRASIFT_CL_CHECK(
       clEnqueueWriteBuffer(st_.queue, taps, CL_TRUE, 0, p.taps.size() * sizeof(float), p.taps.data(), 0, nullptr, nullptr));
-  candidate_capacity_ = std::max<std::size_t>(p.candidate_capacity, 1);
   if (!st_.is_cpu) size_blur_tiles();  // CPU devices blur without tiles
   group_sizes();
-  prepared_w_ = p.input_width;
-  prepared_h_ = p.input_height;
-  prepared_options_ = p.options;
-  prepared_ = true;
+  mark_prepared(p);
 }
 
 void SiftStagesOpenCL::upload(const detail::SiftPlan& plan, const detail::SiftImageView& image) {
@@ -205,44 +185,16 @@ void SiftStagesOpenCL::finish_profile() {
   SPECTRASIFT_CL_CHECK(clFinish(st_.queue));
   for (const auto& [stage, ev] : events_) stage_ms_[std::size_t(stage)] += ev.elapsed_ms();
   events_.clear();
-  if (!ctx_.options.verbose) return;
-  std::string line = "sift: opencl device time per stage (ms):";
-  char b[64];
-  for (int s = 0; s < kStages; ++s) {
-    std::snprintf(b, sizeof b, " %s %.3f", stage_name(s), stage_ms_[std::size_t(s)]);
-    line += b;
-  }
-  ctx_.log(line + "; " + std::to_string(candidates_) + " candidates, " + std::to_string(counters_[1]) + " refined, " +
-           std::to_string(counters_[2]) + " oriented, " + std::to_string(counters_[4]) + " kept");
+  log_stage_times("opencl");
 }
 
-void SiftStagesOpenCL::download(Features& out, detail::SiftCounts& counts) {
-  const detail::SiftPlan& p = *plan_;
-  out.image_width = p.input_width;
-  out.image_height = p.input_height;
-  out.keypoints.clear();
-  out.descriptors.clear();
-  counts = {};
-  if (p.octaves == 0 || candidates_ == 0) {
-    counts.candidates = candidates_;
-    finish_profile();
-    return;
-  }
-  read_counters();  // read-back 2 starts: the counts, then the records and descriptors they size
-  if (counters_[2] > keypoint_capacity_ || counters_[4] > descriptor_capacity_) {
-    // More orientation peaks or kept keypoints than the buffers hold: grow them, run those stages again.
-    keypoint_capacity_ = std::max<std::size_t>(keypoint_capacity_, counters_[2]);
-    descriptor_capacity_ = std::max<std::size_t>(descriptor_capacity_, counters_[2]);
-    ++regrowths_;
-    const cl_uint zero = 0;
-    SPECTRASIFT_CL_CHECK(clEnqueueFillBuffer(st_.queue, counter_buffer(), &zero,
-                                             sizeof zero, 2 * sizeof zero, 3 * sizeof zero, 0, nullptr, nullptr));
-    orientations();
-    select(nullptr);  // the mask uploaded by the first select() stays in force until the next upload()
-    descriptors();
-    read_counters();
-  }
-  const std::size_t kept = counters_[4];
+void SiftStagesOpenCL::clear_feature_counters() {
+  const cl_uint zero = 0;
+  SPECTRASIFT_CL_CHECK(clEnqueueFillBuffer(st_.queue, counter_buffer(), &zero, sizeof zero,
+                                           SIFT_COUNT_ORIENTED * sizeof zero, 3 * sizeof zero, 0, nullptr, nullptr));
+}
+
+void SiftStagesOpenCL::read_features(Features& out, std::size_t kept) {
   std::vector<SiftKeypoint> records(kept);
   out.descriptors.resize(kept * Features::kDescriptorSize);
   if (kept > 0) {
@@ -258,17 +210,8 @@ void SiftStagesOpenCL::download(Features& out, detail::SiftCounts& counts) {
       events_.emplace_back(kDownload, std::move(e2));
     }
   }
-  out.keypoints.resize(kept);
-  for (std::size_t i = 0; i < kept; ++i) {
-    const SiftKeypoint& s = records[i];
-    out.keypoints[i] = Keypoint{s.x, s.y, s.size, s.angle, s.response, s.octave, s.layer, s.layer_offset};
-  }
+  keypoints_from_records(records.data(), kept, out);
   attach_device_copy(out, kept);
-  counts.candidates = candidates_;
-  counts.refined = counters_[1];
-  counts.oriented = counters_[2];
-  counts.kept = kept;
-  finish_profile();
 }
 
 // The descriptors stay on the device for matching on this backend (Features::device): a copy of the kept

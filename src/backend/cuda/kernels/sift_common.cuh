@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 
 #include "numeric/sift_descriptor.h"
+#include "numeric/sift_device.h"
 #include "numeric/sift_extrema.h"
 #include "numeric/sift_gray.h"
 #include "numeric/sift_keypoint.h"
@@ -19,35 +20,15 @@
 
 namespace spectrasift::cuda::kernels {
 
-// exp, pow(2, x), cos and sin of a float as the host's libm gives them (glibc's expf, powf, cosf, sinf are
-// correctly rounded in all but rare cases): evaluated in double and rounded once (the OpenCL kernels do the
-// same).
-__device__ inline float sift_dev_exp(float x) { return (float)exp((double)x); }
-__device__ inline float sift_dev_exp2(float x) { return (float)pow(2.0, (double)x); }
-__device__ inline float sift_dev_cos(float x) { return (float)cos((double)x); }
-__device__ inline float sift_dev_sin(float x) { return (float)sin((double)x); }
-
-// Per-octave geometry, one row of 4 long longs per pyramid index: width, height, offset of its Gaussian
-// level 0 in the level buffer, offset of its DoG plane 0 in the DoG buffer (floats). Levels and planes of
-// an octave are contiguous, width * height floats each.
-__device__ inline int sift_oct_w(const long long* info, int o) { return (int)info[4 * o + 0]; }
-__device__ inline int sift_oct_h(const long long* info, int o) { return (int)info[4 * o + 1]; }
-__device__ inline long long sift_oct_gauss(const long long* info, int o) { return info[4 * o + 2]; }
-__device__ inline long long sift_oct_dog(const long long* info, int o) { return info[4 * o + 3]; }
-
-// The Gaussian level of a keypoint record (its octave and layer).
-__device__ inline const float* sift_level_of(const float* gauss, const long long* info, const SiftKeypoint& kp) {
-  const int o = kp.octave_index;
-  return gauss + sift_oct_gauss(info, o) +
-         (size_t)kp.layer * (size_t)sift_oct_w(info, o) * (size_t)sift_oct_h(info, o);
-}
+// The host-equal exp / pow(2, x) / cos / sin (sift_dev_*), the octave table (sift_oct_*), the Gaussian
+// level of a record (sift_level_of) and the counter slots are numeric/sift_device.h's, shared with OpenCL.
 
 // Slots of the counter buffer (unsigned int).
-constexpr int kCountCandidates = 0;
-constexpr int kCountRefined = 1;
-constexpr int kCountOriented = 2;
-constexpr int kCountUnique = 3;
-constexpr int kCountKept = 4;
-constexpr int kCounters = 8;
+constexpr int kCountCandidates = SIFT_COUNT_CANDIDATES;
+constexpr int kCountRefined = SIFT_COUNT_REFINED;
+constexpr int kCountOriented = SIFT_COUNT_ORIENTED;
+constexpr int kCountUnique = SIFT_COUNT_UNIQUE;
+constexpr int kCountKept = SIFT_COUNT_KEPT;
+constexpr int kCounters = SIFT_COUNTERS;
 
 }  // namespace spectrasift::cuda::kernels

@@ -12,16 +12,6 @@
 
 namespace spectrasift::cuda::kernels {
 
-// The window radius of a point (at most what the host sized ex_cap for: the plan's largest).
-__device__ inline int sift_orientation_radius(const SiftKeypoint& kp, int ex_cap) {
-  return min(sift_round(SIFT_ORI_RADIUS * kp.sigma_octave), (ex_cap - 1) / 2);
-}
-
-// The window weight of offset k (sift_window_weight with the host's exp).
-__device__ inline float sift_orientation_weight(const SiftKeypoint& kp, int k) {
-  return sift_dev_exp((float)(k * k) * sift_orientation_window_scale(SIFT_ORI_SIG_FCTR * kp.sigma_octave));
-}
-
 // sift_orientation: grid G (the host's cap on blocks, at most the candidate count), block L >= 36 threads;
 // block g takes refined points g, g + G, ... (the live count is read on the device). Dynamic shared memory
 // (host-sized): chunk_bin[chunk] ints, chunk_val[chunk] floats, ex[ex_cap] floats with ex_cap >= 2R + 1 for
@@ -53,18 +43,8 @@ __global__ void sift_orientation(const float* gauss, const long long* info, cons
         const int s = s0 + t;
         int bin = -1;
         float val = 0.0f;
-        if (s < total) {
-          const int i = s / n - radius;
-          const int x = x_lo + s % n;
-          const int y = kp.r + i;
-          if (y > 0 && y < h - 1) {
-            const float* mid = img + (size_t)y * (size_t)w;
-            const float dx = mid[x + 1] - mid[x - 1];
-            const float dy = mid[x - w] - mid[x + w];
-            bin = sift_orientation_bin(sift_atan2_deg(dy, dx));
-            val = (ex[i + radius] * ex[x - kp.c + radius]) * sqrtf(dx * dx + dy * dy);
-          }
-        }
+        if (s < total)
+          bin = sift_orientation_sample_local(img, w, h, kp.r, kp.c, ex, radius, s / n - radius, x_lo + s % n, &val);
         chunk_bin[t] = bin;
         chunk_val[t] = val;
       }

@@ -12,37 +12,12 @@
 
 namespace spectrasift::cuda::kernels {
 
-constexpr int kOrderDuplicates = 0;  // sift_duplicate_before
-constexpr int kOrderResponse = 1;    // response descending (only the cut value is read from this order)
-constexpr int kOrderCanonical = 2;   // sift_canonical_before
+constexpr int kOrderDuplicates = SIFT_ORDER_DUPLICATES;  // sift_duplicate_before
+constexpr int kOrderResponse = SIFT_ORDER_RESPONSE;      // response descending (only the cut value is read)
+constexpr int kOrderCanonical = SIFT_ORDER_CANONICAL;    // sift_canonical_before
 
-__device__ inline unsigned int sift_pow2_at_least(unsigned int n) {
-  unsigned int p = 1;
-  while (p < n) p <<= 1;
-  return p;
-}
-
-// 1 when record index a goes before b in the order `mode`; -1 (no record) goes after every record.
-__device__ inline int sift_index_before(const SiftKeypoint* kp, int a, int b, int mode) {
-  if (a < 0) return 0;
-  if (b < 0) return 1;
-  const SiftKeypoint ka = kp[a], kb = kp[b];
-  if (mode == kOrderDuplicates) return sift_duplicate_before(ka, kb);
-  if (mode == kOrderResponse) return ka.response > kb.response;
-  return sift_canonical_before(ka, kb);
-}
-
-// The compare-exchange of positions i < l = i + j of bitonic step (k, j) (ascending where i & k is 0).
-__device__ inline void sift_compare_exchange(const SiftKeypoint* kp, int* a, int* b, unsigned int i, unsigned int k,
-                                             int mode) {
-  const bool ascending = (i & k) == 0;
-  const int swap = ascending ? sift_index_before(kp, *b, *a, mode) : sift_index_before(kp, *a, *b, mode);
-  if (swap) {
-    const int t = *a;
-    *a = *b;
-    *b = t;
-  }
-}
+// The comparisons (sift_pow2_at_least, sift_index_before, sift_compare_exchange) and the keep flag of a
+// position (sift_select_flag) are numeric/sift_select.h's, shared with OpenCL.
 
 // sift_select_init: grid ceil(P_max / 256), block 256; one thread per position: the identity order over the
 // oriented records, -1 past their count.
@@ -71,22 +46,7 @@ __global__ void sift_select_flags(const int* order, const SiftKeypoint* kp, cons
   const unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
   const unsigned int n = min(counters[count_slot], capacity);
   if (i >= n) return;
-  const SiftKeypoint k = kp[order[i]];
-  int flag = 1;
-  if (pass == 0) {
-    flag = i == 0 || !sift_is_duplicate(kp[order[i - 1]], k);
-  } else {
-    if (max_features > 0 && n > (unsigned int)max_features)
-      flag = sift_response_kept(k.response, kp[order[max_features - 1]].response);
-    if (flag && mask.type >= 0) {
-      const size_t m = (size_t)sift_mask_coord(k.y, mask.height) * (size_t)mask.width +
-                       (size_t)sift_mask_coord(k.x, mask.width);
-      if (mask.type == 0) flag = mask.data[m] != 0;
-      else if (mask.type == 1) flag = reinterpret_cast<const unsigned short*>(mask.data)[m] != 0;
-      else flag = reinterpret_cast<const float*>(mask.data)[m] != 0.0f;
-    }
-  }
-  keep[i] = flag;
+  keep[i] = sift_select_flag(order, kp, i, n, pass, max_features, mask.data, mask.type, mask.width, mask.height);
 }
 
 // sift_select_compact: grid 1, block L = kSelectCompactThreads (a power of two; one block: the scan runs

@@ -1,5 +1,5 @@
 // sift_sort.cuh — the bitonic sort of the select stage's index array (the network and its launches:
-// host/bitonic_plan.hpp; the comparisons: sift_compare_exchange of sift_select.cuh, numeric/sift_select.h).
+// host/bitonic_plan.hpp; the comparisons: sift_compare_exchange of numeric/sift_select.h, shared with OpenCL).
 //
 // The network runs over the first P = next power of two >= n positions, n (the live count) read on the
 // device from counters[count_slot]; positions n .. P - 1 hold -1, which sorts last. The host launches the

@@ -8,13 +8,13 @@
  * The slots are in arrival order, which no result depends on: the select stage sorts to canonical order. */
 __kernel void sift_extrema(__global const float* dog, __global const long* info, int octave, int border, float thr,
                            __global volatile uint* counters, __global int4* candidates, uint capacity) {
-  const int w = SIFT_OCT_W(info, octave), h = SIFT_OCT_H(info, octave);
+  const int w = sift_oct_w(info, octave), h = sift_oct_h(info, octave);
   const int c = border + (int)get_global_id(0);
   const int r = border + (int)get_global_id(1);
   const int layer = 1 + (int)get_global_id(2);
   if (c >= w - border || r >= h - border) return;
   const size_t plane = (size_t)w * (size_t)h;
-  __global const float* cur = dog + SIFT_OCT_DOG(info, octave) + (size_t)layer * plane + (size_t)r * (size_t)w + c;
+  __global const float* cur = dog + sift_oct_dog(info, octave) + (size_t)layer * plane + (size_t)r * (size_t)w + c;
   if (fabs(cur[0]) <= thr) return;  /* most pixels: the test below fails on its first condition */
   if (!sift_is_extremum_global(cur - plane, cur, cur + plane, w, thr)) return;
   const uint slot = atomic_inc(&counters[SIFT_COUNT_CANDIDATES]);
@@ -30,14 +30,14 @@ __kernel void sift_extrema(__global const float* dog, __global const long* info,
 __kernel void sift_extrema_rows(__global const float* dog, __global const long* info, int octave, int border,
                                 float thr, __global volatile uint* counters, __global int4* candidates,
                                 uint capacity) {
-  const int w = SIFT_OCT_W(info, octave), h = SIFT_OCT_H(info, octave);
+  const int w = sift_oct_w(info, octave), h = sift_oct_h(info, octave);
   const int c0 = border + (int)get_global_id(0) * SIFT_EXTREMA_RUN;
   const int r = border + (int)get_global_id(1);
   const int layer = 1 + (int)get_global_id(2);
   if (c0 >= w - border || r >= h - border) return;
   const int n = min(SIFT_EXTREMA_RUN, w - border - c0);
   const size_t plane = (size_t)w * (size_t)h;
-  __global const float* row = dog + SIFT_OCT_DOG(info, octave) + (size_t)layer * plane + (size_t)r * (size_t)w;
+  __global const float* row = dog + sift_oct_dog(info, octave) + (size_t)layer * plane + (size_t)r * (size_t)w;
   int flags[SIFT_EXTREMA_RUN];
   for (int t = 0; t < n; ++t) flags[t] = fabs(row[c0 + t]) > thr;  /* most pixels stop here */
   for (int t = 0; t < n; ++t) {

@@ -8,16 +8,6 @@
  * work-item b (b < 36) adds the contributions of bin b of the chunk in sample order. Every raw bin is thus
  * the CPU's float sum, and no float atomic is used. */
 
-/* The window radius of a point (at most what the host sized ex_cap for: the plan's largest). */
-inline int sift_orientation_radius(SiftKeypoint kp, int ex_cap) {
-  return min(sift_round(SIFT_ORI_RADIUS * kp.sigma_octave), (ex_cap - 1) / 2);
-}
-
-/* The window weight of offset k (sift_window_weight with the host's exp). */
-inline float sift_orientation_weight(SiftKeypoint kp, int k) {
-  return sift_dev_exp((float)(k * k) * sift_orientation_window_scale(SIFT_ORI_SIG_FCTR * kp.sigma_octave));
-}
-
 /* sift_orientation: global (G L), work-group (L) with L >= 36; work-group g takes refined points g, g + G,
  * ... (the count is read on the device). Local memory (host-sized): chunk_bin/chunk_val[chunk] and
  * ex[ex_cap] >= 2R + 1 for the largest window radius R of the plan. */
@@ -32,7 +22,7 @@ __kernel void sift_orientation(__global const float* gauss, __global const long*
   const uint count = min(counters[SIFT_COUNT_REFINED], refined_capacity);
   for (uint p = get_group_id(0); p < count; p += get_num_groups(0)) {
     const SiftKeypoint kp = refined[p];
-    const int w = SIFT_OCT_W(info, kp.octave_index), h = SIFT_OCT_H(info, kp.octave_index);
+    const int w = sift_oct_w(info, kp.octave_index), h = sift_oct_h(info, kp.octave_index);
     __global const float* img = sift_level_of(gauss, info, kp);
     const int radius = sift_orientation_radius(kp, ex_cap);
     for (int k = lid; k <= 2 * radius; k += lsize) ex[k] = sift_orientation_weight(kp, k - radius);
@@ -46,18 +36,8 @@ __kernel void sift_orientation(__global const float* gauss, __global const long*
         const int s = s0 + t;
         int bin = -1;
         float val = 0.0f;
-        if (s < total) {
-          const int i = s / n - radius;
-          const int x = x_lo + s % n;
-          const int y = kp.r + i;
-          if (y > 0 && y < h - 1) {
-            __global const float* mid = img + (size_t)y * (size_t)w;
-            const float dx = mid[x + 1] - mid[x - 1];
-            const float dy = mid[x - w] - mid[x + w];
-            bin = sift_orientation_bin(sift_atan2_deg(dy, dx));
-            val = (ex[i + radius] * ex[x - kp.c + radius]) * sqrt(dx * dx + dy * dy);
-          }
-        }
+        if (s < total)
+          bin = sift_orientation_sample_local(img, w, h, kp.r, kp.c, ex, radius, s / n - radius, x_lo + s % n, &val);
         chunk_bin[t] = bin;
         chunk_val[t] = val;
       }
@@ -97,7 +77,7 @@ __kernel void sift_orientation_serial(__global const float* gauss, __global cons
   const uint count = min(counters[SIFT_COUNT_REFINED], refined_capacity);
   for (uint p = get_global_id(0); p < count; p += get_global_size(0)) {
     const SiftKeypoint kp = refined[p];
-    const int w = SIFT_OCT_W(info, kp.octave_index), h = SIFT_OCT_H(info, kp.octave_index);
+    const int w = sift_oct_w(info, kp.octave_index), h = sift_oct_h(info, kp.octave_index);
     __global const float* img = sift_level_of(gauss, info, kp);
     const int radius = sift_orientation_radius(kp, ex_cap);
     for (int k = 0; k <= 2 * radius; ++k) ex[k] = sift_orientation_weight(kp, k - radius);
@@ -109,10 +89,9 @@ __kernel void sift_orientation_serial(__global const float* gauss, __global cons
       if (y <= 0 || y >= h - 1) continue;
       __global const float* mid = img + (size_t)y * (size_t)w;
       for (int x = x_lo; x <= x_hi; ++x) {
-        const float dx = mid[x + 1] - mid[x - 1];
-        const float dy = mid[x - w] - mid[x + w];
-        raw[sift_orientation_bin(sift_atan2_deg(dy, dx))] +=
-            (ex[i + radius] * ex[x - kp.c + radius]) * sqrt(dx * dx + dy * dy);
+        float val;
+        const int bin = sift_orientation_gradient(mid, w, x, ex[i + radius], ex[x - kp.c + radius], &val);
+        raw[bin] += val;
       }
     }
     const float mag_thr = sift_orientation_smooth(raw, hist) * SIFT_ORI_PEAK_RATIO;

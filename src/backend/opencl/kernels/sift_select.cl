@@ -8,36 +8,9 @@
  * the steps (k, j) for its bound on P; a step whose k exceeds the device's P returns at once. Each
  * comparison is a total order on the records, so the result never depends on the arrival order. */
 
-#define SIFT_ORDER_DUPLICATES 0  /* sift_duplicate_before */
-#define SIFT_ORDER_RESPONSE 1    /* response descending (only the cut value is read from this order) */
-#define SIFT_ORDER_CANONICAL 2   /* sift_canonical_before */
-
-inline uint sift_pow2_at_least(uint n) {
-  uint p = 1;
-  while (p < n) p <<= 1;
-  return p;
-}
-
-/* 1 when record index a goes before b in the order `mode`; -1 (no record) goes after every record. */
-inline int sift_index_before(__global const SiftKeypoint* kp, int a, int b, int mode) {
-  if (a < 0) return 0;
-  if (b < 0) return 1;
-  const SiftKeypoint ka = kp[a], kb = kp[b];
-  if (mode == SIFT_ORDER_DUPLICATES) return sift_duplicate_before(ka, kb);
-  if (mode == SIFT_ORDER_RESPONSE) return ka.response > kb.response;
-  return sift_canonical_before(ka, kb);
-}
-
-/* The compare-exchange of positions i < l = i + j of bitonic step (k, j) (ascending where i & k is 0). */
-inline void sift_compare_exchange(__global const SiftKeypoint* kp, int* a, int* b, uint i, uint k, int mode) {
-  const int ascending = (i & k) == 0;
-  const int swap = ascending ? sift_index_before(kp, *b, *a, mode) : sift_index_before(kp, *a, *b, mode);
-  if (swap) {
-    const int t = *a;
-    *a = *b;
-    *b = t;
-  }
-}
+/* The orders (SIFT_ORDER_*), the comparisons (sift_pow2_at_least, sift_index_before,
+ * sift_compare_exchange) and the keep flag of a position (sift_select_flag) are numeric/sift_select.h's,
+ * shared with CUDA. */
 
 /* sift_select_init: global >= P_max, any work-group size; one work-item per position: the identity order
  * over the oriented records, -1 past their count. */
@@ -106,21 +79,7 @@ __kernel void sift_select_flags(__global const int* order, __global const SiftKe
   const uint i = get_global_id(0);
   const uint n = min(counters[count_slot], capacity);
   if (i >= n) return;
-  const SiftKeypoint k = kp[order[i]];
-  int flag = 1;
-  if (pass == 0) {
-    flag = i == 0 || !sift_is_duplicate(kp[order[i - 1]], k);
-  } else {
-    if (max_features > 0 && n > (uint)max_features)
-      flag = sift_response_kept(k.response, kp[order[max_features - 1]].response);
-    if (flag && mask_type >= 0) {
-      const size_t m = (size_t)sift_mask_coord(k.y, mask_h) * (size_t)mask_w + (size_t)sift_mask_coord(k.x, mask_w);
-      if (mask_type == 0) flag = mask[m] != 0;
-      else if (mask_type == 1) flag = ((__global const ushort*)mask)[m] != 0;
-      else flag = ((__global const float*)mask)[m] != 0.0f;
-    }
-  }
-  keep[i] = flag;
+  keep[i] = sift_select_flag(order, kp, i, n, pass, max_features, mask, mask_type, mask_w, mask_h);
 }
 
 /* sift_select_compact: global (L), work-group (L), L a power of two (one work-group: the scan runs over

@@ -1,0 +1,127 @@
+// The conformance checks that every device SIFT backend passes (sift_opencl_test.cpp, sift_cuda_test.cpp),
+// written once: agreement with the CPU backend on real images, run-to-run identity, RootSIFT and grey
+// levels, the growth of the buffers (through core/sift_device_stages.hpp, the base of every device's
+// stages), and the DISABLED_StageTimes report. A backend's test keeps what is its own (errors of its
+// limits, its kernel forms, its device copies).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/sift_device_stages.hpp"
+#include "sift_device_test_util.hpp"
+
+namespace spectrasift::test {
+
+/// Each named test image agrees with the CPU backend under options o (what = name + suffix).
+inline void check_agrees_on_images(const DeviceSift& d, std::initializer_list<const char*> names,
+                                   const SiftOptions& o = {}, const std::string& suffix = "") {
+  for (const char* name : names) {
+    const Image im = load_test_image(name);
+    d.expect_agreement(cpu_sift(im, o), d.run(im, o, nullptr), std::string(name) + suffix);
+  }
+}
+
+/// The same image gives the same bits after another shape (buffers and plan change) and `repetitions`
+/// more times; another image gives other bits.
+inline void check_identical_run_to_run(const DeviceSift& d, int repetitions) {
+  const Image graf = load_test_image("graf1_gray.png"), box = load_test_image("box.png");
+  const Features a = d.run(graf, {}, nullptr);
+  const Features b = d.run(box, {}, nullptr);  // another shape in between: buffers and plan change
+  const Features c = d.run(graf, {}, nullptr);
+  ASSERT_FALSE(a.keypoints.empty());
+  EXPECT_TRUE(same_sift_bits(a, c));
+  EXPECT_FALSE(same_sift_bits(a, b));
+  for (int rep = 0; rep < repetitions; ++rep)
+    EXPECT_TRUE(same_sift_bits(a, d.run(graf, {}, nullptr))) << "repetition " << rep;
+}
+
+/// RootSIFT agrees with the CPU; so do grey levels given as they are (the ImageF overload: uploaded as the
+/// grey image), run by run_grey on the device.
+inline void check_root_sift_and_grey_levels(const DeviceSift& d, const std::function<Features(const ImageF&)>& run_grey) {
+  const Image im = load_test_image("camera.png");
+  SiftOptions root;
+  root.root_sift = true;
+  d.expect_agreement(cpu_sift(im, root), d.run(im, root, nullptr), "camera RootSIFT");
+  ImageF g = to_gray_float(load_test_image("box.png"));
+  for (float& v : g.data) v = v * 0.75f + 10.3f;
+  ContextOptions co;
+  co.backend = Backend::kCpu;
+  co.threads = 2;
+  Context cpu(co);
+  d.expect_agreement(detect_and_compute(cpu, g), run_grey(g), "box grey levels");
+}
+
+/// Buffers too small for a run (16 candidates, 0.01 keypoint records per candidate) grow and the stages run
+/// again, with d's result; the grown buffers are kept for the next run.
+inline void check_buffers_grow_and_run_again(const DeviceSift& d, detail::SiftDeviceStages& stages,
+                                             detail::ContextImpl& ctx) {
+  stages.set_keypoints_per_candidate(0.01);
+  const Image im = load_test_image("box.png");
+  const detail::SiftImageView v = sift_view(im);
+  detail::SiftPlan plan = detail::make_sift_plan(im.width, im.height, {});
+  plan.candidate_capacity = 16;  // far fewer than the image has
+  stages.upload(plan, v);
+  stages.pyramid();
+  stages.dog();
+  EXPECT_GT(stages.extrema(), 16u);
+  stages.refine();
+  stages.orientations();
+  stages.select(nullptr);
+  stages.descriptors();
+  Features a;
+  detail::SiftCounts counts;
+  stages.download(a, counts);
+  EXPECT_EQ(stages.regrowths(), 2);  // the candidates, then the keypoints
+  EXPECT_EQ(counts.kept, a.keypoints.size());
+  EXPECT_TRUE(same_sift_bits(a, d.run(im, {}, nullptr)));
+  const Features b = run_stages(stages, ctx, v, {}, nullptr);  // grown buffers kept
+  EXPECT_TRUE(same_sift_bits(b, d.run(im, {}, nullptr)));
+}
+
+/// Device time per stage and end to end against the CPU backend (2 threads), printed, never asserted:
+/// medians over `repetitions` runs of the timing images (the first device run, a warm-up, is dropped; the
+/// CPU runs 3 times).
+inline void report_stage_times(const DeviceSift& d, detail::SiftDeviceStages& stages, detail::ContextImpl& ctx,
+                               int repetitions) {
+  using Stages = detail::SiftDeviceStages;
+  ContextOptions co;
+  co.backend = Backend::kCpu;
+  co.threads = 2;
+  Context cpu(co);
+  for (const std::string& path : timing_images()) {
+    const Image im = read_image(path);
+    for (bool upsample : {true, false}) {
+      SiftOptions o;
+      o.upsample = upsample;
+      std::vector<double> cpu_ms, dev_ms;
+      std::vector<std::vector<double>> stage(Stages::kStages);
+      for (int rep = 0; rep < repetitions; ++rep) {
+        const auto t0 = std::chrono::steady_clock::now();
+        if (rep < 3) (void)detect_and_compute(cpu, im, o);
+        const auto t1 = std::chrono::steady_clock::now();
+        stages.set_profiling(false);
+        (void)run_stages(stages, ctx, sift_view(im), o, nullptr);
+        const auto t2 = std::chrono::steady_clock::now();
+        stages.set_profiling(true);
+        (void)run_stages(stages, ctx, sift_view(im), o, nullptr);
+        for (int s = 0; s < Stages::kStages; ++s) stage[std::size_t(s)].push_back(stages.stage_ms()[std::size_t(s)]);
+        if (rep < 3) cpu_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+        if (rep > 0) dev_ms.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+      }
+      stages.set_profiling(false);
+      std::printf("[ %s ] %s upsample %d: cpu (2 threads) %.1f ms, device end to end %.3f ms; stages:", d.tag,
+                  path.c_str(), int(upsample), median_of(cpu_ms), median_of(dev_ms));
+      for (int s = 0; s < Stages::kStages; ++s)
+        std::printf(" %s %.3f", Stages::stage_name(s), median_of(stage[std::size_t(s)]));
+      std::printf("\n");
+    }
+  }
+}
+
+}  // namespace spectrasift::test
