@@ -20,9 +20,12 @@ inline int sift_reflect101(int p, int len) {
  * x0 - R .. x0 + TX - 1 + R (reflected) in `in` ((TY + 2R) x (TX + 2R) floats), computes the vertical pass
  * of its TY rows over all those columns into `mid` (TY x (TX + 2R)), then the horizontal pass: the CPU's
  * order (the horizontal pass reads vertical results, at reflected columns near the borders). src_off,
- * dst_off: offsets of the planes in their buffers (floats). */
+ * dst_off: offsets of the planes in their buffers (floats). With dog_off >= 0 the kernel also writes the DoG
+ * plane of the level, dst - src (the CPU backend's float subtraction and bits), at dog_off of dog: the
+ * octave's DoG needs no launch and no second read of its levels. */
 __kernel void sift_blur(__global const float* src, __global float* dst, long src_off, long dst_off, int w, int h,
-                        __global const float* taps, int tap_off, int r, __local float* in, __local float* mid) {
+                        __global const float* taps, int tap_off, int r, __local float* in, __local float* mid,
+                        __global float* dog, long dog_off) {
   const int lx = get_local_id(0), ly = get_local_id(1);
   const int tx = get_local_size(0), ty = get_local_size(1);
   const int x0 = get_group_id(0) * tx, y0 = get_group_id(1) * ty;
@@ -46,6 +49,7 @@ __kernel void sift_blur(__global const float* src, __global float* dst, long src
   float acc = k[0] * mid[at];
   for (int i = 1; i <= r; ++i) acc += k[i] * (mid[at - i] + mid[at + i]);
   dst[dst_off + (size_t)y * (size_t)w + (size_t)x] = acc;
+  if (dog_off >= 0) dog[dog_off + (size_t)y * (size_t)w + (size_t)x] = acc - in[(ly + r) * cols + lx + r];
 }
 
 /* sift_downsample: global (w, h) of the new octave, any work-group shape; one work-item per pixel. Level 0
@@ -65,7 +69,8 @@ __kernel void sift_downsample(__global float* levels, long src_off, int sw, long
  * private array scalar: 188 ms of pyramid on 16 cores for kleiber 1080p upsampled). Each lane gets exactly the
  * scalar float operations of the tiled kernels (k0 * centre, then + k_i * (before_i + after_i), i ascending;
  * FP_CONTRACT is off), so the bits do not change. Runs that are partial or touch a border (horizontal) take
- * the scalar loops. */
+ * the scalar loops. With dog_off >= 0 the horizontal pass also writes the level's DoG plane, dst - prev (prev
+ * at prev_off: the level blurred, i.e. the vertical pass's source), as sift_blur does. */
 #define SIFT_BLUR_RUN 64
 
 /* sift_load16: 16 floats from any address. On clang CPU targets (PoCL) a 4-byte-aligned vector type makes it
@@ -119,7 +124,9 @@ __kernel void sift_blur_vertical_rows(__global const float* src, __global float*
 }
 
 __kernel void sift_blur_horizontal_rows(__global const float* src, __global float* dst, long src_off, long dst_off,
-                                        int w, int h, __global const float* taps, int tap_off, int r) {
+                                        int w, int h, __global const float* taps, int tap_off, int r,
+                                        __global const float* prev, long prev_off, __global float* dog,
+                                        long dog_off) {
   const int x0 = get_global_id(0) * SIFT_BLUR_RUN, y = get_global_id(1);
   if (x0 >= w || y >= h) return;
   const int n = min(SIFT_BLUR_RUN, w - x0);
@@ -142,6 +149,14 @@ __kernel void sift_blur_horizontal_rows(__global const float* src, __global floa
     sift_store16(acc1, out + 16);
     sift_store16(acc2, out + 32);
     sift_store16(acc3, out + 48);
+    if (dog_off >= 0) {
+      __global const float* p = prev + prev_off + (size_t)y * (size_t)w + x0;
+      __global float* d = dog + dog_off + (size_t)y * (size_t)w + x0;
+      sift_store16(acc0 - sift_load16(p), d);
+      sift_store16(acc1 - sift_load16(p + 16), d + 16);
+      sift_store16(acc2 - sift_load16(p + 32), d + 32);
+      sift_store16(acc3 - sift_load16(p + 48), d + 48);
+    }
     return;
   }
   float acc[SIFT_BLUR_RUN];
@@ -151,4 +166,9 @@ __kernel void sift_blur_horizontal_rows(__global const float* src, __global floa
     for (int x = 0; x < n; ++x) acc[x] += ki * (row[sift_reflect101(x0 + x - i, w)] + row[sift_reflect101(x0 + x + i, w)]);
   }
   for (int x = 0; x < n; ++x) out[x] = acc[x];
+  if (dog_off >= 0) {
+    __global const float* p = prev + prev_off + (size_t)y * (size_t)w + x0;
+    __global float* d = dog + dog_off + (size_t)y * (size_t)w + x0;
+    for (int x = 0; x < n; ++x) d[x] = acc[x] - p[x];
+  }
 }
