@@ -1,6 +1,6 @@
 // OpenCL SIFT scale space and candidates (see sift.hpp): the pyramid (upsample or base blur, separable
-// blurs in local-memory tiles, downsample), the DoG of each octave in one launch, the extrema with their
-// count read back, and the refinement.
+// blurs in local-memory tiles that also write the DoG planes, downsample), the extrema with their count read
+// back, and the refinement.
 #include <algorithm>
 #include <cmath>
 
@@ -37,12 +37,13 @@ void SiftStagesOpenCL::size_blur_tiles() {
 }
 
 void SiftStagesOpenCL::blur(cl_mem src, cl_mem dst, std::size_t src_off, std::size_t dst_off, int w, int h,
-                            int kernel_index) {
+                            int kernel_index, cl_long dog_off) {
   const detail::SiftPlan& p = *plan_;
   const int r = p.tap_radius[std::size_t(kernel_index)];
   const int tap_off = p.tap_offset[std::size_t(kernel_index)];
   const cl_mem taps = st_.buffer("sift.taps", p.taps.size() * sizeof(float));
   const cl_long so = cl_long(src_off), dof = cl_long(dst_off), zero = 0;
+  const cl_mem dog = st_.buffer("sift.dog", p.dog_floats * sizeof(float));
   if (st_.is_cpu) {  // the row-run kernels (see sift_blur.cl), through a temporary plane
     const cl_mem tmp = st_.buffer("sift.tmp", max_plane_ * sizeof(float));
     constexpr std::size_t kRun = 64;  // SIFT_BLUR_RUN
@@ -50,7 +51,7 @@ void SiftStagesOpenCL::blur(cl_mem src, cl_mem dst, std::size_t src_off, std::si
     cl_kernel kv = kernel("sift_blur_vertical_rows"), kh = kernel("sift_blur_horizontal_rows");
     set_args(kv, src, tmp, so, zero, w, h, taps, tap_off, r);
     launch_2d(kv, runs, std::size_t(h), kPyramid);
-    set_args(kh, tmp, dst, zero, dof, w, h, taps, tap_off, r);
+    set_args(kh, tmp, dst, zero, dof, w, h, taps, tap_off, r, src, so, dog, dog_off);
     launch_2d(kh, runs, std::size_t(h), kPyramid);
     return;
   }
@@ -61,6 +62,8 @@ void SiftStagesOpenCL::blur(cl_mem src, cl_mem dst, std::size_t src_off, std::si
   const std::size_t cols = blur_tx_ + 2 * std::size_t(r);
   SPECTRASIFT_CL_CHECK(clSetKernelArg(kb, 9, (blur_ty_ + 2 * std::size_t(r)) * cols * sizeof(float), nullptr));
   SPECTRASIFT_CL_CHECK(clSetKernelArg(kb, 10, blur_ty_ * cols * sizeof(float), nullptr));
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(kb, 11, sizeof(cl_mem), &dog));
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(kb, 12, sizeof(cl_long), &dog_off));
   launch(kb, 2, g, l, kPyramid);
 }
 
@@ -75,7 +78,7 @@ void SiftStagesOpenCL::pyramid() {
     const std::size_t plane = std::size_t(w) * std::size_t(h);
     const std::size_t g0 = std::size_t(octave_info_[4 * std::size_t(o) + 2]);
     if (o == 0) {
-      if (p.upsample) {  // the doubled input goes through the first DoG plane, free until dog()
+      if (p.upsample) {  // the doubled input goes through the first DoG plane, free until level 1 writes it
         cl_kernel k = kernel("sift_upsample");
         set_args(k, grey, p.input_width, p.input_height, dog);
         launch_2d(k, std::size_t(w), std::size_t(h), kPyramid);
@@ -92,23 +95,16 @@ void SiftStagesOpenCL::pyramid() {
       set_args(k, gauss, src_off, pw, dst_off, w, h);
       launch_2d(k, std::size_t(w), std::size_t(h), kPyramid);
     }
-    for (int i = 1; i < p.levels; ++i) blur(gauss, gauss, g0 + std::size_t(i - 1) * plane, g0 + std::size_t(i) * plane, w, h, i);
+    // Level i and, in the same launch, DoG plane i - 1 = level i - level i - 1 (the octave's DoG).
+    const cl_long d0 = cl_long(octave_info_[4 * std::size_t(o) + 3]);
+    for (int i = 1; i < p.levels; ++i)
+      blur(gauss, gauss, g0 + std::size_t(i - 1) * plane, g0 + std::size_t(i) * plane, w, h, i,
+           d0 + cl_long(i - 1) * cl_long(plane));
   }
 }
 
-void SiftStagesOpenCL::dog() {
-  const detail::SiftPlan& p = *plan_;
-  const cl_mem gauss = levels();
-  const cl_mem dog = st_.buffer("sift.dog", p.dog_floats * sizeof(float));
-  cl_kernel k = kernel("sift_dog");
-  for (int o = 0; o < p.octaves; ++o) {
-    const cl_long plane = octave_info_[4 * std::size_t(o)] * octave_info_[4 * std::size_t(o) + 1];
-    const cl_long n = plane * p.dog_levels;
-    set_args(k, gauss, dog, cl_long(octave_info_[4 * std::size_t(o) + 2]), cl_long(octave_info_[4 * std::size_t(o) + 3]),
-             plane, n);
-    launch_1d(k, std::size_t((n + 3) / 4), 256, kDog);
-  }
-}
+// The DoG planes are written by the blurs of pyramid() (sift_blur.cl): nothing left to launch.
+void SiftStagesOpenCL::dog() {}
 
 std::size_t SiftStagesOpenCL::extrema() {
   const detail::SiftPlan& p = *plan_;

@@ -23,7 +23,6 @@
 
 #include "sift_convert.cl"
 #include "sift_blur.cl"
-#include "sift_dog.cl"
 #include "sift_extrema.cl"
 #include "sift_refine.cl"
 #include "sift_orientation.cl"

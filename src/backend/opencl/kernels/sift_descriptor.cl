@@ -71,10 +71,53 @@ __kernel void sift_descriptor(__global const float* gauss, __global const long* 
 }
 
 /* sift_descriptor_serial: global (G), work-group (L); work-item t takes kept keypoints t, t + G, ... and
- * runs the CPU backend's loop: per row of the window, the samples of a run of SIFT_DESCR_RUN columns are
+ * runs the CPU backend's loop: per row of the window, the samples inside the grid (one run of columns, found
+ * in O(1), sift_descriptor_row_run: the grid covers about half the window), SIFT_DESCR_RUN at a time, are
  * computed first (a loop without branches, which vectorises), then their 8 shares added in turn (sample
  * order). Local memory (host-sized): ex_all[L ex_cap], the weights of each work-item. */
 #define SIFT_DESCR_RUN 32
+
+/* 1 when sample (i, j) of frame f lies inside the rotated 4 x 4 grid (sift_descriptor_bins' test, the CPU
+ * backend's float operations). */
+inline int sift_descriptor_in_grid(SiftDescriptorFrame f, float fi, int j) {
+  const float fj = (float)j;
+  const float rbin = fj * f.sin_t + fi * f.cos_t + 2.0f - 0.5f;
+  const float cbin = fj * f.cos_t - fi * f.sin_t + 2.0f - 0.5f;
+  return rbin > -1 && rbin < SIFT_DESCR_WIDTH && cbin > -1 && cbin < SIFT_DESCR_WIDTH;
+}
+
+/* The samples of window row i inside the grid form one run (the float bins are monotone in j): its ends
+ * [*j_lo, *j_hi] within [lim_lo, lim_hi], or 0 when the row has none, as the CPU backend finds them (an
+ * estimate from the grid's linear bounds, here in float, then the exact test around it). The run is then
+ * extended while the exact test holds beyond its ends, so an estimate off by more than the search window
+ * still gives the exact run. Samples outside the run give no shares: skipping them changes no sum. */
+inline int sift_descriptor_row_run(SiftDescriptorFrame f, int i, int lim_lo, int lim_hi, int* j_lo, int* j_hi) {
+  const float s = f.sin_t, c = f.cos_t, fi = (float)i;
+  float lo = (float)lim_lo, hi = (float)lim_hi;
+  /* -2.5 < j s + i c < 2.5 (rows of cells) and -2.5 < j c - i s < 2.5 (columns of cells) */
+  if (s > 0) { lo = fmax(lo, (-2.5f - fi * c) / s); hi = fmin(hi, (2.5f - fi * c) / s); }
+  if (s < 0) { lo = fmax(lo, (2.5f - fi * c) / s); hi = fmin(hi, (-2.5f - fi * c) / s); }
+  if (c > 0) { lo = fmax(lo, (-2.5f + fi * s) / c); hi = fmin(hi, (2.5f + fi * s) / c); }
+  if (c < 0) { lo = fmax(lo, (2.5f + fi * s) / c); hi = fmin(hi, (-2.5f + fi * s) / c); }
+  if (hi + 1.0f < lo) return 0;  /* clearly empty: the estimate errs by far less than a column */
+  const int g_lo = (int)floor(clamp(lo, (float)(lim_lo - 3), (float)(lim_hi + 3))) + 1;
+  const int g_hi = (int)ceil(clamp(hi, (float)(lim_lo - 3), (float)(lim_hi + 3))) - 1;
+  int a = max(g_lo - 2, lim_lo);
+  const int a_end = min(g_lo + 2, lim_hi);
+  while (a <= a_end && !sift_descriptor_in_grid(f, fi, a)) ++a;
+  if (a > a_end) {  /* no sample near the estimate: the whole row, tested (rows at the grid's corners) */
+    a = lim_lo;
+    while (a <= lim_hi && !sift_descriptor_in_grid(f, fi, a)) ++a;
+    if (a > lim_hi) return 0;
+  }
+  while (a > lim_lo && sift_descriptor_in_grid(f, fi, a - 1)) --a;
+  int b = max(min(g_hi + 2, lim_hi), a);
+  while (b > a && !sift_descriptor_in_grid(f, fi, b)) --b;
+  while (b < lim_hi && sift_descriptor_in_grid(f, fi, b + 1)) ++b;
+  *j_lo = a;
+  *j_hi = b;
+  return 1;
+}
 
 __kernel void sift_descriptor_serial(__global const float* gauss, __global const long* info,
                                      __global const SiftKeypoint* kps, __global const uint* counters, uint capacity,
@@ -89,10 +132,11 @@ __kernel void sift_descriptor_serial(__global const float* gauss, __global const
     for (int k = 0; k <= 2 * f.radius; ++k) ex[k] = sift_descriptor_weight(f, k - f.radius);
     float hist[SIFT_DESCR_HIST_LEN];
     for (int k = 0; k < SIFT_DESCR_HIST_LEN; ++k) hist[k] = 0.0f;
-    const int j_lo = max(-f.radius, 1 - f.cx), j_hi = min(f.radius, f.w - 2 - f.cx);
+    const int lim_lo = max(-f.radius, 1 - f.cx), lim_hi = min(f.radius, f.w - 2 - f.cx);
     for (int i = -f.radius; i <= f.radius; ++i) {
       const int y = f.cy + i;
-      if (y <= 0 || y >= f.h - 1) continue;
+      int j_lo, j_hi;
+      if (y <= 0 || y >= f.h - 1 || !sift_descriptor_row_run(f, i, lim_lo, lim_hi, &j_lo, &j_hi)) continue;
       for (int j0 = j_lo; j0 <= j_hi; j0 += SIFT_DESCR_RUN) {
         const int n = min(SIFT_DESCR_RUN, j_hi - j0 + 1);
         int idx[SIFT_DESCR_RUN];

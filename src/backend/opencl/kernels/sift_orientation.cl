@@ -68,7 +68,11 @@ __kernel void sift_orientation(__global const float* gauss, __global const long*
 
 /* sift_orientation_serial (CPU devices): global (G), work-group (L); work-item t takes refined points t,
  * t + G, ... and adds each sample's contribution to its bin in turn (the CPU backend's loop, the same sums).
+ * Per row, the (bin, contribution) of a run of SIFT_ORI_RUN samples are computed first (a loop without a
+ * scatter, which the compiler vectorises), then added to their bins in sample order.
  * Local memory (host-sized): ex_all[L ex_cap], the window weights of each work-item. */
+#define SIFT_ORI_RUN 32
+
 __kernel void sift_orientation_serial(__global const float* gauss, __global const long* info,
                                       __global const SiftKeypoint* refined, __global volatile uint* counters,
                                       uint refined_capacity, uint capacity, __global SiftKeypoint* keypoints,
@@ -88,10 +92,13 @@ __kernel void sift_orientation_serial(__global const float* gauss, __global cons
       const int y = kp.r + i;
       if (y <= 0 || y >= h - 1) continue;
       __global const float* mid = img + (size_t)y * (size_t)w;
-      for (int x = x_lo; x <= x_hi; ++x) {
-        float val;
-        const int bin = sift_orientation_gradient(mid, w, x, ex[i + radius], ex[x - kp.c + radius], &val);
-        raw[bin] += val;
+      for (int x0 = x_lo; x0 <= x_hi; x0 += SIFT_ORI_RUN) {
+        const int n = min(SIFT_ORI_RUN, x_hi - x0 + 1);
+        int bin[SIFT_ORI_RUN];
+        float val[SIFT_ORI_RUN];
+        for (int t = 0; t < n; ++t)  /* no scatter: vectorises */
+          bin[t] = sift_orientation_gradient(mid, w, x0 + t, ex[i + radius], ex[x0 + t - kp.c + radius], &val[t]);
+        for (int t = 0; t < n; ++t) raw[bin[t]] += val[t];  /* in sample order */
       }
     }
     const float mag_thr = sift_orientation_smooth(raw, hist) * SIFT_ORI_PEAK_RATIO;
