@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
 
 #include "opencl_test_util.hpp"
@@ -26,7 +27,23 @@
 namespace fs = std::filesystem;
 namespace ss = spectrasift;
 
+extern "C" char** environ;
+
 namespace {
+
+/// The process environment as NAME=VALUE strings.
+std::map<std::string, std::string> environment_now() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string entry(*e);
+    const auto eq = entry.find('=');
+    if (eq != std::string::npos) env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  return env;
+}
+
+/// The environment as the test program started, before any OpenCL call (static initialisation).
+const std::map<std::string, std::string> kStartEnvironment = environment_now();
 
 const fs::path kDemo = SPECTRASIFT_DATA_DIR;
 const fs::path kTestData = SPECTRASIFT_TEST_DATA;
@@ -117,6 +134,14 @@ class CliOpenCL : public ::testing::Test {
   bool cpu_device_ = false;
   fs::path dir_;
 };
+
+// Listing devices and opening a context leave the environment as it was, so that the CLI processes the tests
+// start see every OpenCL device (on the H200 host, PoCL's set-up cut NVIDIA's library out of OCL_ICD_FILENAMES
+// and every child saw one device: backend/opencl/context.cpp, with_environment_kept).
+TEST_F(CliOpenCL, DevicesAndContextsLeaveTheEnvironmentAsItWas) {
+  ss::Context ctx(ss::test::opencl_options());
+  EXPECT_EQ(environment_now(), kStartEnvironment);
+}
 
 TEST_F(CliOpenCL, MatchFeatureFilesEqualsCpu) {
   run("sift '" + (kDemo / "box.png").string() + "' -o " + path("q.bin"), false);

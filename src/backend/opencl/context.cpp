@@ -1,8 +1,12 @@
 // OpenCL device enumeration, per-context state and the program cache (in-process; on disk through
 // program_cache.hpp).
 #include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <mutex>
 #include <regex>
 #include <sstream>
+#include <string>
 #include <vector>
 
 #include "backend/opencl/state.hpp"
@@ -94,8 +98,47 @@ struct FlatDevice {
   cl_device_id device;
 };
 
-/// Every device of every platform, in platform order: the flat index is the user-visible device index.
-std::vector<FlatDevice> flat_devices() {
+extern "C" char** environ;
+
+/// The process environment as NAME -> VALUE.
+std::map<std::string, std::string> environment_now() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string entry(*e);
+    const auto eq = entry.find('=');
+    if (eq != std::string::npos) env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  return env;
+}
+
+/// Runs `fn` with the process environment kept as it was. An ICD may edit the environment while it loads or
+/// sets up its devices: on the H200 host, after the platforms and devices were listed, OCL_ICD_FILENAMES had
+/// gone from "libpocl.so.2:libnvidia-opencl.so.1" to "libpocl.so.2" and HWLOC_PLUGINS_PATH had appeared, so every
+/// process this one started afterwards (a CLI run from a test, a subprocess of a Python user) saw no NVIDIA OpenCL
+/// device. The variables it changed are put back (nothing is written when nothing changed).
+std::mutex& environment_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+template <class Fn> auto with_environment_kept(Fn&& fn) {
+  const std::lock_guard<std::mutex> lock(environment_mutex());
+  const auto before = environment_now();
+  auto result = fn();
+  const auto after = environment_now();
+  if (after != before) {
+    for (const auto& [name, value] : after)
+      if (!before.count(name)) unsetenv(name.c_str());
+    for (const auto& [name, value] : before) {
+      const auto now = after.find(name);
+      if (now == after.end() || now->second != value) setenv(name.c_str(), value.c_str(), 1);
+    }
+  }
+  return result;
+}
+
+/// Every device of every platform, in platform order, as the ICDs list them.
+std::vector<FlatDevice> flat_devices_as_found() {
   cl_uint np = 0;
   if (clGetPlatformIDs(0, nullptr, &np) != CL_SUCCESS || np == 0) return {};
   std::vector<cl_platform_id> platforms(np);
@@ -109,6 +152,11 @@ std::vector<FlatDevice> flat_devices() {
     for (auto d : devs) out.push_back({p, d});
   }
   return out;
+}
+
+/// Every device of every platform, in platform order: the flat index is the user-visible device index.
+std::vector<FlatDevice> flat_devices() {
+  return with_environment_kept([] { return flat_devices_as_found(); });
 }
 
 DeviceInfo info_from(int index, const FlatDevice& f) {
@@ -205,7 +253,7 @@ std::unique_ptr<detail::BackendImpl> create_state(int device, DeviceInfo& info) 
   s->device = flat[std::size_t(device)].device;
   cl_int err = CL_SUCCESS;
   const cl_context_properties props[] = {CL_CONTEXT_PLATFORM, cl_context_properties(s->platform), 0};
-  s->context = clCreateContext(props, 1, &s->device, nullptr, nullptr, &err);
+  s->context = with_environment_kept([&] { return clCreateContext(props, 1, &s->device, nullptr, nullptr, &err); });
   SPECTRASIFT_CL_CHECK(err);
   s->queue = clCreateCommandQueue(s->context, s->device, CL_QUEUE_PROFILING_ENABLE, &err);
   SPECTRASIFT_CL_CHECK(err);
