@@ -13,6 +13,17 @@ const char* SiftDeviceStages::stage_name(int stage) noexcept {
   return stage >= 0 && stage < kStages ? names[stage] : "?";
 }
 
+std::size_t SiftDeviceStages::begin_run(const SiftPlan& plan, const SiftImageView& image) {
+  plan_ = &plan;
+  profile_run_ = profiling_ || ctx_.options.verbose;  // the verbose log reports device time per stage
+  stage_ms_ = {};
+  counters_ = {};
+  candidates_ = 0;
+  mask_type_ = -1;
+  const std::size_t pixels = std::size_t(image.width) * std::size_t(image.height);
+  return pixels * std::size_t(image.channels) * bytes_per_sample(image.type);
+}
+
 void SiftDeviceStages::size_from_plan(const SiftPlan& p) {
   octave_info_.clear();
   std::size_t goff = 0, doff = 0;

@@ -48,6 +48,10 @@ class SiftDeviceStages : public SiftStages {
   /// The end of a run: stage_ms_ from the run's events when profile_run_, then log_stage_times.
   virtual void finish_profile() = 0;
 
+  /// The start of a run (upload()): the plan and the per-run state reset; returns the image's bytes (the
+  /// memory check and the upload size).
+  std::size_t begin_run(const SiftPlan& plan, const SiftImageView& image);
+
   // ---- plan ----
   /// Whether the per-plan state (tables, launch geometry) was prepared for this plan.
   bool prepared_for(const SiftPlan& p) const noexcept {

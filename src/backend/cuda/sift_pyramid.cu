@@ -45,19 +45,13 @@ std::size_t blur_tile_bytes(int tx, int ty, int r) {
 
 void SiftStagesCuda::upload(const detail::SiftPlan& plan, const detail::SiftImageView& image) {
   st_.activate();
-  plan_ = &plan;
-  profile_run_ = profiling_ || ctx_.options.verbose;  // the verbose log reports device time per stage
+  const std::size_t bytes = begin_run(plan, image);
   marks_.clear();
-  stage_ms_ = {};
-  counters_ = {};
-  candidates_ = 0;
-  mask_type_ = -1;
-  const std::size_t pixels = std::size_t(image.width) * std::size_t(image.height);
-  const std::size_t bytes = pixels * std::size_t(image.channels) * bytes_per_sample(image.type);
   check_memory(plan, bytes);
   prepare(plan);
   mark(kUpload);
   SPECTRASIFT_CUDA_CHECK(cudaMemsetAsync(counters(), 0, kernels::kCounters * sizeof(unsigned int), st_.compute));
+  const std::size_t pixels = std::size_t(image.width) * std::size_t(image.height);
   float* grey = static_cast<float*>(buffer("sift.grey", pixels * sizeof(float)));
   bool wait = false;
   if (image.grey_levels) {  // already grey levels: the upload is the grey image

@@ -133,20 +133,14 @@ void SiftStagesOpenCL::prepare(const detail::SiftPlan& p, const detail::SiftImag
 }
 
 void SiftStagesOpenCL::upload(const detail::SiftPlan& plan, const detail::SiftImageView& image) {
-  plan_ = &plan;
-  profile_run_ = profiling_ || ctx_.options.verbose;  // the verbose log reports device time per stage
+  const std::size_t bytes = begin_run(plan, image);
   events_.clear();
-  stage_ms_ = {};
-  counters_ = {};
-  candidates_ = 0;
-  mask_type_ = -1;
-  const std::size_t pixels = std::size_t(image.width) * std::size_t(image.height);
-  const std::size_t bytes = pixels * std::size_t(image.channels) * bytes_per_sample(image.type);
   check_memory(plan, bytes);
   prepare(plan, image);
   const cl_mem counters = counter_buffer();
   const cl_uint zero = 0;
   SPECTRASIFT_CL_CHECK(clEnqueueFillBuffer(st_.queue, counters, &zero, sizeof zero, 0, sizeof counters_, 0, nullptr, nullptr));
+  const std::size_t pixels = std::size_t(image.width) * std::size_t(image.height);
   const cl_mem grey = st_.buffer("sift.grey", pixels * sizeof(float));
   Event ev;
   // Blocking uploads: the caller's memory is not read after upload() returns, even when a later stage throws.
