@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
-#include <regex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -175,17 +175,41 @@ DeviceInfo info_from(int index, const FlatDevice& f) {
   return d;
 }
 
+/// The NAME of a line `#include "NAME"` (blanks allowed around `#` and the words), or nothing. Hand-written
+/// rather than std::regex: the Python module may share a process with another libstdc++ whose locale facets
+/// std::regex's constructor picks up, and it crashed there on the GPU machine (its compile is slow, too).
+std::optional<std::string> include_target(std::string_view line) {
+  auto skip_blanks = [&line] {
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+  };
+  skip_blanks();
+  if (line.empty() || line.front() != '#') return std::nullopt;
+  line.remove_prefix(1);
+  skip_blanks();
+  constexpr std::string_view kInclude = "include";
+  if (line.substr(0, kInclude.size()) != kInclude) return std::nullopt;
+  line.remove_prefix(kInclude.size());
+  skip_blanks();
+  if (line.empty() || line.front() != '"') return std::nullopt;
+  line.remove_prefix(1);
+  const auto close = line.find('"');
+  if (close == std::string_view::npos || close == 0) return std::nullopt;
+  std::string name(line.substr(0, close));
+  line.remove_prefix(close + 1);
+  while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r')) line.remove_suffix(1);
+  if (!line.empty()) return std::nullopt;
+  return name;
+}
+
 /// Replaces every `#include "NAME"` line of an embedded source by the embedded text of NAME (once each),
 /// so that kernels share the numeric headers of src/numeric without a file system at run time.
 std::string inline_includes(std::string_view text, std::vector<std::string>& seen) {
   std::string out;
   std::istringstream in{std::string(text)};
   std::string line;
-  static const std::regex include_re(R"(^\s*#\s*include\s*"([^"]+)\"\s*$)");
   while (std::getline(in, line)) {
-    std::smatch m;
-    if (std::regex_match(line, m, include_re)) {
-      std::string name = m[1].str();
+    if (auto quoted = include_target(line)) {
+      std::string name = std::move(*quoted);
       if (auto slash = name.rfind('/'); slash != std::string::npos) name = name.substr(slash + 1);
       bool done = false;
       for (const auto& s : seen) done = done || s == name;
