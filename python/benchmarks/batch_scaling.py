@@ -11,7 +11,9 @@ best of RUNS. The same pairs for every N. Prints pairs/s, the speed-up over 1 wo
 / N), and the share of the workers' time spent inside items (sum of the items' time_ms / (N x wall time):
 what Dask's scheduling and idle workers leave; it holds on a loaded machine where the speed-up does not). --plain
 also times the same pairs on N plain processes (concurrent.futures, one Context each, no Dask): the speed-up the
-machine itself allows, against which Dask's is judged on a shared machine.
+machine itself allows, against which Dask's is judged on a shared machine; --plain also times a pure-Python
+arithmetic loop (no memory traffic, no spectrasift) on N plain processes: the speed-up the host's cores give any
+CPU-bound work (on a virtual machine whose virtual CPUs share physical cores it stays well under N).
 --workers defaults to 1, 2, 4, ... up to the CPU count. --threads: CPU threads of each worker's Context
 (1: N workers use N cores; with --backend cuda the workers share the GPUs, worker i on device i % n)."""
 import argparse
@@ -102,6 +104,30 @@ def plain_pairs_per_second(pairs, workers, backend, threads, runs):
     return len(pairs) / best
 
 
+def _spin(_):
+    total = 0
+    for i in range(2_000_000):
+        total += i * i
+    return total
+
+
+def spin_speed_up(workers, tasks_per_worker=6):
+    """Throughput of a CPU-bound pure-Python loop on N plain processes over its one-process throughput (best of 3)."""
+    spawn = multiprocessing.get_context("spawn")
+    rates = []
+    for n in (1, workers):
+        with ProcessPoolExecutor(n, mp_context=spawn) as pool:
+            list(pool.map(_spin, range(n)))  # start the processes
+            best = None
+            for _ in range(3):
+                t0 = time.perf_counter()
+                list(pool.map(_spin, range(n * tasks_per_worker)))
+                seconds = time.perf_counter() - t0
+                best = seconds if best is None else min(best, seconds)
+            rates.append(n * tasks_per_worker / best)
+    return rates[1] / rates[0]
+
+
 def main():
     cpus = os.cpu_count() or 1
     default_workers = [n for n in (1, 2, 4, 8, 16, 32, 64) if n <= cpus] or [1]
@@ -128,7 +154,9 @@ def main():
             if a.plain:
                 rows[-1]["plain_pairs_per_s"] = plain_rate = plain_pairs_per_second(pairs, n, a.backend, a.threads,
                                                                                     a.runs)
-                plain = f", plain processes {plain_rate:7.2f} pairs/s (Dask / plain {rate / plain_rate:5.2f})"
+                rows[-1]["cpu_loop_speed_up"] = spin = spin_speed_up(n)
+                plain = (f", plain processes {plain_rate:7.2f} pairs/s (Dask / plain {rate / plain_rate:5.2f}),"
+                         f" a pure CPU loop on {n} processes {spin:5.2f}x")
             print(f"{n:>3} workers: {rate:7.2f} pairs/s, speed-up {rate / base:5.2f}, efficiency "
                   f"{rate / base / n:5.2f}, workers busy {busy:5.1%}{plain}   ({described[0]})", flush=True)
     info = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "host": platform.node(), "cpus": cpus,
