@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "backend/cuda/check.hpp"
 #include "backend/cuda/kernels/sift_blur.cuh"
@@ -35,6 +36,14 @@ constexpr unsigned kExtremaRowsPerBlock = 8;
 // The 32 x 8 thread grid over a w x h plane of the per-pixel kernels.
 dim3 plane_grid(int w, int h) { return dim3(blocks_for(std::size_t(w), 32), blocks_for(std::size_t(h), 8)); }
 const dim3 kPlaneBlock(32, 8);
+
+// sift_blur_tiles<1> .. sift_blur_tiles<kBlurTilesMaxRadius>, indexed by radius - 1.
+using BlurTilesKernel = void (*)(kernels::SiftBlurSource, int, int, const float*, float*, float*, float*);
+template <int... I>
+constexpr std::array<BlurTilesKernel, sizeof...(I)> blur_tiles_kernels(std::integer_sequence<int, I...>) {
+  return {&kernels::sift_blur_tiles<I + 1>...};
+}
+constexpr auto kBlurTiles = blur_tiles_kernels(std::make_integer_sequence<int, kernels::kBlurTilesMaxRadius>());
 
 // Dynamic shared memory of sift_blur_dog for an output tile tx x ty and radius r: taps, in, mid.
 std::size_t blur_tile_bytes(int tx, int ty, int r) {
@@ -107,6 +116,13 @@ void SiftStagesCuda::blur(const BlurSource& src, float* dst, int w, int h, int k
     throw Error(ErrorCode::kUnsupported, "sift: an octave of " + std::to_string(h) + " rows is too tall for the CUDA blur",
                 "cuda");
   const kernels::SiftBlurSource s{src.data, src.pitch, src.step};
+  if (r >= 1 && r <= kernels::kBlurTilesMaxRadius) {  // the radius as a constant (sift_blur_tiles<R>)
+    const dim3 tiles(blocks_for(std::size_t(w), unsigned(kernels::kBlurTileW)),
+                     blocks_for(std::size_t(h), unsigned(kernels::kBlurTileH)));
+    kBlurTiles[std::size_t(r - 1)]<<<tiles, dim3(32, 8), 0, st_.compute>>>(s, w, h, k, dst, dog, level0);
+    SPECTRASIFT_CUDA_CHECK_LAUNCH();
+    return;
+  }
   kernels::sift_blur_dog<<<grid, block, blur_tile_bytes(blur_tx_, blur_ty_, r), st_.compute>>>(
       s, w, h, k, r, blur_tx_, blur_ty_, dst, dog, level0);
   SPECTRASIFT_CUDA_CHECK_LAUNCH();

@@ -64,7 +64,8 @@ __kernel void sift_blur(__global const float* src, __global float* dst, long src
  * work-item computes a run of consecutive outputs from a window of values it reads from local memory once
  * (register blocking), instead of reading 2R + 1 local values per output and pass.
  * Global (ceil(w / 64) 64, ceil(h / 32) 8), work-group (32, 8) (required); output tile 64 x 32.
- *   1. stage the reflected source rows y0 - R .. y0 + 31 + R, columns x0 - R .. x0 + 63 + R in `in`;
+ *   1. stage the reflected source rows y0 - R .. y0 + 31 + R, columns x0 - R .. x0 + 63 + R in `in` (the
+ *      columns of a tile away from the side borders need no reflection);
  *   2. vertical pass: 2 (64 + 2R) items (column, half of the tile's rows), each 16 outputs of a column from
  *      a window of 16 + 2R values, into `mid` (row pitch odd);
  *   3. horizontal pass: work-item (lx, ly) computes row lx, columns 8 ly .. 8 ly + 7 from a window of
@@ -90,9 +91,13 @@ __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void sift_blur_tiles(
   float k[SIFT_BLUR_R + 1];
 #pragma unroll
   for (int i = 0; i <= SIFT_BLUR_R; ++i) k[i] = taps[tap_off + i];
+  const bool inside = x0 >= SIFT_BLUR_R && x0 + SIFT_TILE_W + SIFT_BLUR_R <= w;  /* no column reflects */
   for (int t = ly; t < SIFT_IN_ROWS; t += 8) {
     __global const float* row = src + src_off + (size_t)sift_reflect101(y0 - SIFT_BLUR_R + t, h) * (size_t)w;
-    for (int c = lx; c < SIFT_IN_COLS; c += 32) in[t * SIFT_IN_COLS + c] = row[sift_reflect101(x0 - SIFT_BLUR_R + c, w)];
+    for (int c = lx; c < SIFT_IN_COLS; c += 32) {
+      const int x = x0 - SIFT_BLUR_R + c;
+      in[t * SIFT_IN_COLS + c] = row[inside ? x : sift_reflect101(x, w)];
+    }
   }
   barrier(CLK_LOCAL_MEM_FENCE);
   for (int item = lid; item < 2 * SIFT_IN_COLS; item += 256) {
