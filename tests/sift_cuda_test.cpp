@@ -204,7 +204,8 @@ TEST(SiftCuda, BlurFormsGiveTheSameFeatures) {
   ss::SiftOptions wide, flat;
   wide.sigma = 3.2;
   flat.upsample = false;
-  const std::pair<const char*, ss::SiftOptions> cases[] = {{"box.png", {}}, {"graf1_gray.png", wide}, {"camera.png", flat}};
+  const std::pair<const char*, ss::SiftOptions> cases[] = {
+      {"box.png", {}}, {"graf1_gray.png", wide}, {"camera.png", flat}};
   for (const auto& [name, o] : cases) {
     const ss::Image im = load(name);
     const ss::detail::SiftImageView v{im.data.data(), im.type, im.width, im.height, im.channels, false};

@@ -152,7 +152,8 @@ TEST(SiftOpenCL, BlurFormsWriteTheSamePyramid) {
     }
     st.blur_variant = -1;
     for (int variant : {0, 2}) {
-      const std::string what = std::string(name) + " sigma " + std::to_string(o.sigma) + (o.upsample ? "" : " no upsample") +
+      const std::string what = std::string(name) + " sigma " + std::to_string(o.sigma) +
+                               (o.upsample ? "" : " no upsample") +
                                (variant == 0 ? ", sift_blur_tiles" : ", sift_blur");
       EXPECT_EQ(std::memcmp(gauss[variant].data(), gauss[1].data(), gauss[1].size() * sizeof(float)), 0)
           << what << ": the Gaussian levels differ from the row kernels'";

@@ -21,7 +21,9 @@ std::size_t tiles_local_bytes(int r) {
 }
 
 // Whether the blur takes the tiled GPU forms (sift_blur_tiles / sift_blur) rather than the row kernels.
-bool tiled_blur(const State& st) { return st.blur_variant == 0 || st.blur_variant == 2 || (st.blur_variant < 0 && !st.is_cpu); }
+bool tiled_blur(const State& st) {
+  return st.blur_variant == 0 || st.blur_variant == 2 || (st.blur_variant < 0 && !st.is_cpu);
+}
 
 }  // namespace
 
