@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/context_impl.hpp"
@@ -191,6 +192,30 @@ TEST(SiftCuda, ClearErrors) {
     ADD_FAILURE() << "no error for an empty image";
   } catch (const ss::Error& e) {
     EXPECT_EQ(e.code(), ss::ErrorCode::kInvalidArgument);
+  }
+}
+
+// The per-radius blur (sift_blur_tiles<R>, radius 1 .. 16) and the runtime-radius sift_blur_dog give the same
+// features bit for bit (the OpenCL test BlurFormsWriteTheSamePyramid compares the planes of the same two
+// algorithms on PoCL): upsampled, sigma 3.2 (radii above 16 beside the tiles) and without upsampling.
+TEST(SiftCuda, BlurFormsGiveTheSameFeatures) {
+  REQUIRE_CUDA();
+  OwnStages own;
+  ss::SiftOptions wide, flat;
+  wide.sigma = 3.2;
+  flat.upsample = false;
+  const std::pair<const char*, ss::SiftOptions> cases[] = {
+      {"box.png", {}}, {"graf1_gray.png", wide}, {"camera.png", flat}};
+  for (const auto& [name, o] : cases) {
+    const ss::Image im = load(name);
+    const ss::detail::SiftImageView v{im.data.data(), im.type, im.width, im.height, im.channels, false};
+    own.cuda().set_blur_tiles(false);
+    const ss::Features runtime_radius = run_stages(*own.stages, own.ctx.impl(), v, o, nullptr);
+    own.cuda().set_blur_tiles(true);
+    const ss::Features tiles = run_stages(*own.stages, own.ctx.impl(), v, o, nullptr);
+    EXPECT_FALSE(tiles.keypoints.empty()) << name;
+    EXPECT_TRUE(same_bits(tiles, runtime_radius)) << name << " sigma " << o.sigma << ": the blur forms differ";
+    expect_agreement(cpu_sift(im, o), tiles, std::string(name) + " (sift_blur_tiles)");
   }
 }
 

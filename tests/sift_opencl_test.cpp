@@ -13,6 +13,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/context_impl.hpp"
@@ -113,6 +114,52 @@ TEST(SiftOpenCL, GpuKernelFormsAgree) {
     const ss::Features dev = run_stages(*stages, ctx.impl(), v, {}, nullptr);
     expect_agreement(cpu_sift(im), dev, std::string(name) + " (GPU kernel forms)");
     EXPECT_TRUE(same_bits(dev, opencl_sift(im))) << name << ": the two kernel forms differ";
+  }
+}
+
+// The blur forms write the same pyramid bit for bit: every Gaussian level and DoG plane of the row kernels
+// (the CPU-device form, the CPU backend's operations) against sift_blur_tiles (per radius, registers) and
+// sift_blur (runtime radius), on any device. sigma 3.2 gives radii above 16 (sift_blur beside the tiles);
+// camera.png without upsampling has octaves that are not multiples of the 64 x 32 tile.
+TEST(SiftOpenCL, BlurFormsWriteTheSamePyramid) {
+  REQUIRE_OPENCL();
+  ss::Context ctx(opencl_options());
+  auto& st = ss::opencl::state(ctx.impl());
+  auto stages = ss::opencl::make_sift_stages(ctx.impl());
+  auto read = [&](const char* name) {
+    const ss::opencl::Buffer& b = st.buffers.at(name);
+    std::vector<float> v(b.bytes / sizeof(float));
+    EXPECT_EQ(clEnqueueReadBuffer(st.queue, b.mem, CL_TRUE, 0, v.size() * sizeof(float), v.data(), 0, nullptr, nullptr),
+              CL_SUCCESS);
+    return v;
+  };
+  ss::SiftOptions wide, flat;
+  wide.sigma = 3.2;
+  flat.upsample = false;
+  const std::pair<const char*, ss::SiftOptions> cases[] = {{"box.png", {}}, {"box.png", wide}, {"camera.png", flat}};
+  for (const auto& [name, o] : cases) {
+    const ss::Image im = load(name);
+    const ss::detail::SiftImageView v{im.data.data(), im.type, im.width, im.height, im.channels, false};
+    const ss::detail::SiftPlan& plan = ss::detail::sift_plan(ctx.impl(), v.width, v.height, o);
+    std::vector<float> gauss[3], dog[3];
+    for (int variant : {1, 0, 2}) {
+      st.blur_variant = variant;
+      run_stages(*stages, ctx.impl(), v, o, nullptr);
+      gauss[variant] = read("sift.gauss");
+      dog[variant] = read("sift.dog");
+      gauss[variant].resize(plan.gauss_floats);
+      dog[variant].resize(plan.dog_floats);
+    }
+    st.blur_variant = -1;
+    for (int variant : {0, 2}) {
+      const std::string what = std::string(name) + " sigma " + std::to_string(o.sigma) +
+                               (o.upsample ? "" : " no upsample") +
+                               (variant == 0 ? ", sift_blur_tiles" : ", sift_blur");
+      EXPECT_EQ(std::memcmp(gauss[variant].data(), gauss[1].data(), gauss[1].size() * sizeof(float)), 0)
+          << what << ": the Gaussian levels differ from the row kernels'";
+      EXPECT_EQ(std::memcmp(dog[variant].data(), dog[1].data(), dog[1].size() * sizeof(float)), 0)
+          << what << ": the DoG planes differ from the row kernels'";
+    }
   }
 }
 

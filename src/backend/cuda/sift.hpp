@@ -55,6 +55,12 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   /// (0: the device's own).
   void set_device_memory_limit(std::size_t bytes) noexcept { memory_limit_ = bytes; }
   void set_shared_memory_limit(std::size_t bytes) noexcept { shared_limit_ = bytes; }
+  /// Tests: false = every level through sift_blur_dog (the runtime-radius kernel), true (default) = the
+  /// per-radius sift_blur_tiles<R> up to radius 16. The same bits either way; the pyramid graph is captured again.
+  void set_blur_tiles(bool on) noexcept {
+    blur_tiles_ = on;
+    pyramid_generation_ = 0;
+  }
 
  private:
   // sift.cu
@@ -106,6 +112,7 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   // Launch geometry (from the device's limits and the plan).
   int blur_tx_ = 0, blur_ty_ = 0;  // output tile of sift_blur_dog
   int blur_r_ = -1;                // the largest radius the tile was sized for
+  bool blur_tiles_ = true;         // set_blur_tiles()
   int ori_chunk_ = 0, ori_ex_ = 0, desc_ex_ = 0;
   int blocks_ = 0;                 // block cap of the per-keypoint kernels
   std::size_t memory_limit_ = 0, shared_limit_ = 0;

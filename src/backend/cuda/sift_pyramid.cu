@@ -1,11 +1,12 @@
 // CUDA SIFT scale space and candidates (see sift.hpp): the upload (its copy in sift_upload.cu) and grey
 // conversion, the pyramid (upsample or base blur, then one launch per level: the separable blur through a
-// shared-memory tile with the downsample and the DoG plane fused in), the extrema with their count read
-// back, and the refinement.
+// shared-memory tile with the downsample and the DoG plane fused in, sift_blur_tiles<R> for radii up to 16,
+// sift_blur_dog above), the extrema with their count read back, and the refinement.
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "backend/cuda/check.hpp"
 #include "backend/cuda/kernels/sift_blur.cuh"
@@ -35,6 +36,14 @@ constexpr unsigned kExtremaRowsPerBlock = 8;
 // The 32 x 8 thread grid over a w x h plane of the per-pixel kernels.
 dim3 plane_grid(int w, int h) { return dim3(blocks_for(std::size_t(w), 32), blocks_for(std::size_t(h), 8)); }
 const dim3 kPlaneBlock(32, 8);
+
+// sift_blur_tiles<1> .. sift_blur_tiles<kBlurTilesMaxRadius>, indexed by radius - 1.
+using BlurTilesKernel = void (*)(kernels::SiftBlurSource, int, int, const float*, float*, float*, float*);
+template <int... I>
+constexpr std::array<BlurTilesKernel, sizeof...(I)> blur_tiles_kernels(std::integer_sequence<int, I...>) {
+  return {&kernels::sift_blur_tiles<I + 1>...};
+}
+constexpr auto kBlurTiles = blur_tiles_kernels(std::make_integer_sequence<int, kernels::kBlurTilesMaxRadius>());
 
 // Dynamic shared memory of sift_blur_dog for an output tile tx x ty and radius r: taps, in, mid.
 std::size_t blur_tile_bytes(int tx, int ty, int r) {
@@ -66,7 +75,8 @@ void SiftStagesCuda::upload(const detail::SiftPlan& plan, const detail::SiftImag
   if (wait) SPECTRASIFT_CUDA_CHECK(cudaEventSynchronize(copy_done()));
 }
 
-// The output tile (TX, TY) of sift_blur_dog: 64 x 32 (a (32, 8) block, 8 outputs a thread), within the
+// The output tile (TX, TY) of sift_blur_dog (the levels of radius above 16; sift_blur_tiles<R> has its own
+// fixed 64 x 32 tile and static shared memory): 64 x 32 (a (32, 8) block, 8 outputs a thread), within the
 // device's shared memory per block for the plan's largest radius R (taps, (TY + 2R) + TY rows of TX + 2R
 // floats); TY shrinks first, then TX. Above the default 48 KiB the kernel is opted in to more; a device whose
 // shared memory cannot hold even a one-pixel tile gets a clear error.
@@ -96,6 +106,7 @@ void SiftStagesCuda::size_blur_tiles() {
 }
 
 // One level: dst = blur of the source with kernel `kernel_index`; dog and level0 as sift_blur_dog says.
+// Radius 1 .. 16: sift_blur_tiles<radius> (the same bits from registers), else sift_blur_dog.
 void SiftStagesCuda::blur(const BlurSource& src, float* dst, int w, int h, int kernel_index, const float* taps,
                           float* dog, float* level0) {
   const detail::SiftPlan& p = *plan_;
@@ -107,13 +118,20 @@ void SiftStagesCuda::blur(const BlurSource& src, float* dst, int w, int h, int k
     throw Error(ErrorCode::kUnsupported, "sift: an octave of " + std::to_string(h) + " rows is too tall for the CUDA blur",
                 "cuda");
   const kernels::SiftBlurSource s{src.data, src.pitch, src.step};
+  if (blur_tiles_ && r >= 1 && r <= kernels::kBlurTilesMaxRadius) {  // the radius as a constant (sift_blur_tiles<R>)
+    const dim3 tiles(blocks_for(std::size_t(w), unsigned(kernels::kBlurTileW)),
+                     blocks_for(std::size_t(h), unsigned(kernels::kBlurTileH)));
+    kBlurTiles[std::size_t(r - 1)]<<<tiles, dim3(32, 8), 0, st_.compute>>>(s, w, h, k, dst, dog, level0);
+    SPECTRASIFT_CUDA_CHECK_LAUNCH();
+    return;
+  }
   kernels::sift_blur_dog<<<grid, block, blur_tile_bytes(blur_tx_, blur_ty_, r), st_.compute>>>(
       s, w, h, k, r, blur_tx_, blur_ty_, dst, dog, level0);
   SPECTRASIFT_CUDA_CHECK_LAUNCH();
 }
 
 // Launches per octave: level 0 (octave 0: the upsample and kernel 0's blur; later octaves: none, the
-// downsample is read by level 1's blur, which also writes level 0), then one sift_blur_dog per level
+// downsample is read by level 1's blur, which also writes level 0), then one blur launch per level
 // 1 .. S + 2, each also writing the DoG plane below it. So dog() has nothing left to do. Only the plan, the
 // blur tile and the four buffers enter the launches (no buffer is looked up or grown here), so that
 // pyramid() can capture them as a graph.

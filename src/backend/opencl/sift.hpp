@@ -85,6 +85,7 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   // Launch geometry (from the device's limits).
   std::size_t blur_tx_ = 0, blur_ty_ = 0;     // tile of the separable blur
   int blur_r_ = -1;                           // the largest radius the tiles were sized for
+  std::vector<cl_kernel> blur_tiles_;         // [r]: sift_blur_tiles built for radius r, or null (sift_blur)
   std::size_t ori_local_ = 0, ori_chunk_ = 0, ori_ex_ = 0;
   std::size_t desc_local_ = 0, desc_ex_ = 0;
   std::size_t compact_local_ = 0;

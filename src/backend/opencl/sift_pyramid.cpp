@@ -9,12 +9,42 @@
 
 namespace spectrasift::opencl {
 
+namespace {
+
+// sift_blur_tiles (kernels/sift_blur.cl): built per radius up to this one, output tile 64 x 32, work-group
+// 32 x 8, local memory for the staged source and the vertical pass.
+constexpr int kTilesMaxRadius = 16;
+constexpr std::size_t kTilesW = 64, kTilesH = 32, kTilesGroupX = 32, kTilesGroupY = 8;
+std::size_t tiles_local_bytes(int r) {
+  const std::size_t cols = kTilesW + 2 * std::size_t(r);
+  return ((kTilesH + 2 * std::size_t(r)) * cols + kTilesH * (cols + 1)) * sizeof(float);
+}
+
+// Whether the blur takes the tiled GPU forms (sift_blur_tiles / sift_blur) rather than the row kernels.
+bool tiled_blur(const State& st) {
+  return st.blur_variant == 0 || st.blur_variant == 2 || (st.blur_variant < 0 && !st.is_cpu);
+}
+
+}  // namespace
+
 // The blur tile (TX, TY) of sift_blur: up to 32 x 8 work-items, within the kernel's work-group limit and the
 // device's local memory for the plan's largest radius R ((TY + 2R) + TY rows of TX + 2R floats); TY shrinks
-// first, then TX. A device whose local memory cannot hold even a one-pixel tile gets a clear error.
+// first, then TX. A device whose local memory cannot hold even a one-pixel tile gets a clear error. Then
+// sift_blur_tiles for each radius of the plan up to 16 that the device can run (a 32 x 8 work-group and its
+// local memory); the other radii take sift_blur.
 void SiftStagesOpenCL::size_blur_tiles() {
   const detail::SiftPlan& p = *plan_;
   const int r = *std::max_element(p.tap_radius.begin(), p.tap_radius.end());
+  blur_tiles_.assign(std::size_t(kTilesMaxRadius) + 1, nullptr);
+  for (const int ri : p.tap_radius) {
+    if (ri < 1 || ri > kTilesMaxRadius || st_.max_work_group < kTilesGroupX * kTilesGroupY ||
+        tiles_local_bytes(ri) > st_.local_mem)
+      continue;
+    cl_kernel kt = st_.kernel("sift_blur.cl", "sift_blur_tiles", options_ + " -DSIFT_BLUR_R=" + std::to_string(ri));
+    const KernelLimits lim = st_.limits(kt);
+    if (lim.work_group_size >= kTilesGroupX * kTilesGroupY && lim.local_mem <= st_.local_mem)
+      blur_tiles_[std::size_t(ri)] = kt;
+  }
   if (r == blur_r_) return;
   cl_kernel kb = kernel("sift_blur");
   const KernelLimits lim = st_.limits(kb);
@@ -44,7 +74,7 @@ void SiftStagesOpenCL::blur(cl_mem src, cl_mem dst, std::size_t src_off, std::si
   const cl_mem taps = st_.buffer("sift.taps", p.taps.size() * sizeof(float));
   const cl_long so = cl_long(src_off), dof = cl_long(dst_off), zero = 0;
   const cl_mem dog = st_.buffer("sift.dog", p.dog_floats * sizeof(float));
-  if (st_.is_cpu) {  // the row-run kernels (see sift_blur.cl), through a temporary plane
+  if (!tiled_blur(st_)) {  // the row-run kernels (see sift_blur.cl), through a temporary plane
     const cl_mem tmp = st_.buffer("sift.tmp", max_plane_ * sizeof(float));
     constexpr std::size_t kRun = 64;  // SIFT_BLUR_RUN
     const std::size_t runs = (std::size_t(w) + kRun - 1) / kRun;
@@ -53,6 +83,15 @@ void SiftStagesOpenCL::blur(cl_mem src, cl_mem dst, std::size_t src_off, std::si
     launch_2d(kv, runs, std::size_t(h), kPyramid);
     set_args(kh, tmp, dst, zero, dof, w, h, taps, tap_off, r, src, so, dog, dog_off);
     launch_2d(kh, runs, std::size_t(h), kPyramid);
+    return;
+  }
+  if (st_.blur_variant != 2 && std::size_t(r) < blur_tiles_.size() && blur_tiles_[std::size_t(r)]) {
+    cl_kernel kt = blur_tiles_[std::size_t(r)];
+    set_args(kt, src, dst, so, dof, w, h, taps, tap_off, dog, dog_off);
+    const std::size_t l[2] = {kTilesGroupX, kTilesGroupY};
+    const std::size_t g[2] = {round_up(std::size_t(w), kTilesW) / kTilesW * kTilesGroupX,
+                              round_up(std::size_t(h), kTilesH) / kTilesH * kTilesGroupY};
+    launch(kt, 2, g, l, kPyramid);
     return;
   }
   const std::size_t l[2] = {blur_tx_, blur_ty_};
@@ -70,6 +109,7 @@ void SiftStagesOpenCL::blur(cl_mem src, cl_mem dst, std::size_t src_off, std::si
 void SiftStagesOpenCL::pyramid() {
   const detail::SiftPlan& p = *plan_;
   if (p.octaves == 0) return;
+  if (st_.is_cpu && tiled_blur(st_)) size_blur_tiles();  // a test's choice (prepare() sizes them on GPUs)
   const cl_mem grey = st_.buffer("sift.grey", std::size_t(p.input_width) * std::size_t(p.input_height) * sizeof(float));
   const cl_mem gauss = levels();
   const cl_mem dog = st_.buffer("sift.dog", p.dog_floats * sizeof(float));

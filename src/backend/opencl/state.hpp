@@ -113,6 +113,10 @@ struct State final : detail::BackendImpl {
   /// Whether spectral_one_ref / spectral_prepare stage the samples through __local memory: -1 = by device
   /// and layout (GPUs reading bip), 0 = never, 1 = always. The results are the same bits either way.
   int stage_samples = -1;
+  /// Which SIFT blur: -1 = by device (the row kernels on CPU devices, the tiles otherwise), 0 = tiles
+  /// (sift_blur_tiles per radius, sift_blur above radius 16), 1 = rows, 2 = sift_blur only. All give the same
+  /// bits; the tests run the tiled forms on PoCL.
+  int blur_variant = -1;
   std::size_t program_builds = 0;             ///< builds from source so far (the caches are tested with it)
   std::size_t program_binary_loads = 0;       ///< programs created from a binary of the disk cache
   /// The on-disk program cache (program_cache.hpp), read from the environment when the State is created;

@@ -6,7 +6,11 @@
  * operations in its order (k0 * centre, then + k_i * (before_i + after_i) for i = 1..R), borders by
  * BORDER_REFLECT_101, so that the levels are the CPU's bits. GPUs: sift_blur, both passes in one launch
  * through local memory, the tile shape (TX, TY) chosen by the host from the work-group limit and the
- * device's local memory. CPU devices: the _rows kernels, one launch per pass through a temporary plane. */
+ * device's local memory, or (radius up to 16) sift_blur_tiles, the same values from registers. CPU devices:
+ * the _rows kernels, one launch per pass through a temporary plane. */
+
+/* Strict numerics as in sift.cl: this file is also a program of its own (sift_blur_tiles). */
+#pragma OPENCL FP_CONTRACT OFF
 
 /* Index of p in a line of len samples under BORDER_REFLECT_101, reflecting as often as needed. */
 inline int sift_reflect101(int p, int len) {
@@ -51,6 +55,96 @@ __kernel void sift_blur(__global const float* src, __global float* dst, long src
   dst[dst_off + (size_t)y * (size_t)w + (size_t)x] = acc;
   if (dog_off >= 0) dog[dog_off + (size_t)y * (size_t)w + (size_t)x] = acc - in[(ly + r) * cols + lx + r];
 }
+
+#ifdef SIFT_BLUR_R
+/* sift_blur_tiles: the GPU blur with the radius R = SIFT_BLUR_R fixed when the program is built (the host
+ * builds sift_blur.cl on its own with -DSIFT_BLUR_R=r, once per radius of the plan, up to 16). The same
+ * values as sift_blur (same taps, same float operations in the same order, the same staged and reflected
+ * tile), computed from registers: with R known the loops unroll, the taps live in registers, and each
+ * work-item computes a run of consecutive outputs from a window of values it reads from local memory once
+ * (register blocking), instead of reading 2R + 1 local values per output and pass.
+ * Global (ceil(w / 64) 64, ceil(h / 32) 8), work-group (32, 8) (required); output tile 64 x 32.
+ *   1. stage the reflected source rows y0 - R .. y0 + 31 + R, columns x0 - R .. x0 + 63 + R in `in` (the
+ *      columns of a tile away from the side borders need no reflection);
+ *   2. vertical pass: 2 (64 + 2R) items (column, half of the tile's rows), each 16 outputs of a column from
+ *      a window of 16 + 2R values, into `mid` (row pitch odd);
+ *   3. horizontal pass: work-item (lx, ly) computes row lx, columns 8 ly .. 8 ly + 7 from a window of
+ *      8 + 2R values of `mid` (the lanes of a warp read 32 rows: the odd pitch keeps the banks apart), and
+ *      puts them in `mid` again as the output tile (pitch 65) once every work-item has read its window;
+ *   4. the tile leaves in rows (coalesced): dst and, with dog_off >= 0, the DoG plane dst - src. */
+#define SIFT_TILE_W 64
+#define SIFT_TILE_H 32
+#define SIFT_VRUN 16
+#define SIFT_HRUN 8
+#define SIFT_IN_COLS (SIFT_TILE_W + 2 * SIFT_BLUR_R)
+#define SIFT_IN_ROWS (SIFT_TILE_H + 2 * SIFT_BLUR_R)
+#define SIFT_MID_PITCH (SIFT_IN_COLS + 1)
+#define SIFT_OUT_PITCH (SIFT_TILE_W + 1)
+
+__kernel __attribute__((reqd_work_group_size(32, 8, 1))) void sift_blur_tiles(
+    __global const float* src, __global float* dst, long src_off, long dst_off, int w, int h,
+    __global const float* taps, int tap_off, __global float* dog, long dog_off) {
+  __local float in[SIFT_IN_ROWS * SIFT_IN_COLS];
+  __local float mid[SIFT_TILE_H * SIFT_MID_PITCH];
+  const int lx = get_local_id(0), ly = get_local_id(1), lid = ly * 32 + lx;
+  const int x0 = get_group_id(0) * SIFT_TILE_W, y0 = get_group_id(1) * SIFT_TILE_H;
+  float k[SIFT_BLUR_R + 1];
+#pragma unroll
+  for (int i = 0; i <= SIFT_BLUR_R; ++i) k[i] = taps[tap_off + i];
+  const bool inside = x0 >= SIFT_BLUR_R && x0 + SIFT_TILE_W + SIFT_BLUR_R <= w;  /* no column reflects */
+  for (int t = ly; t < SIFT_IN_ROWS; t += 8) {
+    __global const float* row = src + src_off + (size_t)sift_reflect101(y0 - SIFT_BLUR_R + t, h) * (size_t)w;
+    for (int c = lx; c < SIFT_IN_COLS; c += 32) {
+      const int x = x0 - SIFT_BLUR_R + c;
+      in[t * SIFT_IN_COLS + c] = row[inside ? x : sift_reflect101(x, w)];
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int item = lid; item < 2 * SIFT_IN_COLS; item += 256) {
+    const int c = item % SIFT_IN_COLS, t0 = (item / SIFT_IN_COLS) * SIFT_VRUN;
+    float win[SIFT_VRUN + 2 * SIFT_BLUR_R];
+#pragma unroll
+    for (int j = 0; j < SIFT_VRUN + 2 * SIFT_BLUR_R; ++j) win[j] = in[(t0 + j) * SIFT_IN_COLS + c];
+#pragma unroll
+    for (int j = 0; j < SIFT_VRUN; ++j) {
+      float acc = k[0] * win[j + SIFT_BLUR_R];
+#pragma unroll
+      for (int i = 1; i <= SIFT_BLUR_R; ++i) acc += k[i] * (win[j + SIFT_BLUR_R - i] + win[j + SIFT_BLUR_R + i]);
+      mid[(t0 + j) * SIFT_MID_PITCH + c] = acc;
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  float out[SIFT_HRUN];
+  {
+    float win[SIFT_HRUN + 2 * SIFT_BLUR_R];
+#pragma unroll
+    for (int j = 0; j < SIFT_HRUN + 2 * SIFT_BLUR_R; ++j) win[j] = mid[lx * SIFT_MID_PITCH + ly * SIFT_HRUN + j];
+#pragma unroll
+    for (int j = 0; j < SIFT_HRUN; ++j) {
+      float acc = k[0] * win[j + SIFT_BLUR_R];
+#pragma unroll
+      for (int i = 1; i <= SIFT_BLUR_R; ++i) acc += k[i] * (win[j + SIFT_BLUR_R - i] + win[j + SIFT_BLUR_R + i]);
+      out[j] = acc;
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
+  for (int j = 0; j < SIFT_HRUN; ++j) mid[lx * SIFT_OUT_PITCH + ly * SIFT_HRUN + j] = out[j];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int t = ly; t < SIFT_TILE_H; t += 8) {
+    const int y = y0 + t;
+    if (y >= h) break;
+    for (int c = lx; c < SIFT_TILE_W; c += 32) {
+      const int x = x0 + c;
+      if (x >= w) break;
+      const float v = mid[t * SIFT_OUT_PITCH + c];
+      const size_t o = (size_t)y * (size_t)w + (size_t)x;
+      dst[dst_off + o] = v;
+      if (dog_off >= 0) dog[dog_off + o] = v - in[(t + SIFT_BLUR_R) * SIFT_IN_COLS + c + SIFT_BLUR_R];
+    }
+  }
+}
+#endif
 
 /* sift_downsample: global (w, h) of the new octave, any work-group shape; one work-item per pixel. Level 0
  * of octave o + 1 (at dst_off of the level buffer) is the even pixels of level S of octave o (at src_off,
