@@ -8,8 +8,11 @@
 // docs/performance/matching.md, 'GPU matching: the u8 path'.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "backend/cuda/check.hpp"
 #include "backend/cuda/device_features.hpp"
@@ -151,6 +154,56 @@ void run_float(State& st, const float* q, int nq, const float* t, int nt, int di
   SPECTRASIFT_CUDA_CHECK_LAUNCH();
 }
 
+
+// With ContextOptions::verbose, the parts of one call (docs/performance/matching.md, 'GPU matching: where the
+// time goes'): events on the compute stream at the start, after the uploads, after the kernels and after the
+// read-back, and the host's packing and final copy by the clock. Nothing is recorded otherwise.
+class MatchTimer {
+ public:
+  MatchTimer(State& st, bool on) : st_(st), on_(on) {
+    if (!on_) return;
+    for (cudaEvent_t& e : events_) SPECTRASIFT_CUDA_CHECK(cudaEventCreate(&e));
+    start_ = std::chrono::steady_clock::now();
+  }
+  ~MatchTimer() {
+    if (on_)
+      for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  }
+  MatchTimer(const MatchTimer&) = delete;
+  MatchTimer& operator=(const MatchTimer&) = delete;
+  // Marks point i (0 start, 1 uploaded, 2 computed, 3 read back) on the compute stream.
+  void mark(int i) {
+    if (on_) SPECTRASIFT_CUDA_CHECK(cudaEventRecord(events_[i], st_.compute));
+  }
+  // Adds the host's time in `f` to the packing time.
+  template <class F> auto host_pack(F&& f) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = f();
+    pack_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return r;
+  }
+  // The line, after the final synchronisation and copy-out.
+  std::string report(int nq, int nt, const char* path) const {
+    if (!on_) return {};
+    float ms[3] = {};
+    for (int i = 0; i < 3; ++i) SPECTRASIFT_CUDA_CHECK(cudaEventElapsedTime(&ms[i], events_[i], events_[i + 1]));
+    const double total = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
+    char line[320];
+    std::snprintf(line, sizeof line,
+                  "match_top2 on cuda: %d x %d, %s: host packing %.3f ms, uploads %.3f ms, kernels %.3f ms, "
+                  "read-back %.3f ms, whole call %.3f ms",
+                  nq, nt, path, pack_ms_, double(ms[0]) - pack_ms_, double(ms[1]), double(ms[2]), total);
+    return line;
+  }
+
+ private:
+  State& st_;
+  bool on_;
+  cudaEvent_t events_[4] = {};
+  std::chrono::steady_clock::time_point start_;
+  double pack_ms_ = 0;
+};
+
 }  // namespace
 
 void State::match_top2(detail::ContextImpl& ctx, const detail::FeatureView& query, const detail::FeatureView& train,
@@ -162,36 +215,48 @@ void State::match_top2(detail::ContextImpl& ctx, const detail::FeatureView& quer
     return;
   }
   activate();
+  MatchTimer timer(*this, ctx.options.verbose);
+  timer.mark(0);
   auto* result = buffer("match.top2", std::size_t(nq) * sizeof(Top2)).as<kernels::MatchTop2>();
   const bool u8_capable = props.major >= 8 && query.dim == kernels::kU8Dim && train.dim == kernels::kU8Dim;
   const bool on_host = device_copy(*this, query) == nullptr && device_copy(*this, train) == nullptr;
-  bool u8 = false, floats_done = false;
+  bool u8 = false;
+  const float* q = nullptr;
+  const float* t = nullptr;
+  std::uint8_t* base = nullptr;
   if (u8_capable) {
-    auto* base = buffer("match.u8", packed_bytes(nq, nt)).as<std::uint8_t>();
+    base = buffer("match.u8", packed_bytes(nq, nt)).as<std::uint8_t>();
     if (on_host) {
-      u8 = pack_on_host(ctx, *this, query, train, base);
+      u8 = timer.host_pack([&] { return pack_on_host(ctx, *this, query, train, base); });
     } else {
       // Float copies on the device (the host side, if any, uploaded as floats: a mixed call is rare), packed
       // there; the float kernel reads the same copies when the values are not all bytes.
-      const float* q = device_descriptors(*this, query, "match.query");
-      const float* t = device_descriptors(*this, train, "match.train");
+      q = device_descriptors(*this, query, "match.query");
+      t = device_descriptors(*this, train, "match.train");
       u8 = pack_on_device(*this, q, nq, t, nt, base);
-      if (!u8) {
-        run_float(*this, q, nq, t, nt, query.dim, result);
-        floats_done = true;
-      }
     }
-    if (u8) run_u8(*this, packed_layout(base, nq, nt), nq, nt, result);
   }
-  if (!u8 && !floats_done)
-    run_float(*this, device_descriptors(*this, query, "match.query"), nq,
-              device_descriptors(*this, train, "match.train"), nt, query.dim, result);
+  if (!u8 && q == nullptr) {
+    q = device_descriptors(*this, query, "match.query");
+    t = device_descriptors(*this, train, "match.train");
+  }
+  timer.mark(1);
+  if (u8) {
+    run_u8(*this, packed_layout(base, nq, nt), nq, nt, result);
+  } else {
+    run_float(*this, q, nq, t, nt, query.dim, result);
+  }
+  timer.mark(2);
   // Read back through pinned memory (a DMA without the driver's pageable staging), then into the caller's array.
   auto* host = pinned_buffer("match.top2_host", std::size_t(nq) * sizeof(Top2)).as<Top2>();
   SPECTRASIFT_CUDA_CHECK(
       cudaMemcpyAsync(host, result, std::size_t(nq) * sizeof(Top2), cudaMemcpyDeviceToHost, compute));
+  timer.mark(3);
   SPECTRASIFT_CUDA_CHECK(cudaStreamSynchronize(compute));
   std::memcpy(out, host, std::size_t(nq) * sizeof(Top2));
+  if (ctx.options.verbose)
+    ctx.log(timer.report(nq, nt, u8 ? (on_host ? "u8 tensor cores, packed on the host" : "u8 tensor cores, packed on the device")
+                                    : "float kernel"));
 }
 
 }  // namespace spectrasift::cuda

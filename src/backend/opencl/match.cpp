@@ -11,6 +11,7 @@
 // stay in core/match.cpp on the Top2 results (a pass over n entries; the mutual check is a second match_top2).
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <tuple>
 #include <cmath>
@@ -166,11 +167,11 @@ std::size_t u8_local_bytes(const MatchShape& s, int dim) {
 /// top2_kernel), with the best packed dot product that builds (probed once: a failed build falls back to the
 /// next candidate, and State::match_dot4 remembers the one that built).
 cl_kernel u8_kernel(State& st, int dim, MatchShape& shape, std::string& options) {
-  std::vector<MatchShape> candidates;
-  if (!st.is_cpu) candidates.push_back({16, 16, 4, 4, 0});
-  candidates.push_back({8, 8, 4, 4, 0});
-  candidates.push_back({4, 4, 2, 2, 0});
-  candidates.push_back({1, 1, 1, 1, 0});
+  // 8 x 16 work-items with 8 x 8 register tiles (128 queries per work-group against tiles of 64 train
+  // descriptors: 16 local loads per 64 four-byte dot products, so the dot products bound the loop, not the
+  // local-memory loads as with 4 x 4 tiles: 8 per 16), then smaller shapes for devices with small limits. The
+  // same list on every device (CPU devices take this kernel only when asked), so PoCL tests the GPU's shape.
+  const MatchShape candidates[] = {{8, 16, 8, 8, 0}, {16, 16, 4, 4, 0}, {8, 8, 4, 4, 0}, {4, 4, 2, 2, 0}, {1, 1, 1, 1, 0}};
   for (const MatchShape& s : candidates) {
     const std::size_t items = std::size_t(s.wx) * std::size_t(s.wy);
     if (items > st.max_work_group || u8_local_bytes(s, dim) > st.local_mem) continue;
@@ -311,8 +312,8 @@ void run_float(State& st, int dim, cl_mem q, int nq, cl_mem t, int nt, cl_mem di
   }
 }
 
-/// Whether the u8 path is tried: on GPUs (CPU devices keep the float row kernel) or when State::match_variant
-/// asks for it (2), for descriptors of whole words.
+/// Whether the u8 path is tried: on GPUs (CPU devices keep the float row kernel; a GPU then needs a hardware
+/// dot product, see match_top2) or when State::match_variant asks for it (2), for descriptors of whole words.
 bool try_u8(const State& st, int dim) {
   return dim % 4 == 0 && (st.match_variant == 2 || (st.match_variant < 0 && !st.is_cpu));
 }
@@ -328,6 +329,17 @@ void match_top2(detail::ContextImpl& ctx, const detail::FeatureView& query, cons
     return;
   }
   State& st = state(ctx);
+  // With ContextOptions::verbose, the parts of the call by the clock, the queue drained after each (only then).
+  std::string parts;
+  auto last = std::chrono::steady_clock::now();
+  const auto part = [&](const char* name) {
+    if (!ctx.options.verbose) return;
+    SPECTRASIFT_CL_CHECK(clFinish(st.queue));
+    const auto now = std::chrono::steady_clock::now();
+    parts += std::string(parts.empty() ? "" : ", ") + name + " " +
+             std::to_string(std::chrono::duration<double, std::milli>(now - last).count()) + " ms";
+    last = now;
+  };
   const cl_mem dist = st.buffer("match.distance", 2 * std::size_t(nq) * sizeof(float));
   const cl_mem index = st.buffer("match.index", 2 * std::size_t(nq) * sizeof(cl_int));
   const bool on_host = dynamic_cast<const DeviceDescriptors*>(query.device) == nullptr &&
@@ -337,19 +349,28 @@ void match_top2(detail::ContextImpl& ctx, const detail::FeatureView& query, cons
     MatchShape shape{};
     std::string options;
     cl_kernel k = u8_kernel(st, dim, shape, options);
-    PackedSide q8, t8;
-    // Host descriptors are packed on the host (a quarter of the upload); device copies on the device.
-    const bool exact = on_host ? pack_host_sides(ctx, st, query, train, q8, t8)
-                               : pack_device_sides(st, options, descriptors_on_device(st, query, "match.query"), nq,
-                                                   descriptors_on_device(st, train, "match.train"), nt, dim, q8, t8);
-    if (exact) {
-      run_u8(st, k, shape, options, q8, nq, t8, nt, dist, index);
-      done = true;
+    // By default a GPU takes the u8 path only with a hardware dot product (khr or dp4a): the portable form's
+    // byte extractions cost more than the float kernel's fused multiply-adds (match_variant 2 forces it).
+    if (st.match_variant == 2 || st.match_dot4 != 0) {
+      PackedSide q8, t8;
+      // Host descriptors are packed on the host (a quarter of the upload); device copies on the device.
+      const bool exact = on_host ? pack_host_sides(ctx, st, query, train, q8, t8)
+                                 : pack_device_sides(st, options, descriptors_on_device(st, query, "match.query"), nq,
+                                                     descriptors_on_device(st, train, "match.train"), nt, dim, q8, t8);
+      part(on_host ? "u8 packing on the host and uploads" : "u8 packing on the device");
+      if (exact) {
+        run_u8(st, k, shape, options, q8, nq, t8, nt, dist, index);
+        part(("u8 kernels (dot products: " + std::string(st.match_dot4 == 1 ? "khr" : st.match_dot4 == 2 ? "dp4a PTX" : "portable") + ")").c_str());
+        done = true;
+      }
     }
   }
-  if (!done)
-    run_float(st, dim, descriptors_on_device(st, query, "match.query"), nq,
-              descriptors_on_device(st, train, "match.train"), nt, dist, index);
+  if (!done) {
+    const cl_mem q = descriptors_on_device(st, query, "match.query"), t = descriptors_on_device(st, train, "match.train");
+    part("float uploads");
+    run_float(st, dim, q, nq, t, nt, dist, index);
+    part("float kernels");
+  }
   std::vector<float> d(2 * std::size_t(nq));
   std::vector<cl_int> i(2 * std::size_t(nq));
   SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(st.queue, index, CL_FALSE, 0, i.size() * sizeof(cl_int), i.data(), 0,
@@ -363,6 +384,9 @@ void match_top2(detail::ContextImpl& ctx, const detail::FeatureView& query, cons
     o.distance1 = std::sqrt(d[2 * std::size_t(r)]);
     o.distance2 = std::sqrt(d[2 * std::size_t(r) + 1]);
   }
+  part("read-back and square roots");
+  if (ctx.options.verbose)
+    ctx.log("match_top2 on opencl: " + std::to_string(nq) + " x " + std::to_string(nt) + ": " + parts);
 }
 
 void State::match_top2(detail::ContextImpl& ctx, const detail::FeatureView& query, const detail::FeatureView& train,

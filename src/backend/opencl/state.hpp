@@ -108,8 +108,9 @@ struct State final : detail::BackendImpl {
   /// 0 = tiled, 1 = rows. Both give the same bits; tests run both on any device.
   int gemm_variant = -1;
   /// Which matching kernel: -1 = by device (match_l2_top2_rows on CPU devices; on GPUs match_u8_top2 for
-  /// descriptors of integers 0..255, else the tiled match_l2_top2), 0 = tiled, 1 = rows, 2 = u8 where the
-  /// values allow (else tiled). All give the same bits; the tests run each on any device.
+  /// descriptors of integers 0..255 when a hardware dot product built, else the tiled match_l2_top2),
+  /// 0 = tiled, 1 = rows, 2 = u8 where the values allow (else tiled). All give the same bits; the tests run
+  /// each on any device.
   int match_variant = -1;
   /// The packed dot product match_u8_top2 was built with (match.cpp): -1 not probed yet, 0 four integer
   /// multiply-adds, 1 cl_khr_integer_dot_product, 2 NVIDIA's dp4a through inline PTX.
