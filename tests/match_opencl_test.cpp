@@ -121,6 +121,21 @@ ss::Features random_features(int n, std::uint64_t seed, bool integer) {
   return f;
 }
 
+/// `host` with a device copy on the OpenCL test context that holds `on_device`'s values (other values than
+/// the host array it claims to mirror: what a kernel reads tells whether it used the copy); no copy on failure.
+ss::Features claim_device_copy(const ss::Features& host, const ss::Features& on_device) {
+  auto& st = dynamic_cast<ss::opencl::State&>(*gpu().impl().backend_impl);
+  cl_int err = CL_SUCCESS;
+  cl_mem m = clCreateBuffer(st.context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, on_device.descriptors.size() * sizeof(float),
+                            const_cast<float*>(on_device.descriptors.data()), &err);
+  ss::Features claimed = host;
+  if (err != CL_SUCCESS) return claimed;
+  claimed.device = std::make_shared<ss::opencl::DeviceDescriptors>(st, host.size(), host.descriptors.data(),
+                                                                  host.descriptors.size(), m);
+  clReleaseMemObject(m);
+  return claimed;
+}
+
 #define REQUIRE_OPENCL() \
   if (ss::test::opencl_device() < 0) GTEST_SKIP() << "no OpenCL device on this machine"
 
@@ -170,16 +185,8 @@ TEST(MatchOpenCL, DeviceCopyIsWhatTheKernelReads) {
   // the device values (proof that no upload happened), the host path the host values.
   const ss::Features host = random_features(300, 7, true), on_device = random_features(300, 8, true);
   const ss::Features train = random_features(500, 9, true);
-  auto& st = dynamic_cast<ss::opencl::State&>(*gpu().impl().backend_impl);
-  cl_int err = CL_SUCCESS;
-  const std::size_t bytes = on_device.descriptors.size() * sizeof(float);
-  cl_mem m = clCreateBuffer(st.context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes,
-                            const_cast<float*>(on_device.descriptors.data()), &err);
-  ASSERT_EQ(err, CL_SUCCESS);
-  ss::Features claimed = host;
-  claimed.device = std::make_shared<ss::opencl::DeviceDescriptors>(st, host.size(), host.descriptors.data(),
-                                                                  host.descriptors.size(), m);
-  clReleaseMemObject(m);
+  const ss::Features claimed = claim_device_copy(host, on_device);
+  ASSERT_NE(claimed.device, nullptr);
   expect_same_top2(ss::nearest_two(gpu(), claimed, train), ss::nearest_two(cpu(), on_device, train), "device values");
   ss::Features edited = claimed;
   edited.descriptors[0] += 1.0f;
@@ -317,14 +324,8 @@ TEST(MatchOpenCL, U8PathFromDeviceCopies) {
   for (bool integer : {true, false}) {
     const ss::Features host = random_features(150, 41, integer), on_device = random_features(150, 42, integer);
     const ss::Features train = random_features(260, 43, integer);
-    cl_int err = CL_SUCCESS;
-    cl_mem m = clCreateBuffer(st.context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, on_device.descriptors.size() * sizeof(float),
-                              const_cast<float*>(on_device.descriptors.data()), &err);
-    ASSERT_EQ(err, CL_SUCCESS);
-    ss::Features claimed = host;
-    claimed.device = std::make_shared<ss::opencl::DeviceDescriptors>(st, host.size(), host.descriptors.data(),
-                                                                    host.descriptors.size(), m);
-    clReleaseMemObject(m);
+    const ss::Features claimed = claim_device_copy(host, on_device);
+    ASSERT_NE(claimed.device, nullptr);
     st.match_variant = 2;
     const auto dev = ss::nearest_two(gpu(), claimed, train);
     const auto back = ss::nearest_two(gpu(), train, claimed);
