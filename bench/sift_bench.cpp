@@ -51,6 +51,7 @@ struct Config {
   int warmup = 2;
   int threads = 0;
   int match_size = 16384;
+  bool verbose = false;
   std::string photos = default_photos();
 
   /// ../shared/data/photos beside the repository root, else shared/data/photos inside it (the device
@@ -89,6 +90,7 @@ ss::ContextOptions context_options(ss::Backend b, const Config& cfg) {
   o.backend = b;
   o.device = b == ss::Backend::kCpu ? 0 : cfg.device;
   o.threads = cfg.threads;
+  o.verbose = cfg.verbose;  // --verbose: the backends' own lines (matching: the parts of each call)
   return o;
 }
 
@@ -230,10 +232,11 @@ int main(int argc, char** argv) {
     else if (a == "--match-size") cfg.match_size = std::max(1, std::atoi(next().c_str()));
     else if (a == "--quick") quick = true;
     else if (a == "--match-only") match_only = true;
+    else if (a == "--verbose") cfg.verbose = true;
     else if (a == "-h" || a == "--help") {
       std::printf("usage: sift_bench [--backend cpu|opencl|cuda|all (all)] [--device N (0)] [--runs N (7)] [--warmup N (2)]\n"
                   "                  [--threads N (0 = all)] [--photos DIR (../shared/data/photos, else ./shared/...)] [--match-size N (16384)]\n"
-                  "                  [--match-only] [--quick] | --vs-opencv [--threads N] [--runs N] [--warmup N] [--large FILE] [IMAGE...]\n");
+                  "                  [--match-only] [--quick] [--verbose] | --vs-opencv [--threads N] [--runs N] [--warmup N] [--large FILE] [IMAGE...]\n");
       return 0;
     } else {
       std::fprintf(stderr, "sift_bench: unknown argument %s (--help)\n", a.c_str());

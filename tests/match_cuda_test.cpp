@@ -4,6 +4,7 @@
 // that CUDA SIFT leaves in Features::device. Skips with a message when the machine has no CUDA device.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -120,6 +121,80 @@ TEST(MatchCuda, SiftFeaturesFromTheirDeviceCopies) {
     ASSERT_EQ(mc.size(), mg.size()) << what;
     for (std::size_t i = 0; i < mc.size(); ++i)
       EXPECT_TRUE(mc[i].query == mg[i].query && mc[i].train == mg[i].train) << what << " match " << i;
+  }
+}
+
+// The u8 tensor-core path (integer descriptors 0..255): tiny sets, sizes around its tiles (128 queries per
+// block, 32 per warp, 16 per MMA; 64 train descriptors per tile, 8 per MMA), few queries against many train
+// descriptors (the train set split over up to 8 blocks per SM, then merged), and planted ties across splits.
+TEST(MatchCuda, U8PathSizesTiesAndSplits) {
+  REQUIRE_CUDA();
+  ss::Context cpu = make_context(ss::Backend::kCpu), gpu = make_context(ss::Backend::kCuda);
+  const int sizes[][2] = {{1, 1}, {1, 2}, {2, 1}, {5, 3}, {15, 7}, {17, 9}, {127, 63}, {128, 64}, {129, 65},
+                          {30, 3000}, {200, 4099}, {3000, 5000}};
+  std::uint64_t seed = 100;
+  for (const auto& sz : sizes) {
+    ss::Features q = random_features(sz[0], seed++, true), t = random_features(sz[1], seed++, true);
+    // Ties: the last train rows copy the first ones, and queries equal to train rows (distance 0, tied).
+    const int planted = std::min(sz[0], sz[1] / 2);
+    for (int i = 0; i < planted && i < 200; ++i) {
+      std::memcpy(&t.descriptors[std::size_t(sz[1] - 1 - i) * kDim], &t.descriptors[std::size_t(i) * kDim], kDim * sizeof(float));
+      std::memcpy(&q.descriptors[std::size_t(i) * kDim], &t.descriptors[std::size_t(i) * kDim], kDim * sizeof(float));
+    }
+    const std::string what = "u8 " + std::to_string(sz[0]) + " x " + std::to_string(sz[1]);
+    const std::vector<ss::Top2> g = ss::nearest_two(gpu, q, t);
+    expect_same(ss::nearest_two(cpu, q, t), g, what);
+    if (planted > 0 && sz[1] >= 2) {
+      EXPECT_EQ(g[0].best1, 0) << what;
+      EXPECT_EQ(g[0].distance1, 0.0f) << what;
+    }
+  }
+  // Every train descriptor equal: all distances tie, indices 0 and 1 win over every split.
+  ss::Features same = random_features(5000, 7, true);
+  for (std::size_t i = 1; i < same.size(); ++i)
+    std::memcpy(&same.descriptors[i * kDim], &same.descriptors[0], kDim * sizeof(float));
+  const ss::Features q = random_features(40, 8, true);
+  const std::vector<ss::Top2> g = ss::nearest_two(gpu, q, same);
+  expect_same(ss::nearest_two(cpu, q, same), g, "u8, all train descriptors equal");
+  for (const ss::Top2& r : g) {
+    EXPECT_EQ(r.best1, 0);
+    EXPECT_EQ(r.best2, 1);
+  }
+  // The extremes of the range: all 0 and all 255 (the largest distances, 128 * 255^2).
+  ss::Features ext = random_features(3, 9, true);
+  std::fill(ext.descriptors.begin(), ext.descriptors.begin() + kDim, 0.0f);
+  std::fill(ext.descriptors.begin() + kDim, ext.descriptors.begin() + 2 * kDim, 255.0f);
+  expect_same(ss::nearest_two(cpu, ext, ext), ss::nearest_two(gpu, ext, ext), "u8, 0 and 255");
+}
+
+// One value that is not an integer 0..255, on either side, sends the call to the float kernel (same bits).
+TEST(MatchCuda, U8PathFallsBackOnOtherValues) {
+  REQUIRE_CUDA();
+  ss::Context cpu = make_context(ss::Backend::kCpu), gpu = make_context(ss::Backend::kCuda);
+  const ss::Features q = random_features(70, 31, true), t = random_features(90, 32, true);
+  for (float odd : {256.0f, -1.0f, 0.5f, 1e-30f, -0.0f}) {
+    for (bool in_query : {true, false}) {
+      ss::Features a = q, b = t;
+      (in_query ? a : b).descriptors[17 * kDim + 5] = odd;
+      const std::string what = "value " + std::to_string(odd) + (in_query ? " in a query" : " in a train descriptor");
+      expect_same(ss::nearest_two(cpu, a, b), ss::nearest_two(gpu, a, b), what);
+    }
+  }
+}
+
+// A device copy (CUDA SIFT's, packed on the device) against host descriptors (uploaded as floats and packed
+// there too), both ways, integer and not.
+TEST(MatchCuda, U8PathMixedDeviceAndHost) {
+  REQUIRE_CUDA();
+  ss::Context cpu = make_context(ss::Backend::kCpu), gpu = make_context(ss::Backend::kCuda);
+  ss::SiftOptions o;
+  const ss::Features a = ss::detect_and_compute(gpu, ss::test::load_test_image("graf1_gray.png"), o);
+  ASSERT_NE(a.device, nullptr);
+  for (bool integer : {true, false}) {
+    const ss::Features h = random_features(500, 51, integer);
+    const std::string what = integer ? "integer host side" : "float host side";
+    expect_same(ss::nearest_two(cpu, a, h), ss::nearest_two(gpu, a, h), what);
+    expect_same(ss::nearest_two(cpu, h, a), ss::nearest_two(gpu, h, a), what + " (swapped)");
   }
 }
 

@@ -121,6 +121,21 @@ ss::Features random_features(int n, std::uint64_t seed, bool integer) {
   return f;
 }
 
+/// `host` with a device copy on the OpenCL test context that holds `on_device`'s values (other values than
+/// the host array it claims to mirror: what a kernel reads tells whether it used the copy); no copy on failure.
+ss::Features claim_device_copy(const ss::Features& host, const ss::Features& on_device) {
+  auto& st = dynamic_cast<ss::opencl::State&>(*gpu().impl().backend_impl);
+  cl_int err = CL_SUCCESS;
+  cl_mem m = clCreateBuffer(st.context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, on_device.descriptors.size() * sizeof(float),
+                            const_cast<float*>(on_device.descriptors.data()), &err);
+  ss::Features claimed = host;
+  if (err != CL_SUCCESS) return claimed;
+  claimed.device = std::make_shared<ss::opencl::DeviceDescriptors>(st, host.size(), host.descriptors.data(),
+                                                                  host.descriptors.size(), m);
+  clReleaseMemObject(m);
+  return claimed;
+}
+
 #define REQUIRE_OPENCL() \
   if (ss::test::opencl_device() < 0) GTEST_SKIP() << "no OpenCL device on this machine"
 
@@ -170,16 +185,8 @@ TEST(MatchOpenCL, DeviceCopyIsWhatTheKernelReads) {
   // the device values (proof that no upload happened), the host path the host values.
   const ss::Features host = random_features(300, 7, true), on_device = random_features(300, 8, true);
   const ss::Features train = random_features(500, 9, true);
-  auto& st = dynamic_cast<ss::opencl::State&>(*gpu().impl().backend_impl);
-  cl_int err = CL_SUCCESS;
-  const std::size_t bytes = on_device.descriptors.size() * sizeof(float);
-  cl_mem m = clCreateBuffer(st.context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes,
-                            const_cast<float*>(on_device.descriptors.data()), &err);
-  ASSERT_EQ(err, CL_SUCCESS);
-  ss::Features claimed = host;
-  claimed.device = std::make_shared<ss::opencl::DeviceDescriptors>(st, host.size(), host.descriptors.data(),
-                                                                  host.descriptors.size(), m);
-  clReleaseMemObject(m);
+  const ss::Features claimed = claim_device_copy(host, on_device);
+  ASSERT_NE(claimed.device, nullptr);
   expect_same_top2(ss::nearest_two(gpu(), claimed, train), ss::nearest_two(cpu(), on_device, train), "device values");
   ss::Features edited = claimed;
   edited.descriptors[0] += 1.0f;
@@ -232,8 +239,9 @@ TEST(MatchOpenCL, LargeRandomSetsWithPlantedTies) {
 
 TEST(MatchOpenCL, BothKernelFormsGiveTheCpuBits) {
   REQUIRE_OPENCL();
-  // The tiled GPU kernel and the CPU-device row kernel on any device, on sizes that are not multiples of
-  // their tiles (32 queries per row work-item, 64 x 64 tiles), with ties.
+  // The tiled GPU kernel, the CPU-device row kernel and the u8 kernel (integer descriptors; the others fall
+  // back to the tiled one) on any device, on sizes that are not multiples of their tiles (64 queries per row
+  // work-item, 64 x 64 tiles), with ties.
   auto& st = dynamic_cast<ss::opencl::State&>(*gpu().impl().backend_impl);
   for (bool integer : {true, false}) {
     ss::Features q = random_features(333, 21, integer), t = random_features(517, 22, integer);
@@ -242,13 +250,88 @@ TEST(MatchOpenCL, BothKernelFormsGiveTheCpuBits) {
       std::memcpy(&q.descriptors[std::size_t(i * 5) * kDim], &t.descriptors[std::size_t(i) * kDim], kDim * sizeof(float));
     }
     const auto want = ss::nearest_two(cpu(), q, t);
-    for (int variant : {0, 1}) {
+    for (int variant : {0, 1, 2}) {
       st.match_variant = variant;
-      expect_same_top2(ss::nearest_two(gpu(), q, t), want, variant ? "rows" : "tiled");
+      const std::string name = variant == 0 ? "tiled" : variant == 1 ? "rows" : "u8";
+      expect_same_top2(ss::nearest_two(gpu(), q, t), want, name.c_str());
       const ss::Features t3 = random_features(3, 23, integer);  // fewer train descriptors than a step of 4
-      expect_same_top2(ss::nearest_two(gpu(), q, t3), ss::nearest_two(cpu(), q, t3), variant ? "rows, 3" : "tiled, 3");
+      expect_same_top2(ss::nearest_two(gpu(), q, t3), ss::nearest_two(cpu(), q, t3), (name + ", 3").c_str());
     }
     st.match_variant = -1;
+  }
+}
+
+/// Both backends' Top2 bits on q x t with the OpenCL kernel variant `variant` (State::match_variant).
+void expect_variant_agrees(int variant, const ss::Features& q, const ss::Features& t, const std::string& what) {
+  auto& st = dynamic_cast<ss::opencl::State&>(*gpu().impl().backend_impl);
+  st.match_variant = variant;
+  expect_same_top2(ss::nearest_two(gpu(), q, t), ss::nearest_two(cpu(), q, t), what.c_str());
+  st.match_variant = -1;
+}
+
+TEST(MatchOpenCL, U8PathSizesTiesAndSplits) {
+  REQUIRE_OPENCL();
+  // Tiny sets, sizes around the tiles (32 or 64 queries per work-group, 32 or 64 train descriptors per tile),
+  // and few queries against many train descriptors (the train set split over several work-groups, merged).
+  const int sizes[][2] = {{1, 1}, {1, 2}, {2, 1}, {5, 3}, {31, 33}, {64, 64}, {65, 129}, {30, 3000}, {200, 4099}};
+  std::uint64_t seed = 100;
+  for (const auto& s : sizes) {
+    const ss::Features q = random_features(s[0], seed++, true), t = random_features(s[1], seed++, true);
+    expect_variant_agrees(2, q, t, "u8 " + std::to_string(s[0]) + " x " + std::to_string(s[1]));
+  }
+  // Ties across the splits: every train descriptor equal (all distances tie: indices 0 and 1 win), and
+  // duplicates of one row at both ends of a 3000-descriptor set.
+  ss::Features same = random_features(3000, 7, true);
+  for (std::size_t i = 1; i < same.size(); ++i)
+    std::memcpy(&same.descriptors[i * kDim], &same.descriptors[0], kDim * sizeof(float));
+  const ss::Features q = random_features(40, 8, true);
+  expect_variant_agrees(2, q, same, "u8, all train descriptors equal");
+  auto& st = dynamic_cast<ss::opencl::State&>(*gpu().impl().backend_impl);
+  st.match_variant = 2;
+  const auto all_tied = ss::nearest_two(gpu(), q, same);
+  st.match_variant = -1;
+  for (const ss::Top2& r : all_tied) {
+    EXPECT_EQ(r.best1, 0);
+    EXPECT_EQ(r.best2, 1);
+    EXPECT_EQ(r.distance1, r.distance2);
+  }
+  ss::Features ends = random_features(3000, 9, true);
+  std::memcpy(&ends.descriptors[2999 * kDim], &ends.descriptors[0], kDim * sizeof(float));
+  ss::Features probe = random_features(3, 10, true);
+  std::memcpy(&probe.descriptors[kDim], &ends.descriptors[0], kDim * sizeof(float));
+  expect_variant_agrees(2, probe, ends, "u8, a duplicate at both ends");
+}
+
+TEST(MatchOpenCL, U8PathFallsBackOnOtherValues) {
+  REQUIRE_OPENCL();
+  // One value that is not an integer 0..255 on either side sends the call to the float kernel (same bits);
+  // -0.0 is an integer 0 (same products).
+  const ss::Features q = random_features(70, 31, true), t = random_features(90, 32, true);
+  for (float odd : {256.0f, -1.0f, 0.5f, 1e-30f, -0.0f, 255.0f}) {
+    for (bool in_query : {true, false}) {
+      ss::Features a = q, b = t;
+      (in_query ? a : b).descriptors[17 * kDim + 5] = odd;
+      expect_variant_agrees(2, a, b, "value " + std::to_string(odd) + (in_query ? " in a query" : " in a train descriptor"));
+    }
+  }
+}
+
+TEST(MatchOpenCL, U8PathFromDeviceCopies) {
+  REQUIRE_OPENCL();
+  // Device copies are packed on the device: integer values take the u8 kernel, others fall back; the device
+  // values are what is matched (the copy below holds other values than its host array).
+  auto& st = dynamic_cast<ss::opencl::State&>(*gpu().impl().backend_impl);
+  for (bool integer : {true, false}) {
+    const ss::Features host = random_features(150, 41, integer), on_device = random_features(150, 42, integer);
+    const ss::Features train = random_features(260, 43, integer);
+    const ss::Features claimed = claim_device_copy(host, on_device);
+    ASSERT_NE(claimed.device, nullptr);
+    st.match_variant = 2;
+    const auto dev = ss::nearest_two(gpu(), claimed, train);
+    const auto back = ss::nearest_two(gpu(), train, claimed);
+    st.match_variant = -1;
+    expect_same_top2(dev, ss::nearest_two(cpu(), on_device, train), integer ? "u8 device copy" : "float device copy");
+    expect_same_top2(back, ss::nearest_two(cpu(), train, on_device), integer ? "u8 device copy as train" : "float device copy as train");
   }
 }
 

@@ -3,19 +3,28 @@
 // are the CPU backend's bit for bit (indices, ties to the lower train index, and distances: the kernel
 // returns squared distances summed in the CPU's order and the square roots are taken here). Descriptors of
 // small integers (SIFT's) take fused multiply-adds, exact for them (a device-side check decides, see the kernel).
+// On GPUs, descriptors whose values are all integers 0..255 take the u8 path instead (kernels/match_u8_top2.cl):
+// packed bytes (a quarter of the upload), integer dot products of four bytes at a time, the same bits.
 //
 // Descriptors that the OpenCL SIFT left on this device (FeatureView::device, a DeviceDescriptors) are read
 // in place; others are uploaded into named buffers reused across calls. The ratio test and the mutual check
 // stay in core/match.cpp on the Top2 results (a pass over n entries; the mutual check is a second match_top2).
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <tuple>
 #include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "backend/descriptor_u8.hpp"
 #include "backend/opencl/device_features.hpp"
 #include "backend/opencl/sift.hpp"
 #include "backend/opencl/state.hpp"
+#include "core/context_impl.hpp"
+#include "core/thread_pool.hpp"
 #include "spectrasift/error.hpp"
 
 namespace spectrasift::opencl {
@@ -113,26 +122,171 @@ cl_mem squared_norms(State& st, const std::string& options, cl_mem desc, int cou
   return norms;
 }
 
-}  // namespace
 
-void match_top2(detail::ContextImpl& ctx, const detail::FeatureView& query, const detail::FeatureView& train,
-                Top2* out) {
-  const int nq = query.count, nt = train.count, dim = query.dim;
-  if (nq <= 0) return;
-  if (nt <= 0) {  // nothing to match: the CPU's empty result (indices -1, distances +inf)
-    std::fill(out, out + nq, Top2{});
-    return;
+constexpr const char* kU8Program = "match_u8_top2.cl";
+// cl_khr_integer_dot_product's query (not in every CL header): CL_DEVICE_INTEGER_DOT_PRODUCT_CAPABILITIES_KHR
+// and its bit CL_DEVICE_INTEGER_DOT_PRODUCT_INPUT_4x8BIT_PACKED_KHR.
+constexpr cl_device_info kDotProductCapabilities = 0x1073;
+constexpr cl_bitfield kDotProductPacked4x8 = 1;
+
+/// The packed dot products the u8 kernel can be built with, best first (State::match_dot4 numbers them):
+/// 1 cl_khr_integer_dot_product's where the device reports packed 4 x 8-bit inputs, 2 NVIDIA's dp4a through
+/// inline PTX on NVIDIA's platform, 0 four integer multiply-adds (any device).
+std::vector<int> dot4_candidates(const State& st) {
+  std::vector<int> out;
+  std::size_t n = 0;
+  std::string ext;
+  if (clGetDeviceInfo(st.device, CL_DEVICE_EXTENSIONS, 0, nullptr, &n) == CL_SUCCESS && n > 0) {
+    ext.resize(n);
+    if (clGetDeviceInfo(st.device, CL_DEVICE_EXTENSIONS, n, ext.data(), nullptr) != CL_SUCCESS) ext.clear();
   }
-  State& st = state(ctx);
+  cl_bitfield caps = 0;
+  if (ext.find("cl_khr_integer_dot_product") != std::string::npos &&
+      clGetDeviceInfo(st.device, kDotProductCapabilities, sizeof caps, &caps, nullptr) == CL_SUCCESS &&
+      (caps & kDotProductPacked4x8) != 0)
+    out.push_back(1);
+  if (!st.device_identity.empty() && st.device_identity[0].find("NVIDIA") != std::string::npos) out.push_back(2);
+  out.push_back(0);
+  return out;
+}
+
+std::string u8_options(const MatchShape& s, int dim, int dot4) {
+  static const char* const kDot4[] = {"", " -DMATCH_DOT4_KHR", " -DMATCH_DOT4_PTX"};
+  return "-DMATCH_W4=" + std::to_string(dim / 4) + " -DMATCH_WX=" + std::to_string(s.wx) +
+         " -DMATCH_WY=" + std::to_string(s.wy) + " -DMATCH_RX=" + std::to_string(s.rx) +
+         " -DMATCH_RY=" + std::to_string(s.ry) + kDot4[dot4];
+}
+
+/// Local memory of the u8 kernel's shape: the query and train words, and the merge records.
+std::size_t u8_local_bytes(const MatchShape& s, int dim) {
+  const std::size_t qt = std::size_t(s.wy) * s.ry, tt = std::size_t(s.wx) * s.rx;
+  return std::size_t(dim / 4) * (qt + tt) * 4 + qt * std::size_t(s.wx) * 4 * sizeof(cl_int);
+}
+
+/// The match_u8_top2 kernel for this device, its shape and options: the first shape the device allows (as
+/// top2_kernel), with the best packed dot product that builds (probed once: a failed build falls back to the
+/// next candidate, and State::match_dot4 remembers the one that built).
+cl_kernel u8_kernel(State& st, int dim, MatchShape& shape, std::string& options) {
+  // 8 x 16 work-items with 8 x 8 register tiles (128 queries per work-group against tiles of 64 train
+  // descriptors: 16 local loads per 64 four-byte dot products, so the dot products bound the loop, not the
+  // local-memory loads as with 4 x 4 tiles: 8 per 16), then smaller shapes for devices with small limits. The
+  // same list on every device (CPU devices take this kernel only when asked), so PoCL tests the GPU's shape.
+  const MatchShape candidates[] = {{8, 16, 8, 8, 0}, {16, 16, 4, 4, 0}, {8, 8, 4, 4, 0}, {4, 4, 2, 2, 0}, {1, 1, 1, 1, 0}};
+  for (const MatchShape& s : candidates) {
+    const std::size_t items = std::size_t(s.wx) * std::size_t(s.wy);
+    if (items > st.max_work_group || u8_local_bytes(s, dim) > st.local_mem) continue;
+    const std::vector<int> dots = st.match_dot4 >= 0 ? std::vector<int>{st.match_dot4} : dot4_candidates(st);
+    for (int dot : dots) {
+      cl_kernel k = nullptr;
+      try {
+        k = st.kernel(kU8Program, "match_u8_top2", u8_options(s, dim, dot));
+      } catch (const Error&) {
+        if (dot == 0) throw;  // the portable form must build
+        continue;
+      }
+      st.match_dot4 = dot;
+      if (st.limits(k).work_group_size < items) break;
+      shape = s;
+      options = u8_options(s, dim, dot);
+      return k;
+    }
+  }
+  throw Error(ErrorCode::kUnsupported,
+              "descriptor matching: the OpenCL device allows no work-group shape of match_u8_top2 (" +
+                  std::to_string(st.local_mem) + " bytes of local memory)",
+              "opencl");
+}
+
+/// The u8 form of one side: packed bytes (dim / 4 words per descriptor) and squared norms.
+struct PackedSide {
+  cl_mem bytes = nullptr, norms = nullptr;
+};
+
+/// Both sides from host memory: packed on the host (the calling thread's pool) into one pinned buffer, each
+/// side's upload enqueued as soon as it is packed. False when a value is not an integer 0..255 (nothing
+/// enqueued then for the failing side).
+bool pack_host_sides(detail::ContextImpl& ctx, State& st, const detail::FeatureView& query,
+                     const detail::FeatureView& train, PackedSide& q, PackedSide& t) {
+  const std::size_t dim = std::size_t(query.dim);
+  const std::size_t nq = std::size_t(query.count), nt = std::size_t(train.count);
+  const std::size_t q_bytes = nq * dim, t_bytes = nt * dim;
+  PinnedBuffer& pin = st.pinned("match.u8.staging", q_bytes + t_bytes + (nq + nt) * sizeof(cl_int));
+  auto* base = static_cast<std::uint8_t*>(pin.host);
+  WorkPool& pool = calling_thread_pool(ctx.cpu_threads());
+  std::size_t offset = 0;
+  for (auto [view, side, name] : {std::tuple{&query, &q, "match.u8.query"}, std::tuple{&train, &t, "match.u8.train"}}) {
+    const std::size_t n = std::size_t(view->count), bytes = n * dim;
+    std::uint8_t* dst = base + offset;
+    auto* norms = reinterpret_cast<std::int32_t*>(base + q_bytes + t_bytes) + (view == &query ? 0 : nq);
+    std::atomic<bool> exact{true};
+    const int chunk = std::max(1024, (view->count + pool.size() - 1) / pool.size());
+    pool.run(view->count, chunk, [&](int b, int e, int) {
+      if (!detail::pack_descriptors_u8(view->descriptors, std::size_t(b), std::size_t(e), view->dim, dst, norms))
+        exact.store(false, std::memory_order_relaxed);
+    });
+    if (!exact.load()) return false;
+    side->bytes = st.buffer(std::string(name), bytes);
+    side->norms = st.buffer(std::string(name) + "_norms", n * sizeof(cl_int));
+    SPECTRASIFT_CL_CHECK(clEnqueueWriteBuffer(st.queue, side->bytes, CL_FALSE, 0, bytes, dst, 0, nullptr, nullptr));
+    SPECTRASIFT_CL_CHECK(clEnqueueWriteBuffer(st.queue, side->norms, CL_FALSE, 0, n * sizeof(cl_int), norms, 0,
+                                              nullptr, nullptr));
+    offset += bytes;
+  }
+  return true;
+}
+
+/// Float descriptors on the device packed there (match_u8_pack); the flag is read back (one round trip):
+/// false when a value of either side is not an integer 0..255.
+bool pack_device_sides(State& st, const std::string& options, cl_mem qf, int nq, cl_mem tf, int nt, int dim,
+                       PackedSide& q, PackedSide& t) {
+  const cl_mem flag = st.buffer("match.u8.inexact", sizeof(cl_int));
+  const cl_int zero = 0;
+  SPECTRASIFT_CL_CHECK(clEnqueueFillBuffer(st.queue, flag, &zero, sizeof zero, 0, sizeof zero, 0, nullptr, nullptr));
+  cl_kernel k = st.kernel(kU8Program, "match_u8_pack", options);
+  const std::size_t local = st.work_group_1d(k, 64);
+  for (auto [mem, n, side, name] : {std::tuple{qf, nq, &q, "match.u8.query"}, std::tuple{tf, nt, &t, "match.u8.train"}}) {
+    side->bytes = st.buffer(std::string(name), std::size_t(n) * std::size_t(dim));
+    side->norms = st.buffer(std::string(name) + "_norms", std::size_t(n) * sizeof(cl_int));
+    set_args(k, mem, cl_int(n), side->bytes, side->norms, flag);
+    const std::size_t global = round_up(std::size_t(n), local);
+    SPECTRASIFT_CL_CHECK(clEnqueueNDRangeKernel(st.queue, k, 1, nullptr, &global, &local, 0, nullptr, nullptr));
+  }
+  cl_int inexact = 1;
+  SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(st.queue, flag, CL_TRUE, 0, sizeof inexact, &inexact, 0, nullptr, nullptr));
+  return inexact == 0;
+}
+
+/// The u8 kernel over both packed sides, split over the train set so that the device has at least four
+/// work-groups per compute unit, then the merge of the splits into dist / index (squared distances).
+void run_u8(State& st, cl_kernel k, const MatchShape& shape, const std::string& options, const PackedSide& q, int nq,
+            const PackedSide& t, int nt, cl_mem dist, cl_mem index) {
+  const std::size_t qt = std::size_t(shape.wy) * std::size_t(shape.ry), tt = std::size_t(shape.wx) * std::size_t(shape.rx);
+  const std::size_t groups = (std::size_t(nq) + qt - 1) / qt;
+  cl_uint units = 1;
+  SPECTRASIFT_CL_CHECK(clGetDeviceInfo(st.device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, nullptr));
+  const std::size_t tiles = (std::size_t(nt) + tt - 1) / tt;
+  const std::size_t want = std::clamp<std::size_t>((4 * std::size_t(units) + groups - 1) / groups, 1, tiles);
+  const std::size_t per_split = (tiles + want - 1) / want * tt;  // whole tiles per split
+  const std::size_t splits = (std::size_t(nt) + per_split - 1) / per_split;
+  const cl_mem partial = st.buffer("match.u8.partial", splits * std::size_t(nq) * 4 * sizeof(cl_int));
+  set_args(k, q.bytes, cl_int(nq), t.bytes, cl_int(nt), t.norms, cl_int(per_split), partial);
+  const std::size_t local[2] = {std::size_t(shape.wx), std::size_t(shape.wy)};
+  const std::size_t global[2] = {local[0] * splits, groups * local[1]};
+  SPECTRASIFT_CL_CHECK(clEnqueueNDRangeKernel(st.queue, k, 2, nullptr, global, local, 0, nullptr, nullptr));
+  cl_kernel merge = st.kernel(kU8Program, "match_u8_merge", options);
+  set_args(merge, partial, cl_int(nq), cl_int(splits), q.norms, dist, index);
+  const std::size_t m_local = st.work_group_1d(merge, 64);
+  const std::size_t m_global = round_up(std::size_t(nq), m_local);
+  SPECTRASIFT_CL_CHECK(clEnqueueNDRangeKernel(st.queue, merge, 1, nullptr, &m_global, &m_local, 0, nullptr, nullptr));
+}
+
+/// The float kernels (match_l2_top2 or, on CPU devices, match_l2_top2_rows) over both sides: any values.
+void run_float(State& st, int dim, cl_mem q, int nq, cl_mem t, int nt, cl_mem dist, cl_mem index) {
   MatchShape shape{};
   std::string options;
   cl_kernel k = top2_kernel(st, dim, shape, options);
-  const cl_mem q = descriptors_on_device(st, query, "match.query");
-  const cl_mem t = descriptors_on_device(st, train, "match.train");
   const cl_mem qn = squared_norms(st, options, q, nq, "match.query_norms");
   const cl_mem tn = squared_norms(st, options, t, nt, "match.train_norms");
-  const cl_mem dist = st.buffer("match.distance", 2 * std::size_t(nq) * sizeof(float));
-  const cl_mem index = st.buffer("match.index", 2 * std::size_t(nq) * sizeof(cl_int));
   const cl_mem inexact = st.buffer("match.inexact", sizeof(cl_int));
   check_exact(st, options, inexact, q, std::size_t(nq) * std::size_t(dim), t, std::size_t(nt) * std::size_t(dim));
   if (use_rows(st)) {
@@ -156,6 +310,67 @@ void match_top2(detail::ContextImpl& ctx, const detail::FeatureView& query, cons
     const std::size_t global[2] = {local[0], (std::size_t(nq) + qt - 1) / qt * local[1]};
     SPECTRASIFT_CL_CHECK(clEnqueueNDRangeKernel(st.queue, k, 2, nullptr, global, local, 0, nullptr, nullptr));
   }
+}
+
+/// Whether the u8 path is tried: on GPUs (CPU devices keep the float row kernel; a GPU then needs a hardware
+/// dot product, see match_top2) or when State::match_variant asks for it (2), for descriptors of whole words.
+bool try_u8(const State& st, int dim) {
+  return dim % 4 == 0 && (st.match_variant == 2 || (st.match_variant < 0 && !st.is_cpu));
+}
+
+}  // namespace
+
+void match_top2(detail::ContextImpl& ctx, const detail::FeatureView& query, const detail::FeatureView& train,
+                Top2* out) {
+  const int nq = query.count, nt = train.count, dim = query.dim;
+  if (nq <= 0) return;
+  if (nt <= 0) {  // nothing to match: the CPU's empty result (indices -1, distances +inf)
+    std::fill(out, out + nq, Top2{});
+    return;
+  }
+  State& st = state(ctx);
+  // With ContextOptions::verbose, the parts of the call by the clock, the queue drained after each (only then).
+  std::string parts;
+  auto last = std::chrono::steady_clock::now();
+  const auto part = [&](const char* name) {
+    if (!ctx.options.verbose) return;
+    SPECTRASIFT_CL_CHECK(clFinish(st.queue));
+    const auto now = std::chrono::steady_clock::now();
+    parts += std::string(parts.empty() ? "" : ", ") + name + " " +
+             std::to_string(std::chrono::duration<double, std::milli>(now - last).count()) + " ms";
+    last = now;
+  };
+  const cl_mem dist = st.buffer("match.distance", 2 * std::size_t(nq) * sizeof(float));
+  const cl_mem index = st.buffer("match.index", 2 * std::size_t(nq) * sizeof(cl_int));
+  const bool on_host = dynamic_cast<const DeviceDescriptors*>(query.device) == nullptr &&
+                       dynamic_cast<const DeviceDescriptors*>(train.device) == nullptr;
+  bool done = false;
+  if (try_u8(st, dim)) {
+    MatchShape shape{};
+    std::string options;
+    cl_kernel k = u8_kernel(st, dim, shape, options);
+    // By default a GPU takes the u8 path only with a hardware dot product (khr or dp4a): the portable form's
+    // byte extractions cost more than the float kernel's fused multiply-adds (match_variant 2 forces it).
+    if (st.match_variant == 2 || st.match_dot4 != 0) {
+      PackedSide q8, t8;
+      // Host descriptors are packed on the host (a quarter of the upload); device copies on the device.
+      const bool exact = on_host ? pack_host_sides(ctx, st, query, train, q8, t8)
+                                 : pack_device_sides(st, options, descriptors_on_device(st, query, "match.query"), nq,
+                                                     descriptors_on_device(st, train, "match.train"), nt, dim, q8, t8);
+      part(on_host ? "u8 packing on the host and uploads" : "u8 packing on the device");
+      if (exact) {
+        run_u8(st, k, shape, options, q8, nq, t8, nt, dist, index);
+        part(("u8 kernels (dot products: " + std::string(st.match_dot4 == 1 ? "khr" : st.match_dot4 == 2 ? "dp4a PTX" : "portable") + ")").c_str());
+        done = true;
+      }
+    }
+  }
+  if (!done) {
+    const cl_mem q = descriptors_on_device(st, query, "match.query"), t = descriptors_on_device(st, train, "match.train");
+    part("float uploads");
+    run_float(st, dim, q, nq, t, nt, dist, index);
+    part("float kernels");
+  }
   std::vector<float> d(2 * std::size_t(nq));
   std::vector<cl_int> i(2 * std::size_t(nq));
   SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(st.queue, index, CL_FALSE, 0, i.size() * sizeof(cl_int), i.data(), 0,
@@ -169,6 +384,9 @@ void match_top2(detail::ContextImpl& ctx, const detail::FeatureView& query, cons
     o.distance1 = std::sqrt(d[2 * std::size_t(r)]);
     o.distance2 = std::sqrt(d[2 * std::size_t(r) + 1]);
   }
+  part("read-back and square roots");
+  if (ctx.options.verbose)
+    ctx.log("match_top2 on opencl: " + std::to_string(nq) + " x " + std::to_string(nt) + ": " + parts);
 }
 
 void State::match_top2(detail::ContextImpl& ctx, const detail::FeatureView& query, const detail::FeatureView& train,
