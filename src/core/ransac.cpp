@@ -157,7 +157,9 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
 
   Scored best;
   std::vector<std::uint8_t> mask(static_cast<std::size_t>(n));
-  bool mask_is_best = false;  // `mask` is best's inlier mask (and best's count and sum are that mask's)
+  // best's inlier mask once local optimisation has scored it (best's count and sum are that mask's).
+  std::vector<std::uint8_t> best_mask(static_cast<std::size_t>(n));
+  bool best_mask_valid = false;
   int limit = options.max_iterations;
   int processed = 0;
   constexpr int kBatch = 128;
@@ -207,18 +209,18 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
       cand.sum = sums[std::size_t(k)];
       if (!cand.better_than(best, options.msac, n, thr2)) continue;
       best = cand;
-      mask_is_best = false;
+      best_mask_valid = false;
       if (options.local_optimization && best.inliers > pb.s) {
+        // A kept round's mask becomes best's (a swap): each model is scored once.
+        score_one(pb, best.h, thr2, best_mask);
+        best_mask_valid = true;
         for (int round = 0; round < 4; ++round) {
-          // After a kept round `mask` already holds best's mask (best is that round's refit): scored once.
-          if (round == 0) score_one(pb, best.h, thr2, mask);
-          mask_is_best = true;
           Mat3 h;
-          if (!refit(mask, false, h)) break;
+          if (!refit(best_mask, false, h)) break;
           const Scored lo = score_one(pb, h, thr2, mask);
-          mask_is_best = lo.better_than(best, options.msac, n, thr2);
-          if (!mask_is_best) break;
+          if (!lo.better_than(best, options.msac, n, thr2)) break;
           best = lo;
+          best_mask.swap(mask);
         }
       }
       limit = std::max(adaptive_iterations(options, best.inliers, n), processed);
@@ -228,9 +230,11 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
   progress.stage(0.95, 1.0);
   if (best.inliers < 0) return result;
 
-  // Final refinement on the inliers; a refit is kept only when it is at least as good. Local optimisation
-  // usually leaves best's mask in `mask` (its count and sum are that mask's): no second scoring then.
-  Scored cur = mask_is_best ? best : score_one(pb, best.h, thr2, mask);
+  // Final refinement on the inliers; a refit is kept only when it is at least as good. With local
+  // optimisation best's mask is already known: no second scoring of best (a device round trip).
+  Scored cur = best;
+  if (best_mask_valid) mask.swap(best_mask);
+  else cur = score_one(pb, best.h, thr2, mask);
   std::vector<std::uint8_t> cur_mask = mask;
   if (options.refine) {
     for (int round = 0; round < 3; ++round) {
