@@ -36,6 +36,7 @@ struct Problem {
   detail::BackendImpl* scorer = nullptr;  // runs score_models and inlier_mask
   detail::PointPairs pairs{};  // moving, fixed, n and the run's id
   double* scoring_ms = nullptr;  // time spent in the scorer's calls (the log line's split)
+  int* masks = nullptr;          // inlier_mask calls (each one a round trip on a device)
 };
 
 /// Adds the time of its scope to *ms.
@@ -101,6 +102,7 @@ Scored score_one(const Problem& pb, const Mat3& h, double thr2, std::vector<std:
   Scored s;
   s.h = h;
   const ScopeTimer timer(pb.scoring_ms);
+  ++*pb.masks;
   s.inliers = pb.scorer->inlier_mask(h.data(), pb.pairs, thr2, mask.data(), &s.sum);
   return s;
 }
@@ -147,9 +149,12 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
   pb.pairs = {pb.moving, pb.fixed, n, next_pairs_id()};
   // Where the time goes, for the log line: hypotheses (host), scoring and masks (the backend), refits (host).
   double hypotheses_ms = 0, scoring_ms = 0, refits_ms = 0;
+  int batches = 0, masks = 0, refits = 0;  // scorer calls and refits, for the log line
   pb.scoring_ms = &scoring_ms;
+  pb.masks = &masks;
   const auto refit = [&](const std::vector<std::uint8_t>& m, bool nonlinear, Mat3& h) {
     const ScopeTimer timer(&refits_ms);
+    ++refits;
     return geometry::fit_subset(options.model, pb.moving, pb.fixed, indices_of(m), nonlinear, h);
   };
   const int threads = ctx.impl().cpu_threads();
@@ -196,6 +201,7 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
     }
     {
       const ScopeTimer timer(pb.scoring_ms);
+      ++batches;
       pb.scorer->score_models(models.data(), valid.data(), b, pb.pairs, thr2, threads, counts.data(), sums.data());
     }
     // Decisions are taken strictly in iteration order, so the batch size and the thread count do not
@@ -264,8 +270,9 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
                  std::to_string(n) + " inliers, rms " + std::to_string(result.rms_px) + " px, " +
                  std::to_string(result.iterations) + " iterations, " + std::to_string(ms) + " ms (hypotheses " +
                  std::to_string(hypotheses_ms) + " ms, scoring " + std::to_string(scoring_ms) + " ms on " +
-                 spectrasift::to_string(pb.scorer->kind()) + ", least-squares refits " + std::to_string(refits_ms) +
-                 " ms)");
+                 spectrasift::to_string(pb.scorer->kind()) + " in " + std::to_string(batches) + " batches and " +
+                 std::to_string(masks) + " masks, " + std::to_string(refits) + " least-squares refits " +
+                 std::to_string(refits_ms) + " ms)");
   return result;
 }
 
