@@ -36,6 +36,7 @@ struct Problem {
   detail::BackendImpl* scorer = nullptr;  // runs score_models and inlier_mask
   detail::PointPairs pairs{};  // moving, fixed, n and the run's id
   double* scoring_ms = nullptr;  // time spent in the scorer's calls (the log line's split)
+  int* masks = nullptr;          // inlier_mask calls (each one a round trip on a device)
 };
 
 /// Adds the time of its scope to *ms.
@@ -101,6 +102,7 @@ Scored score_one(const Problem& pb, const Mat3& h, double thr2, std::vector<std:
   Scored s;
   s.h = h;
   const ScopeTimer timer(pb.scoring_ms);
+  ++*pb.masks;
   s.inliers = pb.scorer->inlier_mask(h.data(), pb.pairs, thr2, mask.data(), &s.sum);
   return s;
 }
@@ -147,9 +149,12 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
   pb.pairs = {pb.moving, pb.fixed, n, next_pairs_id()};
   // Where the time goes, for the log line: hypotheses (host), scoring and masks (the backend), refits (host).
   double hypotheses_ms = 0, scoring_ms = 0, refits_ms = 0;
+  int batches = 0, masks = 0, refits = 0;  // scorer calls and refits, for the log line
   pb.scoring_ms = &scoring_ms;
+  pb.masks = &masks;
   const auto refit = [&](const std::vector<std::uint8_t>& m, bool nonlinear, Mat3& h) {
     const ScopeTimer timer(&refits_ms);
+    ++refits;
     return geometry::fit_subset(options.model, pb.moving, pb.fixed, indices_of(m), nonlinear, h);
   };
   const int threads = ctx.impl().cpu_threads();
@@ -157,6 +162,9 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
 
   Scored best;
   std::vector<std::uint8_t> mask(static_cast<std::size_t>(n));
+  // best's inlier mask once local optimisation has scored it (best's count and sum are that mask's).
+  std::vector<std::uint8_t> best_mask(static_cast<std::size_t>(n));
+  bool best_mask_valid = false;
   int limit = options.max_iterations;
   int processed = 0;
   constexpr int kBatch = 128;
@@ -164,7 +172,12 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
   std::vector<std::uint8_t> valid(kBatch);
   std::vector<int> counts(kBatch);
   std::vector<double> sums(kBatch);
-  int batch = 16;  // grows to kBatch: the adaptive limit is often reached within a few dozen iterations
+  // On the CPU the batch grows from 16 to kBatch (scoring costs in proportion to the models, and the adaptive
+  // limit is often reached within a few dozen iterations). On a device a batch costs a host round trip
+  // (upload, launch, read-back: ~20 us on the H200) whatever its size up to kBatch (128 models x 10k pairs score
+  // in ~40 us there), so the whole kBatch goes first: 112 iterations are one round trip instead of three.
+  // The batch size never changes the result (decisions in iteration order).
+  int batch = pb.scorer->kind() == Backend::kCpu ? 16 : kBatch;
   // Progress: the iterations done of the current limit (which only shrinks), then the refinement.
   detail::OperationProgress progress(ctx.impl());
   progress.stage(0.0, 0.95);
@@ -188,6 +201,7 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
     }
     {
       const ScopeTimer timer(pb.scoring_ms);
+      ++batches;
       pb.scorer->score_models(models.data(), valid.data(), b, pb.pairs, thr2, threads, counts.data(), sums.data());
     }
     // Decisions are taken strictly in iteration order, so the batch size and the thread count do not
@@ -201,15 +215,18 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
       cand.sum = sums[std::size_t(k)];
       if (!cand.better_than(best, options.msac, n, thr2)) continue;
       best = cand;
+      best_mask_valid = false;
       if (options.local_optimization && best.inliers > pb.s) {
+        // A kept round's mask becomes best's (a swap): each model is scored once.
+        score_one(pb, best.h, thr2, best_mask);
+        best_mask_valid = true;
         for (int round = 0; round < 4; ++round) {
-          // After a kept round `mask` already holds best's mask (best is that round's refit): scored once.
-          if (round == 0) score_one(pb, best.h, thr2, mask);
           Mat3 h;
-          if (!refit(mask, false, h)) break;
+          if (!refit(best_mask, false, h)) break;
           const Scored lo = score_one(pb, h, thr2, mask);
           if (!lo.better_than(best, options.msac, n, thr2)) break;
           best = lo;
+          best_mask.swap(mask);
         }
       }
       limit = std::max(adaptive_iterations(options, best.inliers, n), processed);
@@ -219,8 +236,11 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
   progress.stage(0.95, 1.0);
   if (best.inliers < 0) return result;
 
-  // Final refinement on the inliers; a refit is kept only when it is at least as good.
-  Scored cur = score_one(pb, best.h, thr2, mask);
+  // Final refinement on the inliers; a refit is kept only when it is at least as good. With local
+  // optimisation best's mask is already known: no second scoring of best (a device round trip).
+  Scored cur = best;
+  if (best_mask_valid) mask.swap(best_mask);
+  else cur = score_one(pb, best.h, thr2, mask);
   std::vector<std::uint8_t> cur_mask = mask;
   if (options.refine) {
     for (int round = 0; round < 3; ++round) {
@@ -250,8 +270,9 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
                  std::to_string(n) + " inliers, rms " + std::to_string(result.rms_px) + " px, " +
                  std::to_string(result.iterations) + " iterations, " + std::to_string(ms) + " ms (hypotheses " +
                  std::to_string(hypotheses_ms) + " ms, scoring " + std::to_string(scoring_ms) + " ms on " +
-                 spectrasift::to_string(pb.scorer->kind()) + ", least-squares refits " + std::to_string(refits_ms) +
-                 " ms)");
+                 spectrasift::to_string(pb.scorer->kind()) + " in " + std::to_string(batches) + " batches and " +
+                 std::to_string(masks) + " masks, " + std::to_string(refits) + " least-squares refits " +
+                 std::to_string(refits_ms) + " ms)");
   return result;
 }
 
