@@ -303,6 +303,7 @@ int run_sift_batch(Context& ctx, const SiftCliOptions& o, const GlobalOptions& g
     try {
       li = read_batch_image(ctx, o, g, images[i], i);
     } catch (const Error& e) {
+      run_group();  // the images before it first, so that the results come in the inputs' order
       fail(i, e);
       continue;
     }
