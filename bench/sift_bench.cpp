@@ -4,7 +4,7 @@
 // OpenCV's cv2.SIFT on the same images in the same table format.
 //
 //   sift_bench [--backend cpu|opencl|cuda|all] [--device N] [--runs N] [--warmup N] [--threads N]
-//              [--photos DIR] [--match-size N] [--match-only] [--quick] [--vs-opencv [IMAGE...]]
+//              [--photos DIR] [--match-size N] [--match-only] [--quick] [--batch N] [--vs-opencv [IMAGE...]]
 //
 // End to end = detect_and_compute on an 8-bit grey host image (upload, the whole pipeline, the features
 // back on the host), steady clock, median of --runs after --warmup runs. Per stage (OpenCL): the device
@@ -14,6 +14,11 @@
 // the first 16384, train: the same image without upsampling), topped up with random integer descriptors
 // when fewer. --match-only: the matching table alone. --quick: 3 runs, 1 warm-up, 4096 descriptors. --vs-opencv: the former table, our CPU
 // backend against OpenCV C++ cv::SIFT in child processes with their peak RSS (bench/sift_bench_vs_opencv.inc).
+// --batch N: the batch table alone (issue 19's "batch of 100 kleiber 1080p images" row): N copies of kleiber
+// 1080p's grey image, each in its own buffer, through one batch call (detect_and_compute over the list) against
+// N single calls in the same run, per image (total / N), median of --runs after --warmup; upsampled (OpenCV's
+// default). On CUDA also from page-locked copies (the batch copies image i + 1 beside image i's compute either
+// way; page-locked memory skips the host staging copy).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -34,6 +39,9 @@
 
 #ifdef SPECTRASIFT_HAVE_OPENCL
 #include "hooks/opencl_hooks.hpp"
+#endif
+#ifdef SPECTRASIFT_HAVE_CUDA
+#include "hooks/cuda_hooks.hpp"
 #endif
 #ifdef SPECTRASIFT_HAVE_OPENCV
 #include <opencv2/core.hpp>
@@ -142,6 +150,67 @@ void bench_sift(ss::Context& ctx, ss::Backend b, const std::string& name, const 
       stage_text(stages));
 }
 
+/// The batch row of one backend: `copies` (N images, views of separate buffers) through the batch call and N
+/// single calls, per image, in the same run; the batch's features checked equal to the single calls' counts.
+void bench_batch_views(ss::Context& ctx, ss::Backend b, const std::string& name, const std::vector<ss::ImageView>& views,
+                       const std::string& memory, const Config& cfg) {
+  const ss::SiftOptions o;  // upsampled, OpenCV's default
+  const double n = double(views.size());
+  std::vector<double> single, batch;
+  long kps_single = 0, kps_batch = 0;
+  for (int i = 0; i < cfg.warmup + cfg.runs; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    kps_single = 0;
+    for (const ss::ImageView& v : views) kps_single += long(ss::detect_and_compute(ctx, v, o).size());
+    const double single_ms = ms_since(t0) / n;
+    t0 = std::chrono::steady_clock::now();
+    kps_batch = 0;
+    ss::detect_and_compute(ctx, views, o, nullptr, [&](std::size_t, ss::Features&& f) { kps_batch += long(f.size()); });
+    const double batch_ms = ms_since(t0) / n;
+    if (i < cfg.warmup) continue;
+    single.push_back(single_ms);
+    batch.push_back(batch_ms);
+  }
+  std::printf("| %s x %zu | %s | spectrasift %s | %s | %.3f | %.3f | %.2f | %ld | %s |\n", name.c_str(), views.size(),
+              memory.c_str(), ss::to_string(b), ctx.describe().c_str(), median(single), median(batch),
+              median(single) / std::max(median(batch), 1e-9), kps_batch / long(views.size()),
+              kps_batch == kps_single ? "same" : "DIFFERENT");
+  std::fflush(stdout);
+}
+
+void bench_batch(const std::vector<ss::Backend>& backends, const Config& cfg, const std::string& name,
+                 const ss::Image& im, int count) {
+  std::printf("SIFT batch: %d copies of %s (8-bit grey, %dx%d, upsampled), one batch call against %d single calls "
+              "in the same run; per image = total / %d, median of %d runs after %d warm-up runs\n\n",
+              count, name.c_str(), im.width, im.height, count, count, cfg.runs, cfg.warmup);
+  std::printf("| images | host memory | implementation | device | single calls ms/image | batch ms/image | speed-up | "
+              "keypoints/image | batch features |\n|---|---|---|---|---:|---:|---:|---:|---|\n");
+  const std::vector<ss::Image> copies(std::size_t(count), im);  // separate buffers, as N decoded photos
+  std::vector<ss::ImageView> views;
+  for (const ss::Image& c : copies) views.push_back(ss::ImageView{c.data.data(), c.width, c.height, 1, c.type});
+  for (ss::Backend b : backends) {
+    try {
+      ss::Context ctx(context_options(b, cfg));
+      bench_batch_views(ctx, b, name, views, "pageable", cfg);
+#ifdef SPECTRASIFT_HAVE_CUDA
+      if (b == ss::Backend::kCuda) {
+        std::vector<void*> pinned;
+        std::vector<ss::ImageView> pinned_views = views;
+        for (ss::ImageView& v : pinned_views) {
+          pinned.push_back(ss::cuda::bench::pinned_host_alloc(ctx, im.data.size()));
+          std::memcpy(pinned.back(), im.data.data(), im.data.size());
+          v.data = pinned.back();
+        }
+        bench_batch_views(ctx, b, name, pinned_views, "page-locked", cfg);
+        for (void* p : pinned) ss::cuda::bench::pinned_host_free(p);
+      }
+#endif
+    } catch (const ss::Error& e) {
+      std::printf("| - | - | spectrasift %s | - | - | - | - | - | %s |\n", ss::to_string(b), e.what());
+    }
+  }
+}
+
 /// n descriptors: those of `f` first, then random integer ones (0..255, as SIFT's).
 ss::Features descriptors_of(const ss::Features& f, int n, std::uint64_t seed) {
   ss::Features out;
@@ -204,6 +273,7 @@ int vs_opencv(int argc, char** argv);  // bench/sift_bench_vs_opencv.inc
 int main(int argc, char** argv) {
   Config cfg;
   bool quick = false, match_only = false;
+  int batch = 0;  // --batch N: the batch table alone
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--vs-opencv") return vs_opencv(argc - i - 1, argv + i + 1);
@@ -231,12 +301,13 @@ int main(int argc, char** argv) {
     else if (a == "--photos") cfg.photos = next();
     else if (a == "--match-size") cfg.match_size = std::max(1, std::atoi(next().c_str()));
     else if (a == "--quick") quick = true;
+    else if (a == "--batch") batch = std::max(1, std::atoi(next().c_str()));
     else if (a == "--match-only") match_only = true;
     else if (a == "--verbose") cfg.verbose = true;
     else if (a == "-h" || a == "--help") {
       std::printf("usage: sift_bench [--backend cpu|opencl|cuda|all (all)] [--device N (0)] [--runs N (7)] [--warmup N (2)]\n"
                   "                  [--threads N (0 = all)] [--photos DIR (../shared/data/photos, else ./shared/...)] [--match-size N (16384)]\n"
-                  "                  [--match-only] [--quick] [--verbose] | --vs-opencv [--threads N] [--runs N] [--warmup N] [--large FILE] [IMAGE...]\n");
+                  "                  [--match-only] [--quick] [--verbose] [--batch N] | --vs-opencv [--threads N] [--runs N] [--warmup N] [--large FILE] [IMAGE...]\n");
       return 0;
     } else {
       std::fprintf(stderr, "sift_bench: unknown argument %s (--help)\n", a.c_str());
@@ -267,6 +338,14 @@ int main(int argc, char** argv) {
     if (name == "elephants_3840x2160.jpg") elephants = &im;
   if (match_only) {
     bench_matching(cfg.backends, cfg, elephants);
+    return 0;
+  }
+  if (batch > 0) {
+    if (photos.empty() || photos.front().first != "kleiber_1920x1080.jpg") {
+      std::printf("--batch needs kleiber_1920x1080.jpg in %s -- not timed\n", cfg.photos.c_str());
+      return 1;
+    }
+    bench_batch(cfg.backends, cfg, photos.front().first, photos.front().second, batch);
     return 0;
   }
   std::printf("SIFT end to end (8-bit grey host image -> features on the host), median of %d runs after %d warm-up "

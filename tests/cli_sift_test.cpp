@@ -10,8 +10,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "cli_run.hpp"
 #include "spectrasift/error.hpp"
@@ -252,4 +254,67 @@ TEST_F(CliSift, DrawsKeypoints) {
     coloured += !(q[0] == q[1] && q[1] == q[2]);
   }
   EXPECT_GT(coloured, 1000u);
+}
+
+// A folder of images (issue 19, item 1): its images in name order through the batch call, other files skipped,
+// one JSON line per image (with its place in its batch call) and one error line, naming the file, for an image
+// that cannot be read; the others go on and the exit code is the bad file's. Each image's outputs are those of
+// the single-image command (the same bytes), named after it in the output folder; the bad one leaves none.
+TEST_F(CliSift, FolderRunsInBatchesAndReportsABadFile) {
+  const fs::path in = p("in");
+  fs::create_directories(in);
+  fs::copy_file(kData / "box.png", in / "box.png");
+  fs::copy_file(kData / "graf1_gray.png", in / "graf1_gray.png");
+  fs::copy_file(kData / "graf3_gray.png", in / "graf3_gray.png");
+  fs::copy_file(kData / "box.png", in / "z_box.png");
+  { std::ofstream(in / "c_bad.png") << "not a png"; }
+  { std::ofstream(in / "notes.txt") << "skipped"; }
+  CliRun r = run("sift " + quote(in.string()) + " -o " + quote(p("out").string()) + " --json --backend cpu");
+  skip_if_no_sift(r);
+  EXPECT_EQ(r.status, 1) << r.err;  // the bad file's error (bad format); the others done
+  EXPECT_NE(r.err.find("c_bad.png"), std::string::npos) << r.err;
+  std::vector<nlohmann::json> lines;
+  std::istringstream ss(r.out);
+  for (std::string line; std::getline(ss, line);) lines.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(lines.size(), 5u) << r.out;
+  const std::vector<std::string> names{"box.png", "c_bad.png", "graf1_gray.png", "graf3_gray.png", "z_box.png"};
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const nlohmann::json& j = lines[i];
+    if (names[i] == "c_bad.png") {
+      EXPECT_TRUE(j.contains("error")) << j;
+      EXPECT_EQ(j.at("image"), (in / "c_bad.png").string());
+      continue;
+    }
+    EXPECT_EQ(j.at("image").at("path"), (in / names[i]).string()) << j;
+    EXPECT_GT(j.at("image").at("features").get<int>(), 100);
+  }
+  // graf1 and graf3 (one size) share a batch call; box and z_box are each alone in theirs.
+  EXPECT_EQ(lines[2].at("batch"), (nlohmann::json{{"index", 0}, {"images", 2}}));
+  EXPECT_EQ(lines[3].at("batch"), (nlohmann::json{{"index", 1}, {"images", 2}}));
+  EXPECT_EQ(lines[4].at("batch"), (nlohmann::json{{"index", 0}, {"images", 1}}));
+  std::set<std::string> written;
+  for (const auto& e : fs::directory_iterator(p("out"))) written.insert(e.path().filename().string());
+  EXPECT_EQ(written, (std::set<std::string>{"box.bin", "graf1_gray.bin", "graf3_gray.bin", "z_box.bin"}));
+  // The same bytes as the single-image command.
+  ASSERT_EQ(run("sift " + quote((kData / "graf3_gray.png").string()) + " -o " + quote(p("one.bin").string()) +
+                " --backend cpu").status, 0);
+  EXPECT_TRUE(slurp(p("one.bin")) == slurp(p("out") / "graf3_gray.bin"));
+  EXPECT_TRUE(slurp(p("out") / "box.bin") == slurp(p("out") / "z_box.bin"));
+}
+
+// A folder without images is an error naming it, before any work; a folder of one image still writes into the
+// output folder (a folder's images are always "several").
+TEST_F(CliSift, FolderWithoutImagesOrWithOne) {
+  fs::create_directories(p("empty"));
+  { std::ofstream(p("empty") / "readme.txt") << "no image here"; }
+  CliRun e = run("sift " + quote(p("empty").string()) + " -o " + quote(p("out").string()));
+  EXPECT_EQ(e.status, 1);
+  EXPECT_NE(e.err.find("holds no image"), std::string::npos) << e.err;
+  EXPECT_FALSE(fs::exists(p("out")));
+  fs::create_directories(p("one"));
+  fs::copy_file(kData / "box.png", p("one") / "box.png");
+  CliRun one = run("sift " + quote(p("one").string()) + " -o " + quote(p("out").string()) + " --backend cpu");
+  skip_if_no_sift(one);
+  ASSERT_EQ(one.status, 0) << one.err;
+  EXPECT_TRUE(fs::exists(p("out") / "box.bin"));
 }

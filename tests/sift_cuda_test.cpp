@@ -19,6 +19,7 @@
 #include "core/sift_backend.hpp"
 #include "core/sift_plan.hpp"
 #include "sift_backend_conformance.hpp"
+#include "sift_batch_check.hpp"
 #include "sift_device_test_util.hpp"
 #include "spectrasift/context.hpp"
 #include "spectrasift/error.hpp"
@@ -263,6 +264,34 @@ TEST(SiftCuda, UploadPathsGiveTheSameFeatures) {
       expect_agreement(cpu_sift(im), direct, std::string(name) + " pinned, channels " + std::to_string(channels));
     }
   }
+}
+
+// The batch call (issue 19, item 1): every image has the single call's bits, with image i + 1's upload
+// overlapping image i's compute (pageable: staged through the second pinned buffer; page-locked: copied
+// directly on the copy stream), across pixel types, sizes, options and errors.
+TEST(SiftCuda, BatchGivesTheSingleCallsBits) {
+  REQUIRE_CUDA();
+  ss::test::check_batch(context());
+  ss::test::check_batch_errors(context());
+}
+
+TEST(SiftCuda, BatchFromPageLockedMemory) {
+  REQUIRE_CUDA();
+  const std::vector<ss::Image> images = ss::test::batch_inputs();
+  std::vector<void*> pinned;
+  std::vector<ss::ImageView> views;
+  for (const ss::Image& im : images) {
+    pinned.push_back(ss::cuda::bench::pinned_host_alloc(context(), im.data.size()));
+    std::memcpy(pinned.back(), im.data.data(), im.data.size());
+    ss::ImageView v = ss::test::view_of(im);
+    v.data = pinned.back();
+    views.push_back(v);
+  }
+  const std::vector<ss::Features> batch = ss::detect_and_compute(context(), views);
+  for (void* p : pinned) ss::cuda::bench::pinned_host_free(p);
+  ASSERT_EQ(batch.size(), images.size());
+  for (std::size_t i = 0; i < images.size(); ++i)
+    EXPECT_TRUE(same_bits(batch[i], cuda_sift(images[i]))) << "image " << i;
 }
 
 // Device time per stage and end to end against the CPU backend (reported, never asserted). Run with

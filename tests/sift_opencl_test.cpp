@@ -25,6 +25,7 @@
 #include "spectrasift/io.hpp"
 #include "spectrasift/sift.hpp"
 #include "sift_backend_conformance.hpp"
+#include "sift_batch_check.hpp"
 #include "sift_device_test_util.hpp"
 #include "tolerances.hpp"
 
@@ -280,6 +281,15 @@ TEST(SiftOpenCL, PublicApiRunsTheDeviceStages) {
     EXPECT_EQ(e.code(), ss::ErrorCode::kInvalidArgument);
     EXPECT_NE(std::string(e.what()).find("empty"), std::string::npos) << e.what();
   }
+}
+
+// The batch call: a loop over the images reusing the plan and buffers (OpenCL prefetches nothing), each with
+// the single call's bits.
+TEST(SiftOpenCL, BatchGivesTheSingleCallsBits) {
+  REQUIRE_OPENCL();
+  Device& d = device();
+  ss::test::check_batch(*d.ctx);
+  ss::test::check_batch_errors(*d.ctx);
 }
 
 #else

@@ -14,6 +14,7 @@
 #include "spectrasift/context.hpp"
 #include "spectrasift/error.hpp"
 #include "spectrasift/io.hpp"
+#include "sift_batch_check.hpp"
 #include "spectrasift/sift.hpp"
 
 #ifdef SPECTRASIFT_HAVE_OPENCV
@@ -507,3 +508,10 @@ TEST(SiftVsOpenCVFromFile, ColourJpegGivesOpenCvKeypoints) {
 #else
 TEST(SiftVsOpenCV, KeypointsAndDescriptorsAgree) { GTEST_SKIP() << "OpenCV C++ (libopencv-dev) not found"; }
 #endif
+
+// The batch call on the CPU backend: a loop over the images reusing the plan, each with the single call's bits.
+TEST(SiftBatch, EveryImageHasTheSingleCallsBits) {
+  ss::Context ctx = cpu_context();
+  ss::test::check_batch(ctx);
+  ss::test::check_batch_errors(ctx);
+}

@@ -3,6 +3,7 @@
 #include <glob.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <map>
 #include <optional>
@@ -29,6 +30,45 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& args) {
       for (std::size_t i = 0; i < g.gl_pathc; ++i) found.emplace_back(g.gl_pathv[i]);
     ::globfree(&g);
     if (found.empty()) throw Error(ErrorCode::kIo, a + ": no file matches this pattern");
+    std::sort(found.begin(), found.end());
+    out.insert(out.end(), found.begin(), found.end());
+  }
+  return out;
+}
+
+std::string lower_extension(const fs::path& p) {
+  std::string e = p.extension().string();
+  std::transform(e.begin(), e.end(), e.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return e;
+}
+
+namespace {
+
+bool image_extension(const fs::path& p) {
+  static const std::set<std::string> known{".png", ".jpg", ".jpeg", ".pgm", ".ppm", ".pnm", ".pbm", ".tif", ".tiff"};
+  return known.count(lower_extension(p)) != 0;
+}
+
+}  // namespace
+
+std::vector<std::string> expand_image_inputs(const std::vector<std::string>& args, bool* any_directory) {
+  std::vector<std::string> out;
+  if (any_directory) *any_directory = false;
+  for (const std::string& a : expand_inputs(args)) {
+    std::error_code ec;
+    if (!fs::is_directory(a, ec)) {
+      out.push_back(a);
+      continue;
+    }
+    if (any_directory) *any_directory = true;
+    std::vector<std::string> found;
+    for (const auto& entry : fs::directory_iterator(a, ec)) {
+      std::error_code fe;
+      if (entry.is_regular_file(fe) && image_extension(entry.path())) found.push_back(entry.path().string());
+    }
+    if (ec) throw Error(ErrorCode::kIo, a + ": cannot list the folder (" + ec.message() + ")");
+    if (found.empty())
+      throw Error(ErrorCode::kIo, a + ": the folder holds no image (.png, .jpg, .jpeg, .pgm, .ppm, .pnm, .pbm, .tif, .tiff)");
     std::sort(found.begin(), found.end());
     out.insert(out.end(), found.begin(), found.end());
   }

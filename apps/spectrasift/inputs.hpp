@@ -20,6 +20,15 @@ namespace spectrasift::cli {
 /// Throws Error(kIo) for a pattern that matches nothing.
 std::vector<std::string> expand_inputs(const std::vector<std::string>& args);
 
+/// The extension of p in lower case, with its dot (".png"), or "".
+std::string lower_extension(const std::filesystem::path& p);
+
+/// expand_inputs, and every argument that names a folder replaced by the image files in it
+/// (not its subfolders) in name order: the extensions our decoders read, .png .jpg .jpeg .pgm .ppm .pnm .pbm
+/// .tif .tiff in any case; other files are skipped. Throws Error(kIo) for a folder that holds no image.
+/// `any_directory` (when given) says whether an argument was a folder.
+std::vector<std::string> expand_image_inputs(const std::vector<std::string>& args, bool* any_directory);
+
 /// With several inputs, input `input`'s output in the folder `dir`: dir / (stem of input + suffix), e.g.
 /// ("feat", "scenes/a.png", ".key") -> "feat/a.key". The folder is created. Throws
 /// Error(kInvalidArgument) when two inputs would get the same name.

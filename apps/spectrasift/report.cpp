@@ -46,18 +46,23 @@ int for_each_input(const std::vector<std::string>& inputs, const std::string& co
     try {
       worst = std::max(worst, job(i));
     } catch (const Error& e) {
-      bar.clear();
-      const int code = exit_code_for(e.code());
-      std::cerr << "spectrasift: error: " << e.what() << '\n';
-      if (json) {
-        nlohmann::json j = error_json(command, e.what(), error_code_name(e.code()), code);
-        j[key] = inputs[i];
-        print_json(j);
-      }
-      worst = std::max(worst, code);
+      worst = std::max(worst, report_input_error(command, key, inputs[i], json, bar, e));
     }
   }
   return worst;
+}
+
+int report_input_error(const std::string& command, const std::string& key, const std::string& input, bool json,
+                       Progress& bar, const Error& e) {
+  bar.clear();
+  const int code = exit_code_for(e.code());
+  std::cerr << "spectrasift: error: " << e.what() << '\n';
+  if (json) {
+    nlohmann::json j = error_json(command, e.what(), error_code_name(e.code()), code);
+    j[key] = input;
+    print_json(j);
+  }
+  return code;
 }
 
 }  // namespace spectrasift::cli

@@ -38,5 +38,9 @@ class Progress;
 /// with `json` an error object with {key: input} on stdout) and the others go on. Returns the worst exit code.
 int for_each_input(const std::vector<std::string>& inputs, const std::string& command, const std::string& key,
                    bool json, Progress& bar, const std::function<int(std::size_t)>& job);
+/// for_each_input's report of one input's error (the bar cleared, stderr, and with `json` the error object with
+/// {key: input}); returns its exit code.
+int report_input_error(const std::string& command, const std::string& key, const std::string& input, bool json,
+                       Progress& bar, const Error& e);
 
 }  // namespace spectrasift::cli

@@ -14,8 +14,12 @@
 // +0.25 px offset that OpenCV 4.6 reports (opencv/opencv#23123) is reproduced so positions agree.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <span>
+#include <vector>
 
 #include "spectrasift/context.hpp"
 #include "spectrasift/types.hpp"
@@ -80,5 +84,22 @@ Features detect_and_compute(Context& ctx, const ImageView& image, const SiftOpti
 /// The same from an already grey float image (values in grey levels, 0..255 nominal).
 Features detect_and_compute(Context& ctx, const ImageF& gray, const SiftOptions& options = {},
                             const Image* mask = nullptr);
+
+/// Batch: the features of every image of `images`, in their order, with the same options (and the same mask,
+/// when given, for every image: it must have every image's size). Each result has the bits of the
+/// single-image call on that image. Images of one size share one plan and the buffers; on the CUDA backend
+/// image i + 1's upload overlaps image i's computation (DESIGN.md, Data flow). Every image is checked before
+/// any work: a bad one (empty, too many channels, too large, or not the mask's size) is
+/// Error(kInvalidArgument) whose message starts "sift: images[i]: "; an error during image i's run carries
+/// the same prefix, the backend and the native status of the original error. An empty span gives an empty
+/// result. The progress callback sees the batch as one operation (image i covers [i/n, (i+1)/n]).
+std::vector<Features> detect_and_compute(Context& ctx, std::span<const ImageView> images,
+                                         const SiftOptions& options = {}, const Image* mask = nullptr);
+
+/// The same, handing image i's features to on_features(i, features) as soon as they are read back (i in
+/// increasing order), so that the caller can write or use them while the following images run and holds one
+/// image's features at a time. An exception thrown by on_features stops the batch and propagates unchanged.
+void detect_and_compute(Context& ctx, std::span<const ImageView> images, const SiftOptions& options,
+                        const Image* mask, const std::function<void(std::size_t, Features&&)>& on_features);
 
 }  // namespace spectrasift

@@ -98,9 +98,11 @@ void check_sift_memory(const detail::ContextImpl& im, const detail::SiftPlan& pl
                               &device, 4 * std::uint64_t(std::max(plan.gauss_floats, plan.dog_floats)));
 }
 
-// Runs the stages on a checked image and mask.
+// Runs the stages on a checked image and mask. `next` (the batch call): the image of the next run, same
+// size, handed to the backend's prefetch() once this run's pyramid is queued; the caller then owes the
+// stages an upload() of it or a drop_prefetch().
 Features run_sift(detail::ContextImpl& im, const detail::SiftImageView& view, const SiftOptions& options,
-                  const Image* mask) {
+                  const Image* mask, const detail::SiftImageView* next = nullptr) {
   detail::BackendImpl& backend = detail::backend_for(im, detail::Operation::kSift);
   const detail::SiftPlan& plan = detail::sift_plan(im, view.width, view.height, options);
   check_sift_memory(im, plan, backend);
@@ -116,6 +118,7 @@ Features run_sift(detail::ContextImpl& im, const detail::SiftImageView& view, co
   st.pyramid();
   progress.stage(0.1, 0.15);
   st.dog();
+  if (next) st.prefetch(*next);  // its copy overlaps the rest of this run
   progress.stage(0.15, 0.6);
   st.extrema();  // the candidate count: read-back 1 on a device
   progress.stage(0.6, 0.62);
@@ -184,6 +187,92 @@ Features sift_checked_view(Context& ctx, const ImageView& image, const SiftOptio
 }
 
 }  // namespace
+
+namespace {
+
+// An error of image i of a batch: the same error, its message prefixed "sift: images[i]: ".
+Error image_error(std::size_t i, const Error& e) {
+  std::string what = e.what();
+  if (what.rfind("sift: ", 0) == 0) what.erase(0, 6);
+  return Error(e.code(), "sift: images[" + std::to_string(i) + "]: " + what, e.backend(), e.native_status());
+}
+
+// The batch stopped with a prefetch outstanding: the backend lets go of the next image.
+void drop_prefetch(detail::ContextImpl& im) noexcept {
+  try {
+    sift_stages(im, detail::backend_for(im, detail::Operation::kSift)).drop_prefetch();
+  } catch (...) {  // no stages, so nothing was prefetched
+  }
+}
+
+detail::SiftImageView as_sift_view(const ImageView& v) {
+  return detail::SiftImageView{v.data, v.type, v.width, v.height, v.channels, false};
+}
+
+}  // namespace
+
+void detect_and_compute(Context& ctx, std::span<const ImageView> images, const SiftOptions& options,
+                        const Image* mask, const std::function<void(std::size_t, Features&&)>& on_features) {
+  const detail::ContextUse use(ctx.impl(), "detect_and_compute");
+  options.check();
+  if (!on_features) invalid("the batch call needs an on_features callback");
+  for (std::size_t i = 0; i < images.size(); ++i) {  // every image before any work
+    const ImageView& v = images[i];
+    try {
+      check_image_shape(v.width, v.height, v.channels, v.data == nullptr);
+      check_image_size(ctx.impl(), v.width, v.height);
+      check_mask(mask, v.width, v.height);
+    } catch (const Error& e) {
+      throw image_error(i, e);
+    }
+  }
+  detail::ContextImpl& im = ctx.impl();
+  detail::OperationProgress progress(im);
+  const double n = double(images.size());
+  // Without a stretch or a nodata mask to prepare (kAuto never stretches u8 images) the backend reads the
+  // caller's pixels as they are, and the next image can be prefetched; otherwise sift_checked_view prepares
+  // each image on the host first, one after the other.
+  const auto in_place = [&options](const ImageView& v) {
+    return !options.nodata && (options.stretch == SiftOptions::Stretch::kNone ||
+                               (options.stretch == SiftOptions::Stretch::kAuto && v.type == PixelType::kU8));
+  };
+  for (std::size_t i = 0; i < images.size(); ++i) {
+    progress.stage(double(i) / n, double(i + 1) / n);
+    const ImageView& v = images[i];
+    const bool prefetch = in_place(v) && i + 1 < images.size() && in_place(images[i + 1]) &&
+                          images[i + 1].width == v.width && images[i + 1].height == v.height;
+    Features f;
+    try {
+      if (!in_place(v)) {
+        f = sift_checked_view(ctx, v, options, mask);
+      } else {
+        const detail::SiftImageView next = prefetch ? as_sift_view(images[i + 1]) : detail::SiftImageView{};
+        f = run_sift(im, as_sift_view(v), options, mask, prefetch ? &next : nullptr);
+      }
+    } catch (const Error& e) {
+      drop_prefetch(im);
+      throw image_error(i, e);
+    } catch (...) {
+      drop_prefetch(im);
+      throw;
+    }
+    try {
+      on_features(i, std::move(f));
+    } catch (...) {
+      if (prefetch) drop_prefetch(im);
+      throw;
+    }
+  }
+  progress.finish();
+}
+
+std::vector<Features> detect_and_compute(Context& ctx, std::span<const ImageView> images,
+                                         const SiftOptions& options, const Image* mask) {
+  std::vector<Features> out;
+  out.reserve(images.size());
+  detect_and_compute(ctx, images, options, mask, [&out](std::size_t, Features&& f) { out.push_back(std::move(f)); });
+  return out;
+}
 
 Features detect_and_compute(Context& ctx, const Image& image, const SiftOptions& options, const Image* mask) {
   const detail::ContextUse use(ctx.impl(), "detect_and_compute");

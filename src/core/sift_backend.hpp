@@ -72,6 +72,16 @@ class SiftStages {
   /// 9. download (read-back 2): the selected keypoints in canonical order and their descriptors into out
   ///    (image_width/height set), and the counts of the run.
   virtual void download(Features& out, SiftCounts& counts) = 0;
+
+  /// Batch hint (the batch call of sift.hpp), between upload() and download() of a run: the next run's
+  /// upload() takes `next`, whose plan has this run's input size. A device may start copying it now, beside
+  /// this run's compute (CUDA does); the next upload() then uses that copy when it is given the same view, and
+  /// drops it otherwise. The view's memory stays valid until the next upload() returns or drop_prefetch() is
+  /// called. Default: nothing (the host backends read the image in place).
+  virtual void prefetch(const SiftImageView& next) { (void)next; }
+  /// The batch stopped before the next upload() (an error): on return the backend no longer reads the view
+  /// given to prefetch(). Default: nothing.
+  virtual void drop_prefetch() noexcept {}
 };
 
 }  // namespace spectrasift::detail

@@ -30,6 +30,7 @@ SiftStagesCuda::SiftStagesCuda(detail::ContextImpl& ctx)
       ordering_(std::make_unique<EventSet>(EventSet::kOrdering)) {}
 
 SiftStagesCuda::~SiftStagesCuda() {
+  drop_prefetch();
   if (pyramid_graph_) cudaGraphExecDestroy(pyramid_graph_);
 }
 

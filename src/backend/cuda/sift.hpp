@@ -29,6 +29,7 @@
 #include "core/sift_device_stages.hpp"
 
 struct CUevent_st;      // cudaEvent_t is a CUevent_st*
+struct CUstream_st;     // cudaStream_t is a CUstream_st*
 struct CUgraphExec_st;  // cudaGraphExec_t is a CUgraphExec_st*
 
 namespace spectrasift::cuda {
@@ -50,6 +51,11 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   void orientations() override;
   void select(const Image* mask) override;
   void descriptors() override;
+  /// The batch's next image (sift_upload.cu): copied now on the copy stream into one of two device buffers
+  /// (pageable memory staged through one of two pinned buffers), so that its copy overlaps this run's
+  /// compute; the next upload() of the same view waits for that copy on the compute stream instead of copying.
+  void prefetch(const detail::SiftImageView& next) override;
+  void drop_prefetch() noexcept override;
 
   /// Tests: behave as on a device with this many bytes of global memory / of shared memory per block
   /// (0: the device's own).
@@ -79,7 +85,13 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   void finish_profile() override;
   // sift_upload.cu
   bool upload_bytes(void* dst, const void* src, std::size_t bytes);
+  /// The copy of upload_bytes on `stream`, staged through the pinned buffer `staging` (pageable memory);
+  /// returns true when it reads page-locked memory directly (asynchronously).
+  bool upload_bytes(void* dst, const void* src, std::size_t bytes, CUstream_st* stream, const char* staging);
   CUevent_st* copy_done();  // (a cudaEvent_t) the direct copy of the caller's page-locked image has run
+  /// upload()'s raw image on the device, for the grey kernel: the prefetched copy when prefetch() was given
+  /// this view, else copied now into "sift.input". wait: the caller waits for copy_done() before returning.
+  const unsigned char* raw_input(const detail::SiftImageView& image, std::size_t bytes, bool& wait);
   // sift_pyramid.cu
   void size_blur_tiles();
   struct BlurSource {  // kernels::SiftBlurSource: value (y, x) is data[step y pitch + step x]
@@ -119,6 +131,18 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   // Timing: events in order, the stage each one starts.
   std::unique_ptr<EventSet> events_;
   std::unique_ptr<EventSet> ordering_;         // [0]: copy_done()
+  // prefetch(): the batch's next image, copied into slot `slot` ("sift.prefetch<slot>", staged through
+  // "sift.prefetch_host<slot>", its copy done at ordering event 1 + slot). Two slots, used in turn: the copy
+  // into one overlaps the grey kernel reading the other.
+  struct Prefetch {
+    const void* data = nullptr;
+    std::size_t bytes = 0;
+    int slot = 0;
+    bool page_locked = false;
+    bool pending = false;
+  };
+  Prefetch prefetch_;
+  int next_prefetch_slot_ = 0;
   std::vector<ByteRange> upload_chunks_;       // scratch of upload_bytes()
   std::vector<CopyPiece> copy_piece_;
   std::vector<BitonicLaunch> sort_plan_;       // scratch of sort()

@@ -64,10 +64,10 @@ void SiftStagesCuda::upload(const detail::SiftPlan& plan, const detail::SiftImag
   float* grey = static_cast<float*>(buffer("sift.grey", pixels * sizeof(float)));
   bool wait = false;
   if (image.grey_levels) {  // already grey levels: the upload is the grey image
+    drop_prefetch();  // the batch prefetches raw images only
     wait = upload_bytes(grey, image.data, bytes);
   } else {
-    auto* raw = static_cast<unsigned char*>(buffer("sift.input", bytes));
-    wait = upload_bytes(raw, image.data, bytes);
+    const unsigned char* raw = raw_input(image, bytes, wait);  // the batch's prefetched copy, or copied now
     kernels::sift_grey<<<plane_grid(image.width, image.height), kPlaneBlock, 0, st_.compute>>>(
         raw, raw_type(image.type), image.channels, image.width, image.height, grey);
     SPECTRASIFT_CUDA_CHECK_LAUNCH();
