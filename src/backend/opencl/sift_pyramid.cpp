@@ -37,22 +37,31 @@ void SiftStagesOpenCL::size_blur_tiles() {
 }
 
 void SiftStagesOpenCL::blur(cl_mem src, cl_mem dst, std::size_t src_off, std::size_t dst_off, int w, int h,
-                            int kernel_index, cl_long dog_off) {
+                            int kernel_index, cl_long dog_off, bool write_level) {
   const detail::SiftPlan& p = *plan_;
   const int r = p.tap_radius[std::size_t(kernel_index)];
   const int tap_off = p.tap_offset[std::size_t(kernel_index)];
   const cl_mem taps = st_.buffer("sift.taps", p.taps.size() * sizeof(float));
-  const cl_long so = cl_long(src_off), dof = cl_long(dst_off), zero = 0;
+  const cl_long so = cl_long(src_off), dof = cl_long(dst_off);
   const cl_mem dog = st_.buffer("sift.dog", p.dog_floats * sizeof(float));
-  if (st_.is_cpu) {  // the row-run kernels (see sift_blur.cl), through a temporary plane
-    const cl_mem tmp = st_.buffer("sift.tmp", max_plane_ * sizeof(float));
-    constexpr std::size_t kRun = 64;  // SIFT_BLUR_RUN
-    const std::size_t runs = (std::size_t(w) + kRun - 1) / kRun;
-    cl_kernel kv = kernel("sift_blur_vertical_rows"), kh = kernel("sift_blur_horizontal_rows");
-    set_args(kv, src, tmp, so, zero, w, h, taps, tap_off, r);
-    launch_2d(kv, runs, std::size_t(h), kPyramid);
-    set_args(kh, tmp, dst, zero, dof, w, h, taps, tap_off, r, src, so, dog, dog_off);
-    launch_2d(kh, runs, std::size_t(h), kPyramid);
+  if (st_.is_cpu) {  // sift_blur_rows (see sift_blur.cl): a work-item per row, L padded lines in local memory
+    cl_kernel kr = kernel("sift_blur_rows");
+    const std::size_t line_bytes = (std::size_t(w) + 2 * std::size_t(r)) * sizeof(float);
+    const std::size_t fixed = st_.limits(kr).local_mem;
+    std::size_t lines = st_.work_group_1d(kr, 4);
+    while (lines > 1 && fixed + lines * line_bytes > st_.local_mem) lines /= 2;
+    if (fixed + lines * line_bytes > st_.local_mem)
+      throw Error(ErrorCode::kUnsupported,
+                  "sift: the OpenCL device has " + std::to_string(st_.local_mem) + " bytes of local memory, the blur of a " +
+                      std::to_string(w) + "-pixel row needs " + std::to_string(fixed + line_bytes) + " (use the cpu backend)",
+                  "opencl");
+    const cl_long dst_at = write_level ? dof : cl_long(-1);
+    set_args(kr, src, dst, so, dst_at, w, h, taps, tap_off, r);
+    SPECTRASIFT_CL_CHECK(clSetKernelArg(kr, 9, lines * line_bytes, nullptr));
+    SPECTRASIFT_CL_CHECK(clSetKernelArg(kr, 10, sizeof(cl_mem), &dog));
+    SPECTRASIFT_CL_CHECK(clSetKernelArg(kr, 11, sizeof(cl_long), &dog_off));
+    const std::size_t g = round_up(std::size_t(h), lines);
+    launch(kr, 1, &g, &lines, kPyramid);
     return;
   }
   const std::size_t l[2] = {blur_tx_, blur_ty_};
@@ -97,9 +106,10 @@ void SiftStagesOpenCL::pyramid() {
     }
     // Level i and, in the same launch, DoG plane i - 1 = level i - level i - 1 (the octave's DoG).
     const cl_long d0 = cl_long(octave_info_[4 * std::size_t(o) + 3]);
+    // The top level is read by nothing but its DoG plane: CPU devices skip writing it (the GPU tile kernel writes it).
     for (int i = 1; i < p.levels; ++i)
       blur(gauss, gauss, g0 + std::size_t(i - 1) * plane, g0 + std::size_t(i) * plane, w, h, i,
-           d0 + cl_long(i - 1) * cl_long(plane));
+           d0 + cl_long(i - 1) * cl_long(plane), i + 1 < p.levels);
   }
 }
 
