@@ -68,9 +68,8 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   cl_mem counter_buffer();  // "sift.counters": counters_ on the device
   // sift_pyramid.cpp
   // dog_off >= 0: the blur also writes the level's DoG plane (dst - src) at dog_off of "sift.dog".
-  // write_level false: the level itself may be left unwritten (CPU devices skip it; only its DoG is used).
   void blur(cl_mem src, cl_mem dst, std::size_t src_off, std::size_t dst_off, int w, int h, int kernel_index,
-            cl_long dog_off = -1, bool write_level = true);
+            cl_long dog_off = -1);
   void size_blur_tiles();
   static std::size_t blur_tile_bytes(std::size_t tx, std::size_t ty, int r) {
     return (2 * ty + 2 * std::size_t(r)) * (tx + 2 * std::size_t(r)) * sizeof(float);

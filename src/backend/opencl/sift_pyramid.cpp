@@ -37,7 +37,7 @@ void SiftStagesOpenCL::size_blur_tiles() {
 }
 
 void SiftStagesOpenCL::blur(cl_mem src, cl_mem dst, std::size_t src_off, std::size_t dst_off, int w, int h,
-                            int kernel_index, cl_long dog_off, bool write_level) {
+                            int kernel_index, cl_long dog_off) {
   const detail::SiftPlan& p = *plan_;
   const int r = p.tap_radius[std::size_t(kernel_index)];
   const int tap_off = p.tap_offset[std::size_t(kernel_index)];
@@ -55,8 +55,7 @@ void SiftStagesOpenCL::blur(cl_mem src, cl_mem dst, std::size_t src_off, std::si
                   "sift: the OpenCL device has " + std::to_string(st_.local_mem) + " bytes of local memory, the blur of a " +
                       std::to_string(w) + "-pixel row needs " + std::to_string(fixed + line_bytes) + " (use the cpu backend)",
                   "opencl");
-    const cl_long dst_at = write_level ? dof : cl_long(-1);
-    set_args(kr, src, dst, so, dst_at, w, h, taps, tap_off, r);
+    set_args(kr, src, dst, so, dof, w, h, taps, tap_off, r);
     SPECTRASIFT_CL_CHECK(clSetKernelArg(kr, 9, lines * line_bytes, nullptr));
     SPECTRASIFT_CL_CHECK(clSetKernelArg(kr, 10, sizeof(cl_mem), &dog));
     SPECTRASIFT_CL_CHECK(clSetKernelArg(kr, 11, sizeof(cl_long), &dog_off));
@@ -106,10 +105,9 @@ void SiftStagesOpenCL::pyramid() {
     }
     // Level i and, in the same launch, DoG plane i - 1 = level i - level i - 1 (the octave's DoG).
     const cl_long d0 = cl_long(octave_info_[4 * std::size_t(o) + 3]);
-    // The top level is read by nothing but its DoG plane: CPU devices skip writing it (the GPU tile kernel writes it).
     for (int i = 1; i < p.levels; ++i)
       blur(gauss, gauss, g0 + std::size_t(i - 1) * plane, g0 + std::size_t(i) * plane, w, h, i,
-           d0 + cl_long(i - 1) * cl_long(plane), i + 1 < p.levels);
+           d0 + cl_long(i - 1) * cl_long(plane));
   }
 }
 

@@ -67,8 +67,7 @@ __kernel void sift_downsample(__global float* levels, long src_off, int sw, long
  * BORDER_REFLECT_101, then the horizontal pass from that row into dst and, with dog_off >= 0, the DoG row
  * (dst - src centre row) into dog. The vertical results never go through a plane in global memory (the former
  * form's temporary plane cost one plane written and read back per level), and a CPU's caches hold the 2R + 1
- * source rows and the line. dst_off < 0: the level itself is not written (the octave's top level, whose only
- * use is its DoG plane). Runs of SIFT_BLUR_RUN pixels are four float16 accumulators, per tap one contiguous
+ * source rows and the line. Runs of SIFT_BLUR_RUN pixels are four float16 accumulators, per tap one contiguous
  * vector load of each source row (vertical) or of each shifted window of the line (horizontal), so that the
  * compiler emits SIMD without having to vectorise across work-items (PoCL 3 left a per-pixel loop over a
  * private array scalar). Each lane gets exactly the scalar float operations of the tiled kernel (k0 * centre,
@@ -134,7 +133,7 @@ __kernel void sift_blur_rows(__global const float* src, __global float* dst, lon
     t[w - 1 + i] = t[sift_reflect101(w - 1 + i, w)];
   }
   /* horizontal pass from the padded line */
-  __global float* out = dst_off >= 0 ? dst + dst_off + (size_t)y * (size_t)w : 0;
+  __global float* out = dst + dst_off + (size_t)y * (size_t)w;
   __global float* d = dog_off >= 0 ? dog + dog_off + (size_t)y * (size_t)w : 0;
   for (int x0 = 0; x0 < full; x0 += SIFT_BLUR_RUN) {
     __local const float* s = t + x0;
@@ -147,12 +146,10 @@ __kernel void sift_blur_rows(__global const float* src, __global float* dst, lon
       acc2 += ki * (sift_load16_local(s + 32 - i) + sift_load16_local(s + 32 + i));
       acc3 += ki * (sift_load16_local(s + 48 - i) + sift_load16_local(s + 48 + i));
     }
-    if (out) {
-      sift_store16(acc0, out + x0);
-      sift_store16(acc1, out + x0 + 16);
-      sift_store16(acc2, out + x0 + 32);
-      sift_store16(acc3, out + x0 + 48);
-    }
+    sift_store16(acc0, out + x0);
+    sift_store16(acc1, out + x0 + 16);
+    sift_store16(acc2, out + x0 + 32);
+    sift_store16(acc3, out + x0 + 48);
     if (d) {
       sift_store16(acc0 - sift_load16(c + x0), d + x0);
       sift_store16(acc1 - sift_load16(c + x0 + 16), d + x0 + 16);
@@ -163,7 +160,7 @@ __kernel void sift_blur_rows(__global const float* src, __global float* dst, lon
   for (int x = full; x < w; ++x) {
     float acc = k0 * t[x];
     for (int i = 1; i <= r; ++i) acc += k[i] * (t[x - i] + t[x + i]);
-    if (out) out[x] = acc;
+    out[x] = acc;
     if (d) d[x] = acc - c[x];
   }
 }
