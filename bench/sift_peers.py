@@ -14,8 +14,11 @@ cv2.imread(..., IMREAD_GRAYSCALE), as sift_bench does when built with OpenCV.
 Upsampling: cv2.SIFT always doubles the first octave (OpenCV 4.6 has no switch), silx never does (it has no
 such option), so each appears in one upsample column only; the table says so in its rows.
 
-Needs numpy and cv2; silx needs pyopencl and silx (on the GPU machine: the wheels in .whl/ on PYTHONPATH;
-here: PYTHONPATH=/tmp/silxloc). A missing peer is reported and skipped, never fatal.
+Needs numpy and cv2; silx needs pyopencl and silx. --wheels DIR (default: .whl/ of the repository, an ignored
+folder, when it exists; "none" to skip): the wheels there whose tags fit this Python (pyopencl, silx, pytools,
+platformdirs, siphash24, typing_extensions, packaging, filelock) are unpacked once into DIR/unpacked-cpXY and put
+first on sys.path, so that the GPU machine, which has no package access, runs silx without pip. Elsewhere
+PYTHONPATH works too (here: PYTHONPATH=/tmp/silxloc). A missing peer is reported and skipped, never fatal.
 """
 import argparse
 import os
@@ -29,6 +32,27 @@ DEFAULT_PHOTOS = next((p for p in (os.path.normpath(os.path.join(HERE, "..", "..
                                    os.path.normpath(os.path.join(HERE, "..", "shared", "data", "photos")))
                        if os.path.isdir(p)), os.path.normpath(os.path.join(HERE, "..", "..", "shared", "data", "photos")))
 NAMES = ["kleiber_1920x1080.jpg", "elephants_1920x1080.jpg", "kleiber_3840x2160.jpg", "elephants_3840x2160.jpg"]
+
+
+def use_wheels(folder):
+    """Unpacks the wheels of folder that fit this interpreter (pure Python, or this cpXY) into
+    folder/unpacked-cpXY (once; a wheel is a zip archive) and puts that first on sys.path. Returns a note."""
+    import zipfile
+    tag = f"cp{sys.version_info[0]}{sys.version_info[1]}"
+    wheels = sorted(f for f in os.listdir(folder) if f.endswith(".whl"))
+    fit = [f for f in wheels if f.endswith("-py3-none-any.whl") or f"-{tag}-{tag}-" in f]
+    other = [f for f in wheels if f not in fit]
+    target = os.path.join(folder, f"unpacked-{tag}")
+    for f in fit:
+        stamp = os.path.join(target, ".done-" + f)
+        if not os.path.exists(stamp):
+            with zipfile.ZipFile(os.path.join(folder, f)) as z:
+                z.extractall(target)
+            open(stamp, "w").close()
+    if fit:
+        sys.path.insert(0, target)
+    note = f"wheels from {folder} for {tag}: {len(fit)} used"
+    return note + (f"; not for this Python: {', '.join(other)}" if other else "")
 
 
 def timed(fn, runs, warmup):
@@ -80,6 +104,8 @@ def main():
     ap.add_argument("--threads", type=int, default=0, help="cv2.setNumThreads (0: OpenCV's default)")
     ap.add_argument("--no-silx", action="store_true")
     ap.add_argument("--no-opencv", action="store_true")
+    ap.add_argument("--wheels", default=os.path.normpath(os.path.join(HERE, "..", ".whl")),
+                    help="folder of wheels to unpack and import silx and pyopencl from ('none': do not)")
     a = ap.parse_args()
     if a.quick:
         a.runs, a.warmup = min(a.runs, 3), min(a.warmup, 1)
@@ -117,6 +143,8 @@ def main():
                 f"host, {cv2.getNumThreads()} threads", ms, len(kp))
 
     if not a.no_silx:
+        if a.wheels != "none" and os.path.isdir(a.wheels):
+            print(f"sift_peers: {use_wheels(a.wheels)}")
         try:
             import pyopencl as cl
             from silx.opencl.sift import SiftPlan

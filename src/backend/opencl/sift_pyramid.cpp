@@ -72,17 +72,25 @@ void SiftStagesOpenCL::blur(cl_mem src, cl_mem dst, std::size_t src_off, std::si
   const int r = p.tap_radius[std::size_t(kernel_index)];
   const int tap_off = p.tap_offset[std::size_t(kernel_index)];
   const cl_mem taps = st_.buffer("sift.taps", p.taps.size() * sizeof(float));
-  const cl_long so = cl_long(src_off), dof = cl_long(dst_off), zero = 0;
+  const cl_long so = cl_long(src_off), dof = cl_long(dst_off);
   const cl_mem dog = st_.buffer("sift.dog", p.dog_floats * sizeof(float));
-  if (!tiled_blur(st_)) {  // the row-run kernels (see sift_blur.cl), through a temporary plane
-    const cl_mem tmp = st_.buffer("sift.tmp", max_plane_ * sizeof(float));
-    constexpr std::size_t kRun = 64;  // SIFT_BLUR_RUN
-    const std::size_t runs = (std::size_t(w) + kRun - 1) / kRun;
-    cl_kernel kv = kernel("sift_blur_vertical_rows"), kh = kernel("sift_blur_horizontal_rows");
-    set_args(kv, src, tmp, so, zero, w, h, taps, tap_off, r);
-    launch_2d(kv, runs, std::size_t(h), kPyramid);
-    set_args(kh, tmp, dst, zero, dof, w, h, taps, tap_off, r, src, so, dog, dog_off);
-    launch_2d(kh, runs, std::size_t(h), kPyramid);
+  if (!tiled_blur(st_)) {  // sift_blur_rows (see sift_blur.cl): a work-item per row, L padded lines in local memory
+    cl_kernel kr = kernel("sift_blur_rows");
+    const std::size_t line_bytes = (std::size_t(w) + 2 * std::size_t(r)) * sizeof(float);
+    const std::size_t fixed = st_.limits(kr).local_mem;
+    std::size_t lines = st_.work_group_1d(kr, 4);
+    while (lines > 1 && fixed + lines * line_bytes > st_.local_mem) lines /= 2;
+    if (fixed + lines * line_bytes > st_.local_mem)
+      throw Error(ErrorCode::kUnsupported,
+                  "sift: the OpenCL device has " + std::to_string(st_.local_mem) + " bytes of local memory, the blur of a " +
+                      std::to_string(w) + "-pixel row needs " + std::to_string(fixed + line_bytes) + " (use the cpu backend)",
+                  "opencl");
+    set_args(kr, src, dst, so, dof, w, h, taps, tap_off, r);
+    SPECTRASIFT_CL_CHECK(clSetKernelArg(kr, 9, lines * line_bytes, nullptr));
+    SPECTRASIFT_CL_CHECK(clSetKernelArg(kr, 10, sizeof(cl_mem), &dog));
+    SPECTRASIFT_CL_CHECK(clSetKernelArg(kr, 11, sizeof(cl_long), &dog_off));
+    const std::size_t g = round_up(std::size_t(h), lines);
+    launch(kr, 1, &g, &lines, kPyramid);
     return;
   }
   if (st_.blur_variant != 2 && std::size_t(r) < blur_tiles_.size() && blur_tiles_[std::size_t(r)]) {

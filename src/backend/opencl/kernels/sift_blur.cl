@@ -7,7 +7,7 @@
  * BORDER_REFLECT_101, so that the levels are the CPU's bits. GPUs: sift_blur, both passes in one launch
  * through local memory, the tile shape (TX, TY) chosen by the host from the work-group limit and the
  * device's local memory, or (radius up to 16) sift_blur_tiles, the same values from registers. CPU devices:
- * the _rows kernels, one launch per pass through a temporary plane. */
+ * sift_blur_rows, a work-item per row, both passes in one launch. */
 
 /* Strict numerics as in sift.cl: this file is also a program of its own (sift_blur_tiles). */
 #pragma OPENCL FP_CONTRACT OFF
@@ -155,16 +155,18 @@ __kernel void sift_downsample(__global float* levels, long src_off, int sw, long
   levels[dst_off + (size_t)y * (size_t)w + (size_t)x] = levels[src_off + (size_t)(2 * y) * (size_t)sw + (size_t)(2 * x)];
 }
 
-/* sift_blur_vertical_rows / sift_blur_horizontal_rows (CPU devices): global (ceil(w / SIFT_BLUR_RUN), h),
- * any work-group shape; one work-item per run of SIFT_BLUR_RUN pixels of a row, reading the plane directly (a
- * CPU's caches do what the tiles do on a GPU). A full run is four float16 accumulators: per tap one
- * contiguous vector load of each source row (vertical) or of each shifted window (horizontal), so that the
- * compiler emits SIMD without having to vectorise across work-items (PoCL 3 left the old per-pixel loop over a
- * private array scalar: 188 ms of pyramid on 16 cores for kleiber 1080p upsampled). Each lane gets exactly the
- * scalar float operations of the tiled kernels (k0 * centre, then + k_i * (before_i + after_i), i ascending;
- * FP_CONTRACT is off), so the bits do not change. Runs that are partial or touch a border (horizontal) take
- * the scalar loops. With dog_off >= 0 the horizontal pass also writes the level's DoG plane, dst - prev (prev
- * at prev_off: the level blurred, i.e. the vertical pass's source), as sift_blur does. */
+/* sift_blur_rows (CPU devices): global (ceil(h / L) L), work-group (L); one work-item per output row, both
+ * passes in one launch, as the CPU backend does it: the vertical pass of row y into the work-item's padded
+ * row `line` in local memory (w + 2R floats, L of them, host-sized), its R-sample margins filled by
+ * BORDER_REFLECT_101, then the horizontal pass from that row into dst and, with dog_off >= 0, the DoG row
+ * (dst - src centre row) into dog. The vertical results never go through a plane in global memory (the former
+ * form's temporary plane cost one plane written and read back per level), and a CPU's caches hold the 2R + 1
+ * source rows and the line. Runs of SIFT_BLUR_RUN pixels are four float16 accumulators, per tap one contiguous
+ * vector load of each source row (vertical) or of each shifted window of the line (horizontal), so that the
+ * compiler emits SIMD without having to vectorise across work-items (PoCL 3 left a per-pixel loop over a
+ * private array scalar). Each lane gets exactly the scalar float operations of the tiled kernel (k0 * centre,
+ * then + k_i * (before_i + after_i), i ascending; FP_CONTRACT is off), so the bits do not change; the tail
+ * of a row (w % SIFT_BLUR_RUN pixels) takes the scalar loops. */
 #define SIFT_BLUR_RUN 64
 
 /* sift_load16: 16 floats from any address. On clang CPU targets (PoCL) a 4-byte-aligned vector type makes it
@@ -173,96 +175,86 @@ __kernel void sift_downsample(__global float* levels, long src_off, int sw, long
 typedef float sift_float16_unaligned __attribute__((ext_vector_type(16), aligned(4)));
 #define sift_load16(p) (*(__global const sift_float16_unaligned*)(p))
 #define sift_store16(v, p) (*(__global sift_float16_unaligned*)(p) = (v))
+#define sift_load16_local(p) (*(__local const sift_float16_unaligned*)(p))
+#define sift_store16_local(v, p) (*(__local sift_float16_unaligned*)(p) = (v))
 #else
 #define sift_load16(p) vload16(0, (p))
 #define sift_store16(v, p) vstore16((v), 0, (p))
+#define sift_load16_local(p) vload16(0, (p))
+#define sift_store16_local(v, p) vstore16((v), 0, (p))
 #endif
 
-__kernel void sift_blur_vertical_rows(__global const float* src, __global float* dst, long src_off, long dst_off,
-                                      int w, int h, __global const float* taps, int tap_off, int r) {
-  const int x0 = get_global_id(0) * SIFT_BLUR_RUN, y = get_global_id(1);
-  if (x0 >= w || y >= h) return;
-  const int n = min(SIFT_BLUR_RUN, w - x0);
+__kernel void sift_blur_rows(__global const float* src, __global float* dst, long src_off, long dst_off, int w,
+                             int h, __global const float* taps, int tap_off, int r, __local float* lines,
+                             __global float* dog, long dog_off) {
+  const int y = get_global_id(0);
+  if (y >= h) return;
   __global const float* k = taps + tap_off;
-  __global const float* base = src + src_off + x0;
+  __local float* line = lines + (size_t)get_local_id(0) * (size_t)(w + 2 * r);
+  __local float* t = line + r;  /* t[-r .. w - 1 + r] */
+  __global const float* base = src + src_off;
   __global const float* c = base + (size_t)y * (size_t)w;
-  __global float* out = dst + dst_off + (size_t)y * (size_t)w + x0;
-  if (n == SIFT_BLUR_RUN) {  /* four float16 accumulators in registers */
-    const float k0 = k[0];
-    float16 acc0 = k0 * sift_load16(c), acc1 = k0 * sift_load16(c + 16);
-    float16 acc2 = k0 * sift_load16(c + 32), acc3 = k0 * sift_load16(c + 48);
+  const float k0 = k[0];
+  const int full = w / SIFT_BLUR_RUN * SIFT_BLUR_RUN;
+  /* vertical pass of row y into t[0 .. w - 1] */
+  for (int x0 = 0; x0 < full; x0 += SIFT_BLUR_RUN) {
+    float16 acc0 = k0 * sift_load16(c + x0), acc1 = k0 * sift_load16(c + x0 + 16);
+    float16 acc2 = k0 * sift_load16(c + x0 + 32), acc3 = k0 * sift_load16(c + x0 + 48);
     for (int i = 1; i <= r; ++i) {
-      __global const float* a = base + (size_t)sift_reflect101(y - i, h) * (size_t)w;
-      __global const float* b = base + (size_t)sift_reflect101(y + i, h) * (size_t)w;
+      __global const float* a = base + (size_t)sift_reflect101(y - i, h) * (size_t)w + x0;
+      __global const float* b = base + (size_t)sift_reflect101(y + i, h) * (size_t)w + x0;
       const float ki = k[i];
       acc0 += ki * (sift_load16(a) + sift_load16(b));
       acc1 += ki * (sift_load16(a + 16) + sift_load16(b + 16));
       acc2 += ki * (sift_load16(a + 32) + sift_load16(b + 32));
       acc3 += ki * (sift_load16(a + 48) + sift_load16(b + 48));
     }
-    sift_store16(acc0, out);
-    sift_store16(acc1, out + 16);
-    sift_store16(acc2, out + 32);
-    sift_store16(acc3, out + 48);
-    return;
+    sift_store16_local(acc0, t + x0);
+    sift_store16_local(acc1, t + x0 + 16);
+    sift_store16_local(acc2, t + x0 + 32);
+    sift_store16_local(acc3, t + x0 + 48);
   }
-  float acc[SIFT_BLUR_RUN];
-  for (int x = 0; x < n; ++x) acc[x] = k[0] * c[x];
+  for (int x = full; x < w; ++x) t[x] = k0 * c[x];
   for (int i = 1; i <= r; ++i) {
     __global const float* a = base + (size_t)sift_reflect101(y - i, h) * (size_t)w;
     __global const float* b = base + (size_t)sift_reflect101(y + i, h) * (size_t)w;
     const float ki = k[i];
-    for (int x = 0; x < n; ++x) acc[x] += ki * (a[x] + b[x]);
+    for (int x = full; x < w; ++x) t[x] += ki * (a[x] + b[x]);
   }
-  for (int x = 0; x < n; ++x) out[x] = acc[x];
-}
-
-__kernel void sift_blur_horizontal_rows(__global const float* src, __global float* dst, long src_off, long dst_off,
-                                        int w, int h, __global const float* taps, int tap_off, int r,
-                                        __global const float* prev, long prev_off, __global float* dog,
-                                        long dog_off) {
-  const int x0 = get_global_id(0) * SIFT_BLUR_RUN, y = get_global_id(1);
-  if (x0 >= w || y >= h) return;
-  const int n = min(SIFT_BLUR_RUN, w - x0);
-  __global const float* k = taps + tap_off;
-  __global const float* row = src + src_off + (size_t)y * (size_t)w;
-  __global float* out = dst + dst_off + (size_t)y * (size_t)w + x0;
-  if (n == SIFT_BLUR_RUN && x0 >= r && x0 + n - 1 + r < w) {  /* a full run away from the borders */
-    __global const float* t = row + x0;
-    const float k0 = k[0];
-    float16 acc0 = k0 * sift_load16(t), acc1 = k0 * sift_load16(t + 16);
-    float16 acc2 = k0 * sift_load16(t + 32), acc3 = k0 * sift_load16(t + 48);
+  /* the margins: the vertical results at the reflected columns (the CPU backend's padding) */
+  for (int i = 1; i <= r; ++i) {
+    t[-i] = t[sift_reflect101(-i, w)];
+    t[w - 1 + i] = t[sift_reflect101(w - 1 + i, w)];
+  }
+  /* horizontal pass from the padded line */
+  __global float* out = dst + dst_off + (size_t)y * (size_t)w;
+  __global float* d = dog_off >= 0 ? dog + dog_off + (size_t)y * (size_t)w : 0;
+  for (int x0 = 0; x0 < full; x0 += SIFT_BLUR_RUN) {
+    __local const float* s = t + x0;
+    float16 acc0 = k0 * sift_load16_local(s), acc1 = k0 * sift_load16_local(s + 16);
+    float16 acc2 = k0 * sift_load16_local(s + 32), acc3 = k0 * sift_load16_local(s + 48);
     for (int i = 1; i <= r; ++i) {
       const float ki = k[i];
-      acc0 += ki * (sift_load16(t - i) + sift_load16(t + i));
-      acc1 += ki * (sift_load16(t + 16 - i) + sift_load16(t + 16 + i));
-      acc2 += ki * (sift_load16(t + 32 - i) + sift_load16(t + 32 + i));
-      acc3 += ki * (sift_load16(t + 48 - i) + sift_load16(t + 48 + i));
+      acc0 += ki * (sift_load16_local(s - i) + sift_load16_local(s + i));
+      acc1 += ki * (sift_load16_local(s + 16 - i) + sift_load16_local(s + 16 + i));
+      acc2 += ki * (sift_load16_local(s + 32 - i) + sift_load16_local(s + 32 + i));
+      acc3 += ki * (sift_load16_local(s + 48 - i) + sift_load16_local(s + 48 + i));
     }
-    sift_store16(acc0, out);
-    sift_store16(acc1, out + 16);
-    sift_store16(acc2, out + 32);
-    sift_store16(acc3, out + 48);
-    if (dog_off >= 0) {
-      __global const float* p = prev + prev_off + (size_t)y * (size_t)w + x0;
-      __global float* d = dog + dog_off + (size_t)y * (size_t)w + x0;
-      sift_store16(acc0 - sift_load16(p), d);
-      sift_store16(acc1 - sift_load16(p + 16), d + 16);
-      sift_store16(acc2 - sift_load16(p + 32), d + 32);
-      sift_store16(acc3 - sift_load16(p + 48), d + 48);
+    sift_store16(acc0, out + x0);
+    sift_store16(acc1, out + x0 + 16);
+    sift_store16(acc2, out + x0 + 32);
+    sift_store16(acc3, out + x0 + 48);
+    if (d) {
+      sift_store16(acc0 - sift_load16(c + x0), d + x0);
+      sift_store16(acc1 - sift_load16(c + x0 + 16), d + x0 + 16);
+      sift_store16(acc2 - sift_load16(c + x0 + 32), d + x0 + 32);
+      sift_store16(acc3 - sift_load16(c + x0 + 48), d + x0 + 48);
     }
-    return;
   }
-  float acc[SIFT_BLUR_RUN];
-  for (int x = 0; x < n; ++x) acc[x] = k[0] * row[x0 + x];
-  for (int i = 1; i <= r; ++i) {
-    const float ki = k[i];
-    for (int x = 0; x < n; ++x) acc[x] += ki * (row[sift_reflect101(x0 + x - i, w)] + row[sift_reflect101(x0 + x + i, w)]);
-  }
-  for (int x = 0; x < n; ++x) out[x] = acc[x];
-  if (dog_off >= 0) {
-    __global const float* p = prev + prev_off + (size_t)y * (size_t)w + x0;
-    __global float* d = dog + dog_off + (size_t)y * (size_t)w + x0;
-    for (int x = 0; x < n; ++x) d[x] = acc[x] - p[x];
+  for (int x = full; x < w; ++x) {
+    float acc = k0 * t[x];
+    for (int i = 1; i <= r; ++i) acc += k[i] * (t[x - i] + t[x + i]);
+    out[x] = acc;
+    if (d) d[x] = acc - c[x];
   }
 }

@@ -22,10 +22,29 @@ __kernel void sift_extrema(__global const float* dog, __global const long* info,
 }
 
 /* sift_extrema_rows (CPU devices): global (ceil((w - 2B) / SIFT_EXTREMA_RUN), h - 2B, S), any work-group
- * shape; one work-item per run of SIFT_EXTREMA_RUN pixels of a row: the threshold over the run first (a loop
- * that vectorises), then the whole test and the append where it passed.
- * The same candidates as sift_extrema (their order is never used: select sorts). */
+ * shape; one work-item per run of SIFT_EXTREMA_RUN pixels of a row. A full run takes numeric/sift_extrema.h's
+ * in-layer test 16 pixels at a time in float16 lanes (sift_extremum_in_layer16: the same comparisons and
+ * selects per lane, no arithmetic, so the same answers), which rejects all but a few pixels without a branch
+ * per pixel; the pixels that pass get the across-layer test and the append. A partial run takes the scalar
+ * test per pixel. The same candidates as sift_extrema (their order is never used: select sorts). */
 #define SIFT_EXTREMA_RUN 64
+
+/* numeric/sift_extrema.h's sift_extremum_in_layer for pixels c .. c + 15 of row (above and below: the rows
+ * around it): the neighbours folded into max and min in the scalar function's order (n[7] first, then n[0]
+ * .. n[6]); -1 in the lanes that pass. sift_load16 is sift_blur.cl's. */
+inline int16 sift_extremum_in_layer16(__global const float* above, __global const float* row,
+                                      __global const float* below, int c, float thr) {
+  const float16 v = sift_load16(row + c);
+  float16 mx = sift_load16(row + c - 1), mn = mx;
+  __global const float* const nb[7] = {row + c + 1, above + c - 1, above + c, above + c + 1,
+                                       below + c - 1, below + c, below + c + 1};
+  for (int k = 0; k < 7; ++k) {
+    const float16 t = sift_load16(nb[k]);
+    mx = select(t, mx, mx > t);  /* mx > t ? mx : t */
+    mn = select(t, mn, mn < t);  /* mn < t ? mn : t */
+  }
+  return ((v > thr) & (v >= mx)) | ((v < -thr) & (v <= mn));
+}
 
 __kernel void sift_extrema_rows(__global const float* dog, __global const long* info, int octave, int border,
                                 float thr, __global volatile uint* counters, __global int4* candidates,
@@ -38,13 +57,22 @@ __kernel void sift_extrema_rows(__global const float* dog, __global const long* 
   const int n = min(SIFT_EXTREMA_RUN, w - border - c0);
   const size_t plane = (size_t)w * (size_t)h;
   __global const float* row = dog + sift_oct_dog(info, octave) + (size_t)layer * plane + (size_t)r * (size_t)w;
-  int flags[SIFT_EXTREMA_RUN];
-  for (int t = 0; t < n; ++t) flags[t] = fabs(row[c0 + t]) > thr;  /* most pixels stop here */
-  for (int t = 0; t < n; ++t) {
-    if (!flags[t] || !sift_extremum_in_layer_global(row - w, row, row + w, c0 + t, thr)) continue;
-    __global const float* cur = row + c0 + t;
-    if (!sift_extremum_across_layers_global(cur - plane, cur + plane, w, cur[0])) continue;
-    const uint slot = atomic_inc(&counters[SIFT_COUNT_CANDIDATES]);
-    if (slot < capacity) candidates[slot] = (int4)(octave, layer, r, c0 + t);
+  for (int q = 0; q < n; q += 16) {
+    int pass[16];
+    const int m = min(16, n - q);
+    if (m == 16) {
+      const int16 lanes = sift_extremum_in_layer16(row - w, row, row + w, c0 + q, thr);
+      if (!any(lanes)) continue;  /* most blocks: no pixel passes */
+      vstore16(lanes, 0, pass);
+    } else {
+      for (int t = 0; t < m; ++t) pass[t] = sift_extremum_in_layer_global(row - w, row, row + w, c0 + q + t, thr);
+    }
+    for (int t = 0; t < m; ++t) {
+      if (!pass[t]) continue;
+      __global const float* cur = row + c0 + q + t;
+      if (!sift_extremum_across_layers_global(cur - plane, cur + plane, w, cur[0])) continue;
+      const uint slot = atomic_inc(&counters[SIFT_COUNT_CANDIDATES]);
+      if (slot < capacity) candidates[slot] = (int4)(octave, layer, r, c0 + q + t);
+    }
   }
 }
