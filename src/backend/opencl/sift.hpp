@@ -86,7 +86,7 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   std::size_t blur_tx_ = 0, blur_ty_ = 0;     // tile of the separable blur
   int blur_r_ = -1;                           // the largest radius the tiles were sized for
   std::size_t ori_local_ = 0, ori_chunk_ = 0, ori_ex_ = 0;
-  std::size_t desc_local_ = 0, desc_ex_ = 0;
+  std::size_t desc_local_ = 0, desc_ex_ = 0, desc_chunk_ = 0;  // desc_chunk_: samples per band (GPU form)
   std::size_t compact_local_ = 0;
   std::size_t sort_local_ = 1;                // work-items of sift_sort_local (blocks of twice as many positions)
   std::size_t groups_ = 0;                    // work-groups of the per-keypoint kernels
