@@ -221,6 +221,15 @@ SPECTRASIFT_FN int sift_descriptor_gradient(SiftDescriptorFrame f, SPECTRASIFT_C
   return o0;
 }
 
+/* The half-width, in pixels, of the square of offsets that holds every sample inside the rotated grid
+ * (|u|, |v| < (d + 1) / 2 cells, rotated back, with a 2-pixel margin for the float bins; the in-grid test
+ * decides exactly): the whole window at 45 degrees, about 0.7 of its side at 0. */
+SPECTRASIFT_FN int sift_descriptor_grid_extent(SiftDescriptorFrame f) {
+  const float cs = f.cos_t, sn = f.sin_t, dd = cs * cs + sn * sn;
+  const float ext = (float)(SIFT_DESCR_WIDTH + 1) * 0.5f * (SIFT_FABSF(cs) + SIFT_FABSF(sn)) / dd + 2.0f;
+  return sift_min_i(f.radius, (int)SIFT_CEILF(ext));
+}
+
 /* The owner of spatial cell (qr, qc) of the (d + 2) x (d + 2) accumulator grid visits the offsets
  * [*i_lo, *i_hi] x [*j_lo, *j_hi]: only samples whose bins fall in cells qr - 1 .. qr, qc - 1 .. qc give the
  * cell shares, and this box holds that 2 x 2-cell square rotated back to pixels (with a 2-pixel margin;

@@ -38,11 +38,13 @@ __kernel void sift_descriptor(__global const float* gauss, __global const long* 
     const SiftDescriptorFrame f = sift_descriptor_frame(kp, info, deg2rad, ex_cap);
     __global const float* img = sift_level_of(gauss, info, kp);
     for (int k = lid; k <= 2 * f.radius; k += lsize) ex[k] = sift_descriptor_weight(f, k - f.radius);
-    /* The window's rows and columns off the plane's outer ring (the others give no shares). */
-    const int j_first = max(-f.radius, 1 - f.cx), j_last = min(f.radius, f.w - 2 - f.cx);
+    /* The rows and columns of the grid's square (sift_descriptor_grid_extent) off the plane's outer ring:
+     * the other samples give no shares. */
+    const int ext = sift_descriptor_grid_extent(f);
+    const int j_first = max(-ext, 1 - f.cx), j_last = min(ext, f.w - 2 - f.cx);
     const int width = max(j_last - j_first + 1, 0);
-    const int i_first = max(-f.radius, 1 - f.cy);
-    const int i_last = width > 0 ? min(f.radius, f.h - 2 - f.cy) : i_first - 1;
+    const int i_first = max(-ext, 1 - f.cy);
+    const int i_last = width > 0 ? min(ext, f.h - 2 - f.cy) : i_first - 1;
     const int rows = width > 0 ? chunk / width : 1;
     barrier(CLK_LOCAL_MEM_FENCE);
     const int bands = (i_last - i_first + rows) / rows;
