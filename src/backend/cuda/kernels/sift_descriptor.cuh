@@ -32,7 +32,7 @@ __host__ __device__ inline int sift_descriptor_warp_float4s(int chunk, int ex_ca
 // memory (host-sized): kDescrWarps sift_descriptor_warp_float4s(chunk, ex_cap) float4s, with ex_cap >= 2R + 1
 // for the plan's largest window radius R and chunk >= ex_cap (a band holds at least one window row).
 // deg2rad = float(pi / 180) from the host.
-__global__ void __launch_bounds__(32 * kDescrWarps)
+__global__ void __launch_bounds__(32 * kDescrWarps, 8)
     sift_descriptor(const float* gauss, const long long* info, const SiftKeypoint* kps, const unsigned int* counters,
                     unsigned int capacity, float deg2rad, int root_sift, float* descriptors, int ex_cap, int chunk) {
   extern __shared__ float4 sift_descriptor_smem[];
@@ -77,18 +77,18 @@ __global__ void __launch_bounds__(32 * kDescrWarps)
         recs[s] = make_float4(rf, cf, of, mag);
       }
       __syncwarp();
-      // The owner's box in this band, in sample order (one loop over its positions).
-      const int r_lo = max(i_lo, i0), r_hi = min(min(i_hi, i_last), i0 + rows - 1);
-      const int box_w = j_hi - j_lo + 1;
-      const int m = lane < kDescrOwners && r_hi >= r_lo && box_w > 0 ? (r_hi - r_lo + 1) * box_w : 0;
-      for (int b = 0; b < m; ++b) {
-        const int s = (r_lo + b / box_w - i0) * width + (j_lo + b % box_w - j_first);
-        const float4 r = recs[s];
-        int o0 = 0;
-        float s0 = 0.0f, s1 = 0.0f;
-        if (!sift_descriptor_cell_shares(codes[s], qr, qc, r.x, r.y, r.z, r.w, &o0, &s0, &s1)) continue;
-        acc[o0 * kDescrOwners + lane] += s0;  // the owner's column: no other lane touches it
-        acc[(o0 + 1) * kDescrOwners + lane] += s1;
+      // The owner's box in this band, in sample order (no lane past 15 has rows to walk).
+      const int r_lo = max(i_lo, i0), r_hi = lane < kDescrOwners ? min(min(i_hi, i_last), i0 + rows - 1) : r_lo - 1;
+      for (int i = r_lo; i <= r_hi; ++i) {
+        const int s_row = (i - i0) * width - j_first;
+        for (int j = j_lo; j <= j_hi; ++j) {
+          const float4 r = recs[s_row + j];
+          int o0 = 0;
+          float s0 = 0.0f, s1 = 0.0f;
+          if (!sift_descriptor_cell_shares(codes[s_row + j], qr, qc, r.x, r.y, r.z, r.w, &o0, &s0, &s1)) continue;
+          acc[o0 * kDescrOwners + lane] += s0;  // the owner's column: no other lane touches it
+          acc[(o0 + 1) * kDescrOwners + lane] += s1;
+        }
       }
       __syncwarp();  // the records are rewritten by the next band
     }

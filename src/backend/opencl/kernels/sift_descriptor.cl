@@ -68,21 +68,23 @@ __kernel void sift_descriptor(__global const float* gauss, __global const long* 
         recs[4 * s + 3] = mag;
       }
       barrier(CLK_LOCAL_MEM_FENCE);
-      /* the owner's box in this band, in sample order (one loop over its positions) */
-      const int r_lo = max(i_lo, i0), r_hi = min(min(i_hi, i_last), i0 + rows - 1);
-      const int box_w = j_hi - j_lo + 1;
-      const int m = lid < SIFT_DESCR_OWNERS && r_hi >= r_lo && box_w > 0 ? (r_hi - r_lo + 1) * box_w : 0;
-      for (int b = 0; b < m; ++b) {
-        const int s = (r_lo + b / box_w - i0) * width + (j_lo + b % box_w - j_first);
-        int o0 = 0;
-        float s0 = 0.0f, s1 = 0.0f;
-        const int hit = sift_descriptor_cell_shares(codes[s], qr, qc, recs[4 * s + 0], recs[4 * s + 1],
-                                                    recs[4 * s + 2], recs[4 * s + 3], &o0, &s0, &s1);
-        /* own[o0] += s0, own[o0 + 1] += s1 with constant indices (a dynamic one would leave registers) */
-        for (int o = 0; o < SIFT_DESCR_HIST_BINS; ++o) {
-          if (hit && o == o0) {
-            own[o] += s0;
-            own[o + 1] += s1;
+      /* the owner's box in this band, in sample order (no work-item past 15 has rows to walk) */
+      const int r_lo = max(i_lo, i0);
+      const int r_hi = lid < SIFT_DESCR_OWNERS ? min(min(i_hi, i_last), i0 + rows - 1) : r_lo - 1;
+      for (int i = r_lo; i <= r_hi; ++i) {
+        const int s_row = (i - i0) * width - j_first;
+        for (int j = j_lo; j <= j_hi; ++j) {
+          const int s = s_row + j;
+          int o0 = 0;
+          float s0 = 0.0f, s1 = 0.0f;
+          const int hit = sift_descriptor_cell_shares(codes[s], qr, qc, recs[4 * s + 0], recs[4 * s + 1],
+                                                      recs[4 * s + 2], recs[4 * s + 3], &o0, &s0, &s1);
+          /* own[o0] += s0, own[o0 + 1] += s1 with constant indices (a dynamic one would leave registers) */
+          for (int o = 0; o < SIFT_DESCR_HIST_BINS; ++o) {
+            if (hit && o == o0) {
+              own[o] += s0;
+              own[o + 1] += s1;
+            }
           }
         }
       }
