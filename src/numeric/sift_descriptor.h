@@ -230,6 +230,27 @@ SPECTRASIFT_FN int sift_descriptor_grid_extent(SiftDescriptorFrame f) {
   return sift_min_i(f.radius, (int)SIFT_CEILF(ext));
 }
 
+/* The staged window of a frame: the rows i_first..i_last and columns j_first..j_last of the grid's square off
+ * the plane's outer ring (the other samples give no shares), taken in bands of `rows` whole rows (chunk
+ * >= 2 radius + 1 samples a band); bands = 0 when no sample is left. */
+typedef struct SiftDescriptorBands {
+  int i_first, i_last, j_first, j_last;
+  int width, rows, bands;
+} SiftDescriptorBands;
+
+SPECTRASIFT_FN SiftDescriptorBands sift_descriptor_bands(SiftDescriptorFrame f, int chunk) {
+  SiftDescriptorBands b;
+  const int ext = sift_descriptor_grid_extent(f);
+  b.j_first = sift_max_i(-ext, 1 - f.cx);
+  b.j_last = sift_min_i(ext, f.w - 2 - f.cx);
+  b.width = sift_max_i(b.j_last - b.j_first + 1, 0);
+  b.i_first = sift_max_i(-ext, 1 - f.cy);
+  b.i_last = b.width > 0 ? sift_min_i(ext, f.h - 2 - f.cy) : b.i_first - 1;
+  b.rows = b.width > 0 ? chunk / b.width : 1;
+  b.bands = b.i_last >= b.i_first ? (b.i_last - b.i_first + b.rows) / b.rows : 0;
+  return b;
+}
+
 /* The owner of spatial cell (qr, qc) of the (d + 2) x (d + 2) accumulator grid visits the offsets
  * [*i_lo, *i_hi] x [*j_lo, *j_hi]: only samples whose bins fall in cells qr - 1 .. qr, qc - 1 .. qc give the
  * cell shares, and this box holds that 2 x 2-cell square rotated back to pixels (with a 2-pixel margin;

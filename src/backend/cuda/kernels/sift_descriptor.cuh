@@ -7,9 +7,11 @@
 // keypoint, staged: the window is taken in bands of whole rows; the 32 lanes compute each sample of the band
 // once (bins, gradient, atan2, weight: numeric/sift_descriptor.h's sift_descriptor_stage_sample) into a
 // record in shared memory; after __syncwarp, lane t (t < 16) owns the 10 entries of inner cell t (a column
-// of the warp's shared accumulator: a dynamic index without the 8-way select of a register array) and walks its box of the band (sift_descriptor_cell_box) in sample order, adding the two shares
-// each record gives its cell (sift_descriptor_cell_shares). Then the two norms in the CPU's index order by
-// lane 0, and the rest of the finalisation by all lanes. Warps are independent: no block-wide barrier.
+// of the warp's shared accumulator: a dynamic index without the 8-way select of a register array) and walks
+// its box of the band (sift_descriptor_cell_box) in sample order, adding the two shares each record gives
+// its cell (sift_descriptor_cell_shares). Then the two norms in the CPU's index order by lane 0, and the rest
+// of the finalisation by all lanes. Warps are independent: no block-wide barrier. The window's extent and
+// bands are sift_descriptor_bands' (the grid's bounding square, off the plane's outer ring).
 #pragma once
 
 #include "backend/cuda/kernels/sift_common.cuh"
@@ -51,36 +53,29 @@ __global__ void __launch_bounds__(32 * kDescrWarps, 8)
     const SiftDescriptorFrame f = sift_descriptor_frame(kp, info, deg2rad, ex_cap);
     const float* img = sift_level_of(gauss, info, kp);
     for (int k = lane; k <= 2 * f.radius; k += 32) ex[k] = sift_descriptor_weight(f, k - f.radius);
-    // The rows and columns of the grid's square (sift_descriptor_grid_extent) off the plane's outer ring: the
-    // other samples give no shares.
-    const int ext = sift_descriptor_grid_extent(f);
-    const int j_first = max(-ext, 1 - f.cx), j_last = min(ext, f.w - 2 - f.cx);
-    const int width = max(j_last - j_first + 1, 0);
-    const int i_first = max(-ext, 1 - f.cy);
-    const int i_last = width > 0 ? min(ext, f.h - 2 - f.cy) : i_first - 1;
-    const int rows = width > 0 ? chunk / width : 1;
-    const int bands = (i_last - i_first + rows) / rows;
+    const SiftDescriptorBands w = sift_descriptor_bands(f, chunk);
     const int qr = lane / d + 1, qc = lane % d + 1;  // the inner cell of owner lane < 16
     int i_lo, i_hi, j_lo, j_hi;
     sift_descriptor_cell_box(f, qr, qc, &i_lo, &i_hi, &j_lo, &j_hi);
-    j_lo = max(j_lo, j_first);
-    j_hi = min(j_hi, j_last);
+    j_lo = max(j_lo, w.j_first);
+    j_hi = min(j_hi, w.j_last);
     for (int k = lane; k < kDescrAcc; k += 32) acc[k] = 0.0f;
     __syncwarp();
-    for (int band = 0; band < bands; ++band) {
-      const int i0 = i_first + band * rows;
-      const int n = min(rows, i_last - i0 + 1) * width;
+    for (int band = 0; band < w.bands; ++band) {
+      const int i0 = w.i_first + band * w.rows;
+      const int n = min(w.rows, w.i_last - i0 + 1) * w.width;
       for (int s = lane; s < n; s += 32) {
         float rf = 0.0f, cf = 0.0f, of = 0.0f, mag = 0.0f;
-        codes[s] = sift_descriptor_stage_sample_local(f, img, ex, i0 + s / width, j_first + s % width, &rf, &cf,
-                                                      &of, &mag);
+        codes[s] = sift_descriptor_stage_sample_local(f, img, ex, i0 + s / w.width, w.j_first + s % w.width, &rf,
+                                                      &cf, &of, &mag);
         recs[s] = make_float4(rf, cf, of, mag);
       }
       __syncwarp();
       // The owner's box in this band, in sample order (no lane past 15 has rows to walk).
-      const int r_lo = max(i_lo, i0), r_hi = lane < kDescrOwners ? min(min(i_hi, i_last), i0 + rows - 1) : r_lo - 1;
+      const int r_lo = max(i_lo, i0);
+      const int r_hi = lane < kDescrOwners ? min(min(i_hi, w.i_last), i0 + w.rows - 1) : r_lo - 1;
       for (int i = r_lo; i <= r_hi; ++i) {
-        const int s_row = (i - i0) * width - j_first;
+        const int s_row = (i - i0) * w.width - w.j_first;
         for (int j = j_lo; j <= j_hi; ++j) {
           const float4 r = recs[s_row + j];
           int o0 = 0;

@@ -38,30 +38,22 @@ __kernel void sift_descriptor(__global const float* gauss, __global const long* 
     const SiftDescriptorFrame f = sift_descriptor_frame(kp, info, deg2rad, ex_cap);
     __global const float* img = sift_level_of(gauss, info, kp);
     for (int k = lid; k <= 2 * f.radius; k += lsize) ex[k] = sift_descriptor_weight(f, k - f.radius);
-    /* The rows and columns of the grid's square (sift_descriptor_grid_extent) off the plane's outer ring:
-     * the other samples give no shares. */
-    const int ext = sift_descriptor_grid_extent(f);
-    const int j_first = max(-ext, 1 - f.cx), j_last = min(ext, f.w - 2 - f.cx);
-    const int width = max(j_last - j_first + 1, 0);
-    const int i_first = max(-ext, 1 - f.cy);
-    const int i_last = width > 0 ? min(ext, f.h - 2 - f.cy) : i_first - 1;
-    const int rows = width > 0 ? chunk / width : 1;
+    const SiftDescriptorBands w = sift_descriptor_bands(f, chunk);
     barrier(CLK_LOCAL_MEM_FENCE);
-    const int bands = (i_last - i_first + rows) / rows;
     const int qr = lid / d + 1, qc = lid % d + 1;  /* the inner cell of owner lid < 16 */
     int i_lo, i_hi, j_lo, j_hi;
     sift_descriptor_cell_box(f, qr, qc, &i_lo, &i_hi, &j_lo, &j_hi);
-    j_lo = max(j_lo, j_first);
-    j_hi = min(j_hi, j_last);
+    j_lo = max(j_lo, w.j_first);
+    j_hi = min(j_hi, w.j_last);
     float own[SIFT_DESCR_HIST_BINS + 2];  /* the owner's entries o = 0 .. n + 1, in registers */
     for (int o = 0; o < SIFT_DESCR_HIST_BINS + 2; ++o) own[o] = 0.0f;
-    for (int band = 0; band < bands; ++band) {
-      const int i0 = i_first + band * rows;
-      const int n = min(rows, i_last - i0 + 1) * width;
+    for (int band = 0; band < w.bands; ++band) {
+      const int i0 = w.i_first + band * w.rows;
+      const int n = min(w.rows, w.i_last - i0 + 1) * w.width;
       for (int s = lid; s < n; s += lsize) {
         float rf = 0.0f, cf = 0.0f, of = 0.0f, mag = 0.0f;
-        codes[s] = sift_descriptor_stage_sample_local(f, img, ex, i0 + s / width, j_first + s % width, &rf, &cf,
-                                                      &of, &mag);
+        codes[s] = sift_descriptor_stage_sample_local(f, img, ex, i0 + s / w.width, w.j_first + s % w.width, &rf,
+                                                      &cf, &of, &mag);
         recs[4 * s + 0] = rf;
         recs[4 * s + 1] = cf;
         recs[4 * s + 2] = of;
@@ -70,9 +62,9 @@ __kernel void sift_descriptor(__global const float* gauss, __global const long* 
       barrier(CLK_LOCAL_MEM_FENCE);
       /* the owner's box in this band, in sample order (no work-item past 15 has rows to walk) */
       const int r_lo = max(i_lo, i0);
-      const int r_hi = lid < SIFT_DESCR_OWNERS ? min(min(i_hi, i_last), i0 + rows - 1) : r_lo - 1;
+      const int r_hi = lid < SIFT_DESCR_OWNERS ? min(min(i_hi, w.i_last), i0 + w.rows - 1) : r_lo - 1;
       for (int i = r_lo; i <= r_hi; ++i) {
-        const int s_row = (i - i0) * width - j_first;
+        const int s_row = (i - i0) * w.width - w.j_first;
         for (int j = j_lo; j <= j_hi; ++j) {
           const int s = s_row + j;
           int o0 = 0;
