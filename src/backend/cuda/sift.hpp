@@ -106,8 +106,9 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   // Launch geometry (from the device's limits and the plan).
   int blur_tx_ = 0, blur_ty_ = 0;  // output tile of sift_blur_dog
   int blur_r_ = -1;                // the largest radius the tile was sized for
-  int ori_chunk_ = 0, ori_ex_ = 0, desc_ex_ = 0, desc_chunk_ = 0;  // desc_chunk_: samples per band and warp
+  int ori_chunk_ = 0, ori_ex_ = 0, desc_ex_ = 0;
   int blocks_ = 0;                 // block cap of the per-keypoint kernels
+  int desc_chunk_ = 0;             // samples per band and warp of sift_descriptor
   std::size_t memory_limit_ = 0, shared_limit_ = 0;
   // Timing: events in order, the stage each one starts.
   std::unique_ptr<EventSet> events_;
