@@ -116,6 +116,15 @@ TEST(SiftOpenCL, GpuKernelFormsAgree) {
     expect_agreement(cpu_sift(im), dev, std::string(name) + " (GPU kernel forms)");
     EXPECT_TRUE(same_bits(dev, opencl_sift(im))) << name << ": the two kernel forms differ";
   }
+  // RootSIFT (written by one work-item of the GPU form) and the first octave without upsampling.
+  const ss::Image im = load("graf1_gray.png");
+  const ss::detail::SiftImageView v{im.data.data(), im.type, im.width, im.height, im.channels, false};
+  ss::SiftOptions root, flat;
+  root.root_sift = true;
+  flat.upsample = false;
+  for (const ss::SiftOptions& o : {root, flat})
+    EXPECT_TRUE(same_bits(run_stages(*stages, ctx.impl(), v, o, nullptr), opencl_sift(im, o)))
+        << "graf1, root_sift " << o.root_sift << ", upsample " << o.upsample << ": the two kernel forms differ";
 }
 
 // The blur forms write the same pyramid bit for bit: every Gaussian level and DoG plane of the row kernels

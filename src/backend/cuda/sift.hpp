@@ -127,6 +127,7 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   bool blur_tiles_ = true;         // set_blur_tiles()
   int ori_chunk_ = 0, ori_ex_ = 0, desc_ex_ = 0;
   int blocks_ = 0;                 // block cap of the per-keypoint kernels
+  int desc_chunk_ = 0;             // samples per band and warp of sift_descriptor
   std::size_t memory_limit_ = 0, shared_limit_ = 0;
   // Timing: events in order, the stage each one starts.
   std::unique_ptr<EventSet> events_;
