@@ -55,6 +55,9 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   /// (0: the device's own).
   void set_device_memory_limit(std::size_t bytes) noexcept { memory_limit_ = bytes; }
   void set_shared_memory_limit(std::size_t bytes) noexcept { shared_limit_ = bytes; }
+  /// Tests: whether select() may run the whole stage in one block for small counts (default true; false: the
+  /// multi-launch path always).
+  void set_select_small(bool on) noexcept { select_small_allowed_ = on; }
 
  private:
   // sift.cu
@@ -108,6 +111,8 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   int blur_r_ = -1;                // the largest radius the tile was sized for
   int ori_chunk_ = 0, ori_ex_ = 0, desc_ex_ = 0;
   int blocks_ = 0;                 // block cap of the per-keypoint kernels
+  bool select_small_ = false;      // the device runs kernels::sift_select_small (enough shared memory)
+  bool select_small_allowed_ = true;  // set_select_small
   std::size_t memory_limit_ = 0, shared_limit_ = 0;
   // Timing: events in order, the stage each one starts.
   std::unique_ptr<EventSet> events_;
