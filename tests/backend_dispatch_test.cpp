@@ -4,6 +4,7 @@
 // keeps descriptors on its device (no GPU backend makes such copies yet).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <random>
@@ -116,6 +117,23 @@ TEST(DeviceFeatures, DigestSeesEveryValueAndTheLength) {
   nz[7] = -0.0f;  // equal as floats, different bits: a different copy
   EXPECT_NE(detail::descriptor_digest(z.data(), z.size()), detail::descriptor_digest(nz.data(), nz.size()));
   EXPECT_NE(detail::descriptor_digest(v.data(), v.size() - 1), d);
+}
+
+// The digest is a sum over rows: pieces summed apart (as the CUDA read-back does on several threads) give
+// the digest of the whole; swapping two rows changes it.
+TEST(DeviceFeatures, DigestIsTheSumOfItsPieces) {
+  std::vector<float> v(5 * 128 + 3);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = float((i * 37) % 256);
+  const std::uint64_t d = detail::descriptor_digest(v.data(), v.size());
+  for (std::size_t split : {std::size_t(0), std::size_t(128), std::size_t(384), std::size_t(640)}) {
+    const std::uint64_t sum = detail::descriptor_digest_sum(v.data(), 0, split) +
+                              detail::descriptor_digest_sum(v.data() + split, split, v.size() - split);
+    EXPECT_EQ(detail::descriptor_digest_finish(sum, v.size()), d) << "split " << split;
+  }
+  std::vector<float> w = v;
+  std::swap_ranges(w.begin(), w.begin() + 128, w.begin() + 128);  // rows 0 and 1 (they differ)
+  ASSERT_NE(w, v);
+  EXPECT_NE(detail::descriptor_digest(w.data(), w.size()), d);
 }
 
 TEST(Dispatch, MatchingGetsTheValidDeviceCopiesAndTheSameMatches) {

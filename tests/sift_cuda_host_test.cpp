@@ -15,6 +15,7 @@
 
 #ifdef SPECTRASIFT_HAVE_CUDA
 #include "backend/cuda/host/bitonic_plan.hpp"
+#include "backend/descriptor_digest.hpp"
 #include "backend/cuda/host/sift_unpack.hpp"
 #include "backend/cuda/host/upload_chunks.hpp"
 #include "backend/cuda/host_copy.hpp"
@@ -98,16 +99,23 @@ TEST(SiftCudaUnpack, BytesAndFloatsComeBackExactly) {
   sc::HostCopyPool pool(3);
   // Sizes around the piece size of the parallel conversion, and a Features with old content to replace.
   for (std::size_t n : {std::size_t(1), std::size_t(5), sc::kSiftUnpackRowsPerPiece, sc::kSiftUnpackRowsPerPiece + 1,
-                        3 * sc::kSiftUnpackRowsPerPiece + 17}) {
+                        3 * sc::kSiftUnpackRowsPerPiece + 17,
+                        std::size_t(8200) /* 4 MiB of floats: the populated path */}) {
     for (bool u8_rows : {true, false}) {
       for (sc::HostCopyPool* p : {static_cast<sc::HostCopyPool*>(nullptr), &pool}) {
-        ss::Features f;
-        f.keypoints.resize(7);
-        f.descriptors.assign(7 * 128 + 3, -1.0f);
-        const std::vector<unsigned char> b = pack(n, u8_rows);
-        sc::unpack_sift_features(b.data(), n, u8_rows, f, p);
-        SCOPED_TRACE(testing::Message() << "n " << n << " bytes " << u8_rows << " pool " << (p != nullptr));
-        expect_features(f, n);
+        for (bool sized : {false, true}) {  // with and without size_sift_features before
+          ss::Features f;
+          f.keypoints.resize(7);
+          f.descriptors.assign(7 * 128 + 3, -1.0f);
+          const std::vector<unsigned char> b = pack(n, u8_rows);
+          if (sized) sc::size_sift_features(n, f, p);
+          const std::uint64_t digest = sc::unpack_sift_features(b.data(), n, u8_rows, f, p);
+          SCOPED_TRACE(testing::Message() << "n " << n << " bytes " << u8_rows << " pool " << (p != nullptr)
+                                          << " sized " << sized);
+          expect_features(f, n);
+          // The digest summed piece by piece is the one of the whole array (what mirrors() recomputes).
+          EXPECT_EQ(digest, ss::detail::descriptor_digest(f.descriptors.data(), f.descriptors.size()));
+        }
       }
     }
   }

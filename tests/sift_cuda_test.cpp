@@ -294,6 +294,33 @@ TEST(SiftCuda, BatchFromPageLockedMemory) {
     EXPECT_TRUE(same_bits(batch[i], cuda_sift(images[i]))) << "image " << i;
 }
 
+// The select stage's two paths (the whole stage in one block for small counts, kernels/sift_select_small.cuh,
+// and the multi-launch sorts and compactions) keep the same features, with and without the cap and a mask.
+TEST(SiftCuda, SelectPathsGiveTheSameFeatures) {
+  REQUIRE_CUDA();
+  OwnStages small, multi;
+  multi.cuda().set_select_small(false);
+  for (const char* name : {"box.png", "graf1_gray.png", "camera.png"}) {
+    const ss::Image im = load(name);
+    ss::Image mask = ss::Image::allocate(im.width, im.height, 1, ss::PixelType::kU8);
+    for (int y = 0; y < im.height; ++y)
+      for (int x = 0; x < im.width; ++x)
+        mask.data[std::size_t(y) * std::size_t(im.width) + std::size_t(x)] = (x / 37 + y / 29) % 3 ? 255 : 0;
+    for (int cap : {0, 300}) {
+      for (const ss::Image* m : {static_cast<const ss::Image*>(nullptr), static_cast<const ss::Image*>(&mask)}) {
+        ss::SiftOptions o;
+        o.max_features = cap;
+        const ss::Features a = run_stages(*small.stages, small.ctx.impl(), sift_view(im), o, m);
+        const ss::Features b = run_stages(*multi.stages, multi.ctx.impl(), sift_view(im), o, m);
+        const std::string what = std::string(name) + " max_features " + std::to_string(cap) + (m ? " mask" : "");
+        ASSERT_FALSE(b.keypoints.empty()) << what;
+        EXPECT_TRUE(same_bits(a, b)) << what;
+        expect_agreement(cpu_sift(im, o, m), a, what);
+      }
+    }
+  }
+}
+
 // Device time per stage and end to end against the CPU backend (reported, never asserted). Run with
 // --gtest_also_run_disabled_tests --gtest_filter=*StageTimes*; SPECTRASIFT_SIFT_TIMING_IMAGES adds images
 // by path (colon-separated), e.g. the 1080p photos.

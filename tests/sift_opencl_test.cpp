@@ -30,6 +30,7 @@
 #include "tolerances.hpp"
 
 #ifdef SPECTRASIFT_HAVE_OPENCL
+#include "backend/backend.hpp"
 #include "backend/opencl/sift.hpp"
 #include "backend/opencl/state.hpp"
 #endif
@@ -274,6 +275,20 @@ TEST(SiftOpenCL, ClearErrors) {
   // An image too small for one octave finds nothing (and does not fail).
   ss::Image tiny = ss::Image::allocate(4, 4, 1, ss::PixelType::kU8);
   EXPECT_TRUE(opencl_sift(tiny).keypoints.empty());
+}
+
+// The read-back's device copy of the descriptors carries the digest of the host values (summed in pieces on
+// the host pool): matching on this backend uses it; an edited copy of the Features is not matched from it.
+TEST(SiftOpenCL, DeviceCopyMirrorsTheReadBack) {
+  REQUIRE_OPENCL();
+  const ss::Features f = opencl_sift(load("graf1_gray.png"));  // more than one digest piece (256 rows)
+  ASSERT_GT(f.keypoints.size(), 256u);
+  ASSERT_NE(f.device, nullptr);
+  EXPECT_EQ(f.device->count(), f.keypoints.size());
+  EXPECT_TRUE(f.device->mirrors(f));
+  ss::Features edited = f;
+  edited.descriptors[edited.descriptors.size() - 1] += 1.0f;
+  EXPECT_FALSE(edited.device->mirrors(edited));
 }
 
 TEST(SiftOpenCL, PublicApiRunsTheDeviceStages) {

@@ -20,26 +20,12 @@ const char* to_string(Operation op) noexcept {
   return "?";
 }
 
-std::uint64_t descriptor_digest(const float* values, std::size_t n) noexcept {
-  // Each value's 32-bit pattern is folded in with its position's own multiplier step (FNV-1a style on
-  // whole words, then a final avalanche), so a changed value, a swap of two values or a different length
-  // changes the digest with probability ~1 - 2^-64.
-  std::uint64_t h = 0xcbf29ce484222325ull ^ std::uint64_t(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    std::uint32_t bits;
-    std::memcpy(&bits, values + i, sizeof bits);
-    h = (h ^ bits) * 0x100000001b3ull;
-    h ^= h >> 29;
-  }
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdull;
-  h ^= h >> 33;
-  return h;
-}
-
 DeviceFeatures::DeviceFeatures(const BackendImpl& owner, std::size_t count, const float* host,
                                std::size_t values) noexcept
     : owner_(owner.instance()), count_(count), digest_(descriptor_digest(host, values)) {}
+
+DeviceFeatures::DeviceFeatures(const BackendImpl& owner, std::size_t count, std::uint64_t digest) noexcept
+    : owner_(owner.instance()), count_(count), digest_(digest) {}
 
 DeviceFeatures::~DeviceFeatures() = default;
 

@@ -13,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "backend/descriptor_digest.hpp"
 #include "spectrasift/context.hpp"
 #include "spectrasift/match.hpp"
 #include "spectrasift/spectral.hpp"
@@ -42,6 +43,9 @@ class DeviceFeatures {
  public:
   /// `host` / `values`: the host descriptors this copy mirrors (count * Features::kDescriptorSize floats).
   DeviceFeatures(const BackendImpl& owner, std::size_t count, const float* host, std::size_t values) noexcept;
+  /// The same with the digest of those host descriptors already computed (descriptor_digest(host, values),
+  /// e.g. summed while the read-back was converted).
+  DeviceFeatures(const BackendImpl& owner, std::size_t count, std::uint64_t digest) noexcept;
   virtual ~DeviceFeatures();
   DeviceFeatures(const DeviceFeatures&) = delete;
   DeviceFeatures& operator=(const DeviceFeatures&) = delete;
@@ -61,9 +65,7 @@ class DeviceFeatures {
   std::uint64_t digest_;
 };
 
-/// A 64-bit digest of `n` floats' bit patterns (order-sensitive; not cryptographic): the cheap check that
-/// a host descriptor array is unchanged since a device copy was made (one pass, ~1 ms for 10k features).
-std::uint64_t descriptor_digest(const float* values, std::size_t n) noexcept;
+// descriptor_digest (the content check of mirrors()): backend/descriptor_digest.hpp.
 
 /// One side of a matching call: the host descriptors (always valid) and, when dispatch found one that
 /// still mirrors them on the called backend, their device-resident copy. A backend without device copies

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "backend/backend.hpp"
@@ -13,10 +14,10 @@ namespace spectrasift::cuda {
 
 class CudaDeviceFeatures final : public detail::DeviceFeatures {
  public:
-  /// Holds `block` of `pool` (f.size() rows of 128 floats that hold f's descriptors once the stream that
-  /// fills them has run).
-  CudaDeviceFeatures(const detail::BackendImpl& owner, const Features& f, std::shared_ptr<DeviceBlockPool> pool,
-                     DeviceBlockPool::Block block) noexcept;
+  /// Holds `block` of `pool` (count rows of 128 floats that hold the host descriptors of digest `digest`
+  /// once the stream that fills them has run).
+  CudaDeviceFeatures(const detail::BackendImpl& owner, std::size_t count, std::uint64_t digest,
+                     std::shared_ptr<DeviceBlockPool> pool, DeviceBlockPool::Block block) noexcept;
   ~CudaDeviceFeatures() override;  ///< gives the block back to its pool
 
   const float* descriptors() const noexcept { return static_cast<const float*>(block_.ptr); }

@@ -67,6 +67,9 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
     blur_tiles_ = on;
     pyramid_generation_ = 0;
   }
+  /// Tests: whether select() may run the whole stage in one block for small counts (default true; false: the
+  /// multi-launch path always).
+  void set_select_small(bool on) noexcept { select_small_allowed_ = on; }
 
  private:
   // sift.cu
@@ -128,6 +131,8 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   int ori_chunk_ = 0, ori_ex_ = 0, desc_ex_ = 0;
   int blocks_ = 0;                 // block cap of the per-keypoint kernels
   int desc_chunk_ = 0;             // samples per band and warp of sift_descriptor
+  bool select_small_ = false;      // the device runs kernels::sift_select_small (enough shared memory)
+  bool select_small_allowed_ = true;  // set_select_small
   std::size_t memory_limit_ = 0, shared_limit_ = 0;
   // Timing: events in order, the stage each one starts.
   std::unique_ptr<EventSet> events_;

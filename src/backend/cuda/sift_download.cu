@@ -35,13 +35,20 @@ void SiftStagesCuda::pack_features() {
 }
 
 // Called by SiftDeviceStages::download() once the counts are final (after any regrowth, whose descriptors()
-// packed again); finish_profile() follows.
+// packed again); finish_profile() follows. The host work is in pieces on the host pool (its threads woken
+// first, so that the wake-up overlaps the copies): the output vectors sized while the copies run
+// (size_sift_features: large ones' pages populated in parallel before their zero-fill), then the rows
+// converted with the digest of mirrors() summed on the way (unpack_sift_features), so that no pass over the
+// descriptors follows.
 void SiftStagesCuda::read_features(Features& out, std::size_t kept) {
   mark(kDownload);
   if (kept == 0) return;
   const bool bytes_rows = packs_bytes();
   const std::size_t packed_bytes = std::size_t(sift_packed_bytes(kept, bytes_rows));
   const std::size_t cap = std::min(keypoint_capacity_, descriptor_capacity_);
+  // The host pool only when the work has more than one piece (its first use starts its threads).
+  HostCopyPool* pool = kept > kSiftUnpackRowsPerPiece ? &st_.host_copy_pool(ctx_.cpu_threads()) : nullptr;
+  if (pool) pool->wake();
   PinnedBuffer& host = st_.pinned_buffer("sift.features_host", packed_bytes);
   const void* packed = buffer("sift.packed", std::size_t(sift_packed_bytes(cap, bytes_rows)));
   SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(host.ptr, packed, packed_bytes, cudaMemcpyDeviceToHost, st_.compute));
@@ -51,11 +58,7 @@ void SiftStagesCuda::read_features(Features& out, std::size_t kept) {
   DeviceBlockPool::Block block = feature_blocks_->take(desc_bytes);
   cudaError_t e = cudaMemcpyAsync(block.ptr, desc, desc_bytes, cudaMemcpyDeviceToDevice, st_.compute);
   try {
-    // While the copies run: the output vectors sized (a fresh vector's zeroing and page faults, milliseconds
-    // for 100k features, overlap the read-back instead of following it; unpack_sift_features sizes them the
-    // same, so its resize is then a no-op).
-    out.keypoints.resize(kept);
-    out.descriptors.resize(kept * Features::kDescriptorSize);
+    size_sift_features(kept, out, pool);  // while the copies run
   } catch (...) {
     (void)cudaStreamSynchronize(st_.compute);  // the block may still be written
     feature_blocks_->give(block);
@@ -67,19 +70,17 @@ void SiftStagesCuda::read_features(Features& out, std::size_t kept) {
     SPECTRASIFT_CUDA_CHECK(e);
   }
   try {
-    // The host pool only when the conversion has more than one piece (its first use starts its threads).
-    HostCopyPool* pool = kept > kSiftUnpackRowsPerPiece ? &st_.host_copy_pool(ctx_.cpu_threads()) : nullptr;
-    unpack_sift_features(host.as<const unsigned char>(), kept, bytes_rows, out, pool);
-    out.device = std::make_shared<CudaDeviceFeatures>(st_, out, feature_blocks_, block);
+    const std::uint64_t digest = unpack_sift_features(host.as<const unsigned char>(), kept, bytes_rows, out, pool);
+    out.device = std::make_shared<CudaDeviceFeatures>(st_, kept, digest, feature_blocks_, block);
   } catch (...) {
     feature_blocks_->give(block);
     throw;
   }
 }
 
-CudaDeviceFeatures::CudaDeviceFeatures(const detail::BackendImpl& owner, const Features& f,
+CudaDeviceFeatures::CudaDeviceFeatures(const detail::BackendImpl& owner, std::size_t count, std::uint64_t digest,
                                        std::shared_ptr<DeviceBlockPool> pool, DeviceBlockPool::Block block) noexcept
-    : DeviceFeatures(owner, f.size(), f.descriptors.data(), f.descriptors.size()),
+    : DeviceFeatures(owner, count, digest),
       pool_(std::move(pool)),
       block_(block) {}
 

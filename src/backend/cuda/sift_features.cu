@@ -9,6 +9,7 @@
 #include "backend/cuda/kernels/sift_descriptor.cuh"
 #include "backend/cuda/kernels/sift_orientation.cuh"
 #include "backend/cuda/kernels/sift_select.cuh"
+#include "backend/cuda/kernels/sift_select_small.cuh"
 #include "backend/cuda/kernels/sift_sort.cuh"
 #include "backend/cuda/sift.hpp"
 #include "backend/cuda/state.hpp"
@@ -78,6 +79,9 @@ void SiftStagesCuda::size_feature_kernels() {
                 "cuda");
   allow_shared(kernels::sift_orientation, std::size_t(ori_chunk_) * (sizeof(int) + sizeof(float)) + std::size_t(ori_ex_) * sizeof(float));
   allow_shared(kernels::sift_descriptor, desc_dynamic);
+  // The one-block select (kernels/sift_select_small.cuh) where the device's shared memory holds its records.
+  select_small_ = std::size_t(kernels::kSelectSmallShared) + static_shared(kernels::sift_select_small) <= avail;
+  if (select_small_) allow_shared(kernels::sift_select_small, std::size_t(kernels::kSelectSmallShared));
   blocks_ = st_.props.multiProcessorCount * 16;
 }
 
@@ -155,6 +159,15 @@ void SiftStagesCuda::select(const Image* mask) {
   }
   const kernels::SiftMask m{static_cast<const unsigned char*>(buffer("sift.mask", 4)), mask_type_, mask_w_, mask_h_};
   const unsigned cap = unsigned(keypoint_capacity_);
+  auto* kept = static_cast<SiftKeypoint*>(buffer("sift.kept", keypoint_capacity_ * sizeof(SiftKeypoint)));
+  if (select_small_ && select_small_allowed_) {
+    // The whole stage in one block when the oriented count is small (decided on the device); the launches
+    // below then return at once. When the buffers cannot hold more records than it takes, they are not queued.
+    kernels::sift_select_small<<<1, kernels::kSelectSmallThreads, std::size_t(kernels::kSelectSmallShared),
+                                 st_.compute>>>(kps, count_slots, cap, p.max_features, m, kept);
+    SPECTRASIFT_CUDA_CHECK_LAUNCH();
+    if (keypoint_capacity_ <= kernels::kSelectSmallPositions) return;
+  }
   kernels::sift_select_init<<<blocks_for(positions_, 256), 256, 0, st_.compute>>>(a, count_slots, cap, unsigned(positions_));
   SPECTRASIFT_CUDA_CHECK_LAUNCH();
   // 1. duplicates
@@ -171,7 +184,6 @@ void SiftStagesCuda::select(const Image* mask) {
   compact(b, kernels::kCountUnique, kernels::kCountKept, a);
   // 4. the canonical order, and the kept records gathered in it
   sort(a, kernels::kCountKept, kernels::kOrderCanonical);
-  auto* kept = static_cast<SiftKeypoint*>(buffer("sift.kept", keypoint_capacity_ * sizeof(SiftKeypoint)));
   kernels::sift_select_gather<<<blocks_for(keypoint_capacity_, 256), 256, 0, st_.compute>>>(a, kps, count_slots, cap, kept);
   SPECTRASIFT_CUDA_CHECK_LAUNCH();
 }

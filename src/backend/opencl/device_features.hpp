@@ -14,7 +14,10 @@ class DeviceDescriptors final : public detail::DeviceFeatures {
   /// Takes one reference to `mem` (the caller keeps its own). `host` / `values`: the host descriptors it mirrors.
   DeviceDescriptors(const detail::BackendImpl& owner, std::size_t count, const float* host, std::size_t values,
                     cl_mem mem) noexcept
-      : DeviceFeatures(owner, count, host, values), mem_(mem) {
+      : DeviceDescriptors(owner, count, detail::descriptor_digest(host, values), mem) {}
+  /// The same with their digest already computed (descriptor_digest of the host descriptors).
+  DeviceDescriptors(const detail::BackendImpl& owner, std::size_t count, std::uint64_t digest, cl_mem mem) noexcept
+      : DeviceFeatures(owner, count, digest), mem_(mem) {
     if (mem_) clRetainMemObject(mem_);
   }
   ~DeviceDescriptors() override {

@@ -10,6 +10,9 @@
 #include <cstdio>
 #include <cstring>
 
+#include "backend/descriptor_digest.hpp"
+#include "backend/host_pages.hpp"
+#include "core/thread_pool.hpp"
 #include "numeric/sift_gray.h"
 #include "numeric/sift_keypoint.h"
 #include "spectrasift/error.hpp"
@@ -188,30 +191,60 @@ void SiftStagesOpenCL::clear_feature_counters() {
                                            SIFT_COUNT_ORIENTED * sizeof zero, 3 * sizeof zero, 0, nullptr, nullptr));
 }
 
+// The records into a scratch vector reused across calls and the float descriptors straight into the
+// output, sized while the records' read runs (large ones' pages populated first on the context's host pool,
+// backend/host_pages.hpp); then the digest of the device copy (DeviceFeatures::mirrors) summed in pieces of
+// rows on that pool: one pass of several threads where a single thread's FNV chain took ~3 ms for 12k
+// features.
 void SiftStagesOpenCL::read_features(Features& out, std::size_t kept) {
-  std::vector<SiftKeypoint> records(kept);
-  out.descriptors.resize(kept * Features::kDescriptorSize);
+  const std::size_t values = kept * Features::kDescriptorSize;
+  WorkPool& pool = calling_thread_pool(ctx_.cpu_threads());
+  const auto run = [&pool](std::size_t pieces, const auto& fn) {
+    pool.run(int(pieces), 1, [&](int p0, int p1, int) {
+      for (int p = p0; p < p1; ++p) fn(std::size_t(p));
+    });
+  };
+  records_.resize(kept);
   if (kept > 0) {
     Event e1, e2;
     SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(st_.queue, st_.buffer("sift.kept", kept * sizeof(SiftKeypoint)), CL_FALSE, 0,
-                                             kept * sizeof(SiftKeypoint), records.data(), 0, nullptr,
+                                             kept * sizeof(SiftKeypoint), records_.data(), 0, nullptr,
                                              profile_run_ ? &e1.ev : nullptr));
-    SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(st_.queue, st_.buffer("sift.desc", kept * Features::kDescriptorSize * sizeof(float)),
-                                             CL_TRUE, 0, kept * Features::kDescriptorSize * sizeof(float),
-                                             out.descriptors.data(), 0, nullptr, profile_run_ ? &e2.ev : nullptr));
+    try {
+      detail::resize_for_writes(out.descriptors, values, run);
+    } catch (...) {
+      (void)clFinish(st_.queue);  // records_ may still be written
+      throw;
+    }
+    SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(st_.queue, st_.buffer("sift.desc", values * sizeof(float)), CL_TRUE, 0,
+                                             values * sizeof(float), out.descriptors.data(), 0, nullptr,
+                                             profile_run_ ? &e2.ev : nullptr));
     if (profile_run_) {
       events_.emplace_back(kDownload, std::move(e1));
       events_.emplace_back(kDownload, std::move(e2));
     }
+  } else {
+    out.descriptors.clear();
   }
-  keypoints_from_records(records.data(), kept, out);
-  attach_device_copy(out, kept);
+  keypoints_from_records(records_.data(), kept, out);
+  // The digest: pieces of kDigestPieceRows rows summed apart, added (a sum: the same in any order).
+  constexpr std::size_t kDigestPieceRows = 256;
+  const std::size_t pieces = (kept + kDigestPieceRows - 1) / kDigestPieceRows;
+  std::vector<std::uint64_t> sums(pieces, 0);
+  run(pieces, [&](std::size_t p) {
+    const std::size_t lo = p * kDigestPieceRows * Features::kDescriptorSize;
+    const std::size_t hi = std::min(values, lo + kDigestPieceRows * Features::kDescriptorSize);
+    sums[p] = detail::descriptor_digest_sum(out.descriptors.data() + lo, lo, hi - lo);
+  });
+  std::uint64_t sum = 0;
+  for (std::uint64_t v : sums) sum += v;
+  attach_device_copy(out, kept, detail::descriptor_digest_finish(sum, values));
 }
 
 // The descriptors stay on the device for matching on this backend (Features::device): a copy of the kept
 // rows of "sift.desc" (which the next image overwrites) into a buffer of their own, device to device on the
 // queue; no upload when they are matched here.
-void SiftStagesOpenCL::attach_device_copy(Features& out, std::size_t kept) {
+void SiftStagesOpenCL::attach_device_copy(Features& out, std::size_t kept, std::uint64_t digest) {
   out.device.reset();
   if (kept == 0) return;
   const std::size_t bytes = kept * Features::kDescriptorSize * sizeof(float);
@@ -222,7 +255,7 @@ void SiftStagesOpenCL::attach_device_copy(Features& out, std::size_t kept) {
   copy.bytes = bytes;
   SPECTRASIFT_CL_CHECK(clEnqueueCopyBuffer(st_.queue, st_.buffer("sift.desc", bytes), copy.mem, 0, 0, bytes, 0, nullptr,
                                            nullptr));
-  out.device = std::make_shared<DeviceDescriptors>(st_, kept, out.descriptors.data(), out.descriptors.size(), copy.mem);
+  out.device = std::make_shared<DeviceDescriptors>(st_, kept, digest, copy.mem);
 }
 
 std::unique_ptr<detail::SiftStages> make_sift_stages(detail::ContextImpl& ctx) {

@@ -61,7 +61,8 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   void read_counters() override;
   void clear_feature_counters() override;
   void read_features(Features& out, std::size_t kept) override;
-  void attach_device_copy(Features& out, std::size_t kept);
+  /// Features::device: a copy of the kept descriptor rows, whose host values have digest `digest`.
+  void attach_device_copy(Features& out, std::size_t kept, std::uint64_t digest);
   // The named buffers every stage reads (sized from the plan).
   cl_mem levels();          // "sift.gauss": every Gaussian level of every octave
   cl_mem octave_table();    // "sift.info": octave_info_
@@ -92,6 +93,7 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   std::size_t sort_local_ = 1;                // work-items of sift_sort_local (blocks of twice as many positions)
   std::size_t groups_ = 0;                    // work-groups of the per-keypoint kernels
   std::vector<std::pair<int, Event>> events_;
+  std::vector<SiftKeypoint> records_;  // read_features(): the kept records, reused across calls
 };
 
 /// The OpenCL backend's SIFT stages for an OpenCL context.

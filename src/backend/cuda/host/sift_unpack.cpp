@@ -5,38 +5,67 @@
 #include <cstring>
 
 #include "backend/cuda/host_copy.hpp"
+#include "backend/descriptor_digest.hpp"
+#include "backend/host_pages.hpp"
 
 namespace spectrasift::cuda {
 
-void unpack_sift_features(const unsigned char* packed, std::size_t n, bool u8_rows, Features& out, HostCopyPool* pool) {
-  const std::size_t values = n * std::size_t(Features::kDescriptorSize);
+namespace {
+
+// Runs fn(piece) for every piece, on the pool when there is more than one.
+template <class Fn> void for_pieces(std::size_t pieces, HostCopyPool* pool, const Fn& fn) {
+  if (pool && pieces > 1) {
+    pool->parallel_for(int(pieces), [&](int p) { fn(std::size_t(p)); });
+  } else {
+    for (std::size_t p = 0; p < pieces; ++p) fn(p);
+  }
+}
+
+}  // namespace
+
+void size_sift_features(std::size_t n, Features& out, HostCopyPool* pool) {
+  const auto run = [pool](std::size_t pieces, const auto& fn) { for_pieces(pieces, pool, fn); };
+  detail::resize_for_writes(out.descriptors, n * std::size_t(Features::kDescriptorSize), run);
+  detail::resize_for_writes(out.keypoints, n, run);
+}
+
+std::uint64_t unpack_sift_features(const unsigned char* packed, std::size_t n, bool u8_rows, Features& out,
+                                   HostCopyPool* pool) {
+  constexpr std::size_t kRow = Features::kDescriptorSize;
+  static_assert(kRow == detail::kDigestRow);
+  const std::size_t values = n * kRow;
   out.keypoints.resize(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    SiftKeypoint s;
-    std::memcpy(&s, packed + i * sizeof(SiftKeypoint), sizeof s);
-    out.keypoints[i] = Keypoint{s.x, s.y, s.size, s.angle, s.response, s.octave, s.layer, s.layer_offset};
-  }
-  const unsigned char* rows = packed + sift_packed_descriptor_offset(n);
-  if (!u8_rows) {
-    const auto* f = reinterpret_cast<const float*>(rows);
-    out.descriptors.assign(f, f + values);
-    return;
-  }
-  // resize() writes the zeros (and takes the page faults of a fresh vector) once, on one thread (a caller may
-  // have done it already, overlapping a copy); the conversion then runs on every thread of the pool.
   out.descriptors.resize(values);
+  const unsigned char* rows = packed + sift_packed_descriptor_offset(n);
+  Keypoint* keypoints = out.keypoints.data();
   float* dst = out.descriptors.data();
   const std::size_t pieces = (n + kSiftUnpackRowsPerPiece - 1) / kSiftUnpackRowsPerPiece;
-  auto convert = [&](int piece) {
-    const std::size_t lo = std::size_t(piece) * kSiftUnpackRowsPerPiece * Features::kDescriptorSize;
-    const std::size_t hi = std::min(values, lo + kSiftUnpackRowsPerPiece * Features::kDescriptorSize);
-    for (std::size_t k = lo; k < hi; ++k) dst[k] = float(rows[k]);
-  };
-  if (pool && pieces > 1) {
-    pool->parallel_for(int(pieces), convert);
-  } else {
-    for (std::size_t p = 0; p < pieces; ++p) convert(int(p));
-  }
+  std::vector<std::uint64_t> sums(pieces, 0);
+  for_pieces(pieces, pool, [&](std::size_t piece) {
+    const std::size_t lo = piece * kSiftUnpackRowsPerPiece, hi = std::min(n, lo + kSiftUnpackRowsPerPiece);
+    for (std::size_t i = lo; i < hi; ++i) {
+      SiftKeypoint s;
+      std::memcpy(&s, packed + i * sizeof(SiftKeypoint), sizeof s);
+      keypoints[i] = Keypoint{s.x, s.y, s.size, s.angle, s.response, s.octave, s.layer, s.layer_offset};
+    }
+    // Each row through a buffer in L1: converted (or copied), summed into the digest, stored once.
+    std::uint64_t sum = 0;
+    float row[kRow];
+    for (std::size_t i = lo; i < hi; ++i) {
+      if (u8_rows) {
+        const unsigned char* b = rows + i * kRow;
+        for (std::size_t k = 0; k < kRow; ++k) row[k] = float(b[k]);
+      } else {
+        std::memcpy(row, rows + i * kRow * sizeof(float), sizeof row);
+      }
+      sum += detail::descriptor_digest_sum(row, i * kRow, kRow);
+      std::memcpy(dst + i * kRow, row, sizeof row);
+    }
+    sums[piece] = sum;
+  });
+  std::uint64_t total = 0;
+  for (std::uint64_t s : sums) total += s;  // a sum: the same whatever the order
+  return detail::descriptor_digest_finish(total, values);
 }
 
 }  // namespace spectrasift::cuda

@@ -1,6 +1,7 @@
 // The layout of the kept SIFT features as CUDA SIFT reads them back (one copy; kernels/sift_pack.cuh writes
-// it) and their conversion into Features on the host. Plain C++ (the layout functions also compile as CUDA
-// device code), so that a host test checks the conversion without a GPU.
+// it) and their conversion into Features on the host, with the digest of the descriptors (DeviceFeatures).
+// Plain C++ (the layout functions also compile as CUDA device code), so that a host test checks the
+// conversion without a GPU.
 //
 // Layout for n features: n SiftKeypoint records (48 bytes each), then n rows of 128 descriptor values, one
 // byte each when the descriptors are integers 0..255 (default options) or 4-byte floats (RootSIFT). 48 n is
@@ -8,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "numeric/dialect.h"
 #include "numeric/sift_keypoint.h"
@@ -33,12 +35,20 @@ inline bool sift_descriptors_fit_bytes(bool root_sift) noexcept {
   return !root_sift;
 }
 
-/// Descriptor rows per piece of the byte -> float conversion (512 KiB of floats).
-constexpr std::size_t kSiftUnpackRowsPerPiece = 1024;
+/// Features per piece of the parallel sizing and conversion (128 KiB of float descriptors).
+constexpr std::size_t kSiftUnpackRowsPerPiece = 256;
 
-/// Fills out.keypoints and out.descriptors (replacing them) from packed features of n keypoints. The byte
-/// rows are converted to floats by `pool` (its threads and the caller) in pieces; the values are the same
-/// whatever the split.
-void unpack_sift_features(const unsigned char* packed, std::size_t n, bool u8_rows, Features& out, HostCopyPool* pool);
+/// Sizes out.keypoints and out.descriptors (contents replaced) for n features, the descriptor and keypoint
+/// pages populated first in pieces on `pool` when they are large (host_pages.hpp), so that the vectors' own
+/// zero-fill on the calling thread finds them mapped. Called while the read-back runs.
+void size_sift_features(std::size_t n, Features& out, HostCopyPool* pool);
+
+/// Fills out.keypoints and out.descriptors (replacing them; already sized by size_sift_features or not)
+/// from packed features of n keypoints, in pieces of kSiftUnpackRowsPerPiece features on `pool` (its
+/// threads and the caller; null: the caller alone), and returns detail::descriptor_digest of the
+/// descriptors, summed piece by piece from the rows while they are converted (the values and the digest are
+/// the same whatever the split).
+std::uint64_t unpack_sift_features(const unsigned char* packed, std::size_t n, bool u8_rows, Features& out,
+                                   HostCopyPool* pool);
 
 }  // namespace spectrasift::cuda

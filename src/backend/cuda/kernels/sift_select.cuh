@@ -16,6 +16,12 @@ constexpr int kOrderDuplicates = SIFT_ORDER_DUPLICATES;  // sift_duplicate_befor
 constexpr int kOrderResponse = SIFT_ORDER_RESPONSE;      // response descending (only the cut value is read)
 constexpr int kOrderCanonical = SIFT_ORDER_CANONICAL;    // sift_canonical_before
 
+// Set to 1 by sift_select_small (sift_select_small.cuh) when it ran the whole stage: every kernel below and in
+// sift_sort.cuh then returns at once. A slot of the counters that numeric/sift_device.h leaves free (CUDA only;
+// the upload zeroes every slot).
+constexpr int kCountSelectSmall = 5;
+static_assert(kCountSelectSmall > kCountKept && kCountSelectSmall < kCounters, "a free counter slot");
+
 // The comparisons (sift_pow2_at_least, sift_index_before, sift_compare_exchange) and the keep flag of a
 // position (sift_select_flag) are numeric/sift_select.h's, shared with OpenCL.
 
@@ -24,7 +30,7 @@ constexpr int kOrderCanonical = SIFT_ORDER_CANONICAL;    // sift_canonical_befor
 __global__ void sift_select_init(int* order, const unsigned int* counters, unsigned int capacity,
                                  unsigned int positions) {
   const unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= positions) return;
+  if (i >= positions || counters[kCountSelectSmall]) return;
   const unsigned int n = min(counters[kCountOriented], capacity);
   order[i] = i < n ? (int)i : -1;
 }
@@ -45,7 +51,7 @@ __global__ void sift_select_flags(const int* order, const SiftKeypoint* kp, cons
                                   int* keep) {
   const unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
   const unsigned int n = min(counters[count_slot], capacity);
-  if (i >= n) return;
+  if (i >= n || counters[kCountSelectSmall]) return;
   keep[i] = sift_select_flag(order, kp, i, n, pass, max_features, mask.data, mask.type, mask.width, mask.height);
 }
 
@@ -56,6 +62,7 @@ constexpr int kSelectCompactThreads = 1024;
 __global__ void sift_select_compact(const int* order_in, const int* keep, unsigned int* counters, int in_slot,
                                     unsigned int capacity, int out_slot, int* order_out) {
   __shared__ int scan[kSelectCompactThreads];
+  if (counters[kCountSelectSmall]) return;  // uniform in the block
   const int lid = threadIdx.x, l = blockDim.x;
   const unsigned int n = min(counters[in_slot], capacity);
   unsigned int base = 0;
@@ -83,7 +90,7 @@ __global__ void sift_select_compact(const int* order_in, const int* keep, unsign
 __global__ void sift_select_gather(const int* order, const SiftKeypoint* kp, const unsigned int* counters,
                                    unsigned int capacity, SiftKeypoint* out) {
   const unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= min(counters[kCountKept], capacity)) return;
+  if (i >= min(counters[kCountKept], capacity) || counters[kCountSelectSmall]) return;
   out[i] = kp[order[i]];
 }
 

@@ -18,7 +18,7 @@ namespace spectrasift::cuda::kernels {
 __global__ void sift_sort_step(int* order, const SiftKeypoint* kp, const unsigned int* counters, int count_slot,
                                unsigned int capacity, unsigned int k, unsigned int j, int mode) {
   const unsigned int p = sift_pow2_at_least(min(counters[count_slot], capacity));
-  if (k > p) return;
+  if (k > p || counters[kCountSelectSmall]) return;
   for (unsigned int t = blockIdx.x * blockDim.x + threadIdx.x; t < p / 2; t += gridDim.x * blockDim.x) {
     const unsigned int i = bitonic_pair_lower(t, j);
     int a = order[i], b = order[i + j];
@@ -34,7 +34,7 @@ __global__ void sift_sort_step(int* order, const SiftKeypoint* kp, const unsigne
 __global__ void sift_sort_step2(int* order, const SiftKeypoint* kp, const unsigned int* counters, int count_slot,
                                 unsigned int capacity, unsigned int k, unsigned int j, int mode) {
   const unsigned int p = sift_pow2_at_least(min(counters[count_slot], capacity));
-  if (k > p) return;
+  if (k > p || counters[kCountSelectSmall]) return;
   const unsigned int h = j / 2;
   for (unsigned int t = blockIdx.x * blockDim.x + threadIdx.x; t < p / 4; t += gridDim.x * blockDim.x) {
     const unsigned int b = bitonic_quad_base(t, j);
@@ -62,7 +62,7 @@ __global__ void __launch_bounds__(kSortLocalMaxThreads)
   const unsigned int p = sift_pow2_at_least(min(counters[count_slot], capacity));
   const unsigned int lid = threadIdx.x, l = blockDim.x;
   const unsigned int base = 2 * l * blockIdx.x;
-  if (base >= p || k_fixed > p) return;  // uniform in the block
+  if (base >= p || k_fixed > p || counters[kCountSelectSmall]) return;  // uniform in the block
   sift_sort_block[lid] = order[base + lid];
   sift_sort_block[lid + l] = order[base + lid + l];
   __syncthreads();
