@@ -325,4 +325,28 @@ SPECTRASIFT_FN int sift_descriptor_cell_shares(int code, int qr, int qc, float r
 SPECTRASIFT_AS_VARIANTS(SIFT_DEFINE_DESCRIPTOR_INNER_ENTRY)
 #undef SIFT_DEFINE_DESCRIPTOR_INNER_ENTRY
 
+/* The CUDA kernel's form (one block of walkers per keypoint, backend/cuda/kernels/sift_descriptor.cuh): sample
+ * (i, j) for the walker of cell (qr, qc): 1 when it gives the cell shares, with its orientation bin
+ * *o0 and the two shares *s0, *s1 that go to the cell's entries o0 and o0 + 1 (read with constant indices,
+ * so that a device keeps the shares in registers); ex the window weights (ex[k + radius] = w(k)). */
+#define SIFT_DEFINE_DESCRIPTOR_CELL_SAMPLE(SUFFIX, AS)                                                     \
+  SPECTRASIFT_FN int sift_descriptor_cell_sample##SUFFIX(SiftDescriptorFrame f, SPECTRASIFT_CONST_GLOBAL float* img, \
+                                                         AS const float* ex, int qr, int qc, int i, int j,    \
+                                                         int* o0, float* s0, float* s1) {                     \
+    float rbin, cbin, rf, cf, of, mag;                                                                    \
+    if (!sift_descriptor_bins(f, i, j, &rbin, &cbin)) return 0;                                           \
+    const int r0 = sift_descriptor_split(rbin, &rf);                                                      \
+    const int c0 = sift_descriptor_split(cbin, &cf);                                                      \
+    const int dr = qr - (r0 + 1), dc = qc - (c0 + 1); /* this cell takes shares (dr, dc) */               \
+    if (dr < 0 || dr > 1 || dc < 0 || dc > 1) return 0;                                                   \
+    *o0 = sift_descriptor_gradient(f, img, ex[i + f.radius], ex[j + f.radius], i, j, &of, &mag);           \
+    const SiftDescriptorShares sh = sift_descriptor_shares(mag, rf, cf, of);                              \
+    const int k = 4 * dr + 2 * dc; /* shares k and k + 1 */                                               \
+    *s0 = k == 0 ? sh.v[0] : k == 2 ? sh.v[2] : k == 4 ? sh.v[4] : sh.v[6];                               \
+    *s1 = k == 0 ? sh.v[1] : k == 2 ? sh.v[3] : k == 4 ? sh.v[5] : sh.v[7];                               \
+    return 1;                                                                                             \
+  }
+SPECTRASIFT_AS_VARIANTS(SIFT_DEFINE_DESCRIPTOR_CELL_SAMPLE)
+#undef SIFT_DEFINE_DESCRIPTOR_CELL_SAMPLE
+
 #endif /* SPECTRASIFT_NUMERIC_SIFT_DESCRIPTOR_H */

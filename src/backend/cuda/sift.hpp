@@ -130,7 +130,6 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   bool blur_tiles_ = true;         // set_blur_tiles()
   int ori_chunk_ = 0, ori_ex_ = 0, desc_ex_ = 0;
   int blocks_ = 0;                 // block cap of the per-keypoint kernels
-  int desc_chunk_ = 0;             // samples per band and warp of sift_descriptor
   bool select_small_ = false;      // the device runs kernels::sift_select_small (enough shared memory)
   bool select_small_allowed_ = true;  // set_select_small
   std::size_t memory_limit_ = 0, shared_limit_ = 0;

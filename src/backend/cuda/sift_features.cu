@@ -1,6 +1,6 @@
 // CUDA SIFT per-keypoint stages (see sift.hpp): orientations (one block per refined point), select (device
 // sorts and compactions of an index array: duplicates, cap, mask, canonical order) and descriptors (one
-// warp per kept keypoint).
+// block per kept keypoint).
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -29,7 +29,7 @@ unsigned int blocks_for(std::size_t items, unsigned int per_block) {
   return unsigned(std::min<std::size_t>((items + per_block - 1) / per_block, 0x7fffffffu));
 }
 
-constexpr int kPointThreads = 64;     // threads of the orientation kernel (>= 36: a bin each)
+constexpr int kPointThreads = 64;     // threads of the per-keypoint kernels (>= 36: a bin or a cell each)
 constexpr int kMaxOriChunk = 1024;    // samples per chunk of sift_orientation
 constexpr unsigned kSortThreads = 1024;  // L of sift_sort_local (blocks of 2 L positions)
 static_assert(kSortThreads <= unsigned(kernels::kSortLocalMaxThreads));
@@ -62,11 +62,7 @@ void SiftStagesCuda::size_feature_kernels() {
   const std::size_t ori_fixed = static_shared(kernels::sift_orientation) + std::size_t(ori_ex_) * sizeof(float);
   const std::size_t ori_room = avail > ori_fixed ? (avail - ori_fixed) / (sizeof(int) + sizeof(float)) : 0;
   ori_chunk_ = int(std::min<std::size_t>(kMaxOriChunk, ori_room) / kPointThreads * kPointThreads);
-  // Descriptors: bands of at least one window row and 128 samples (4 per lane), per warp.
-  desc_chunk_ = std::max(desc_ex_, 128);
-  const std::size_t desc_dynamic =
-      std::size_t(kernels::kDescrWarps) * kernels::sift_descriptor_warp_float4s(desc_chunk_, desc_ex_) * sizeof(float4);
-  const std::size_t desc_need = static_shared(kernels::sift_descriptor) + desc_dynamic;
+  const std::size_t desc_need = static_shared(kernels::sift_descriptor) + std::size_t(desc_ex_) * sizeof(float);
   const std::size_t sort_need = static_shared(kernels::sift_sort_local) + 2 * kSortThreads * sizeof(int);
   const std::size_t compact_need = static_shared(kernels::sift_select_compact);
   if (ori_chunk_ == 0 || desc_need > avail || sort_need > avail || compact_need > avail)
@@ -78,7 +74,7 @@ void SiftStagesCuda::size_feature_kernels() {
                     " (sigma too large for this device; use the cpu backend)",
                 "cuda");
   allow_shared(kernels::sift_orientation, std::size_t(ori_chunk_) * (sizeof(int) + sizeof(float)) + std::size_t(ori_ex_) * sizeof(float));
-  allow_shared(kernels::sift_descriptor, desc_dynamic);
+  allow_shared(kernels::sift_descriptor, std::size_t(desc_ex_) * sizeof(float));
   // The one-block select (kernels/sift_select_small.cuh) where the device's shared memory holds its records.
   select_small_ = std::size_t(kernels::kSelectSmallShared) + static_shared(kernels::sift_select_small) <= avail;
   if (select_small_) allow_shared(kernels::sift_select_small, std::size_t(kernels::kSelectSmallShared));
@@ -195,14 +191,10 @@ void SiftStagesCuda::descriptors() {
   const auto* kept = static_cast<const SiftKeypoint*>(buffer("sift.kept", keypoint_capacity_ * sizeof(SiftKeypoint)));
   auto* desc = static_cast<float*>(buffer("sift.desc", descriptor_capacity_ * kernels::kDescrLen * sizeof(float)));
   const float deg2rad = float(M_PI / 180.0);
-  // A warp per keypoint, kDescrWarps a block (kernels/sift_descriptor.cuh).
-  const std::size_t warps = kernels::kDescrWarps;
-  const unsigned grid =
-      unsigned(std::max<std::size_t>(1, std::min<std::size_t>(std::size_t(blocks_), (descriptor_capacity_ + warps - 1) / warps)));
-  const std::size_t shared = warps * kernels::sift_descriptor_warp_float4s(desc_chunk_, desc_ex_) * sizeof(float4);
-  kernels::sift_descriptor<<<grid, unsigned(32 * warps), shared, st_.compute>>>(
+  const unsigned grid = unsigned(std::min<std::size_t>(std::size_t(blocks_), descriptor_capacity_));
+  kernels::sift_descriptor<<<grid, kPointThreads, std::size_t(desc_ex_) * sizeof(float), st_.compute>>>(
       levels(), octave_table(), kept, counters(), unsigned(descriptor_capacity_), deg2rad, p.root_sift ? 1 : 0, desc,
-      desc_ex_, desc_chunk_);
+      desc_ex_);
   SPECTRASIFT_CUDA_CHECK_LAUNCH();
   pack_features();  // for read-back 2 (sift_download.cu)
 }

@@ -1,110 +1,76 @@
 // sift_descriptor.cuh — the 4 x 4 x 8 descriptor of every kept keypoint (numeric/sift_descriptor.h), then
-// RootSIFT when asked (the CUDA form of the GPU kernel of backend/opencl/kernels/sift_descriptor.cl: the same
-// algorithm and bits, a warp where OpenCL has a work-group of 32).
+// RootSIFT when asked (the CUDA form of the GPU kernel of backend/opencl/kernels/sift_descriptor.cl, same
+// bits).
 //
 // The fixed reduction order of DESIGN.md: every accumulator entry is the float sum of its shares in sample
-// order (rows ascending, then columns), as the CPU backend adds them, without float atomics. One warp per
-// keypoint, staged: the window is taken in bands of whole rows; the 32 lanes compute each sample of the band
-// once (bins, gradient, atan2, weight: numeric/sift_descriptor.h's sift_descriptor_stage_sample) into a
-// record in shared memory; after __syncwarp, lane t (t < 16) owns the 10 entries of inner cell t (a column
-// of the warp's shared accumulator: a dynamic index without the 8-way select of a register array) and walks
-// its box of the band (sift_descriptor_cell_box) in sample order, adding the two shares each record gives
-// its cell (sift_descriptor_cell_shares). Then the two norms in the CPU's index order by lane 0, and the rest
-// of the finalisation by all lanes. Warps are independent: no block-wide barrier. The window's extent and
-// bands are sift_descriptor_bands' (the grid's bounding square, off the plane's outer ring).
+// order (rows ascending, then columns), as the CPU backend adds them, without float atomics: thread q
+// (q < 36) owns the 10 entries of spatial cell q of the (d + 2) x (d + 2) grid, in registers, and walks the
+// window in sample order, adding the shares each sample gives to its cell. A walker visits only a box
+// around its cells; the cheap part of a sample (its rotated bins) is computed by the walkers whose box holds
+// it, the gradient, atan2, weight and shares only by the at most 4 cells it feeds.
 #pragma once
 
 #include "backend/cuda/kernels/sift_common.cuh"
 
 namespace spectrasift::cuda::kernels {
 
+constexpr int kDescrCells = SIFT_DESCR_CELLS;
 constexpr int kDescrLen = SIFT_DESCR_LEN;
-constexpr int kDescrWarps = 4;                                             // keypoints per block
-constexpr int kDescrOwners = SIFT_DESCR_WIDTH * SIFT_DESCR_WIDTH;          // inner cells, a lane each
-constexpr int kDescrAcc = (SIFT_DESCR_HIST_BINS + 2) * kDescrOwners;       // their entries
 
-// The dynamic shared memory of one warp, in float4 units: recs[chunk] (rf, cf, of, mag), codes[chunk],
-// ex[ex_cap] (the window weights).
-__host__ __device__ inline int sift_descriptor_warp_float4s(int chunk, int ex_cap) {
-  return (5 * chunk + ex_cap + 3) / 4;
-}
+// The frame of a keypoint, its window weights and the per-sample maths of a walker are
+// numeric/sift_descriptor.h's (sift_descriptor_frame, _weight, _cell_box, _cell_sample), shared with OpenCL.
 
-// sift_descriptor: grid G (the host's cap on blocks), block 32 kDescrWarps threads; warp w of block g takes
-// kept keypoints g kDescrWarps + w, + G kDescrWarps, ... (the live count is read on the device). Dynamic shared
-// memory (host-sized): kDescrWarps sift_descriptor_warp_float4s(chunk, ex_cap) float4s, with ex_cap >= 2R + 1
-// for the plan's largest window radius R and chunk >= ex_cap (a band holds at least one window row).
-// deg2rad = float(pi / 180) from the host.
-__global__ void __launch_bounds__(32 * kDescrWarps, 8)
-    sift_descriptor(const float* gauss, const long long* info, const SiftKeypoint* kps, const unsigned int* counters,
-                    unsigned int capacity, float deg2rad, int root_sift, float* descriptors, int ex_cap, int chunk) {
-  extern __shared__ float4 sift_descriptor_smem[];
-  __shared__ float acc_all[kDescrWarps][kDescrAcc];  // entry e of inner cell t at [e * 16 + t]
-  __shared__ float out_all[kDescrWarps][kDescrLen];
-  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-  float4* recs = sift_descriptor_smem + warp * sift_descriptor_warp_float4s(chunk, ex_cap);
-  int* codes = reinterpret_cast<int*>(recs + chunk);
-  float* ex = reinterpret_cast<float*>(codes + chunk);
-  float* acc = acc_all[warp];
-  float* out = out_all[warp];
+// sift_descriptor: grid G (the host's cap on blocks), block L >= 36 threads (the host uses 64); block g
+// takes kept keypoints g, g + G, ... (the live count is read on the device); threads 0..35 walk the window,
+// all compute the weights. Dynamic shared memory (host-sized): ex[ex_cap] floats, ex_cap >= 2R + 1 for the
+// plan's largest window radius R. deg2rad = float(pi / 180) from the host.
+__global__ void sift_descriptor(const float* gauss, const long long* info, const SiftKeypoint* kps,
+                                const unsigned int* counters, unsigned int capacity, float deg2rad, int root_sift,
+                                float* descriptors, int ex_cap) {
+  extern __shared__ float sift_descriptor_ex[];
+  float* ex = sift_descriptor_ex;
+  __shared__ float hist[SIFT_DESCR_HIST_LEN];
+  __shared__ float out[kDescrLen];
+  const int lid = threadIdx.x, lsize = blockDim.x;
   const int d = SIFT_DESCR_WIDTH;
   const unsigned int count = min(counters[kCountKept], capacity);
-  for (unsigned int p = blockIdx.x * kDescrWarps + warp; p < count; p += gridDim.x * kDescrWarps) {
+  for (unsigned int p = blockIdx.x; p < count; p += gridDim.x) {
     const SiftKeypoint kp = kps[p];
     const SiftDescriptorFrame f = sift_descriptor_frame(kp, info, deg2rad, ex_cap);
     const float* img = sift_level_of(gauss, info, kp);
-    for (int k = lane; k <= 2 * f.radius; k += 32) ex[k] = sift_descriptor_weight(f, k - f.radius);
-    const SiftDescriptorBands w = sift_descriptor_bands(f, chunk);
-    const int qr = lane / d + 1, qc = lane % d + 1;  // the inner cell of owner lane < 16
-    int i_lo, i_hi, j_lo, j_hi;
-    sift_descriptor_cell_box(f, qr, qc, &i_lo, &i_hi, &j_lo, &j_hi);
-    j_lo = max(j_lo, w.j_first);
-    j_hi = min(j_hi, w.j_last);
-    for (int k = lane; k < kDescrAcc; k += 32) acc[k] = 0.0f;
-    __syncwarp();
-    for (int band = 0; band < w.bands; ++band) {
-      const int i0 = w.i_first + band * w.rows;
-      const int n = min(w.rows, w.i_last - i0 + 1) * w.width;
-      for (int s = lane; s < n; s += 32) {
-        float rf = 0.0f, cf = 0.0f, of = 0.0f, mag = 0.0f;
-        codes[s] = sift_descriptor_stage_sample_local(f, img, ex, i0 + s / w.width, w.j_first + s % w.width, &rf,
-                                                      &cf, &of, &mag);
-        recs[s] = make_float4(rf, cf, of, mag);
-      }
-      __syncwarp();
-      // The owner's box in this band, in sample order (no lane past 15 has rows to walk).
-      const int r_lo = max(i_lo, i0);
-      const int r_hi = lane < kDescrOwners ? min(min(i_hi, w.i_last), i0 + w.rows - 1) : r_lo - 1;
-      for (int i = r_lo; i <= r_hi; ++i) {
-        const int s_row = (i - i0) * w.width - w.j_first;
-        for (int j = j_lo; j <= j_hi; ++j) {
-          const float4 r = recs[s_row + j];
-          int o0 = 0;
-          float s0 = 0.0f, s1 = 0.0f;
-          if (!sift_descriptor_cell_shares(codes[s_row + j], qr, qc, r.x, r.y, r.z, r.w, &o0, &s0, &s1)) continue;
-          acc[o0 * kDescrOwners + lane] += s0;  // the owner's column: no other lane touches it
-          acc[(o0 + 1) * kDescrOwners + lane] += s1;
+    for (int k = lid; k <= 2 * f.radius; k += lsize) ex[k] = sift_descriptor_weight(f, k - f.radius);
+    __syncthreads();
+    if (lid < kDescrCells) {
+      float acc[SIFT_DESCR_HIST_BINS + 2];  // the entries of cell lid, o = 0 .. n + 1
+      for (int k = 0; k < SIFT_DESCR_HIST_BINS + 2; ++k) acc[k] = 0.0f;
+      const int qr = lid / (d + 2), qc = lid % (d + 2);
+      int i_lo, i_hi, jb_lo, jb_hi;
+      sift_descriptor_cell_box(f, qr, qc, &i_lo, &i_hi, &jb_lo, &jb_hi);
+      for (int i = i_lo; i <= i_hi; ++i) {
+        for (int j = jb_lo; j <= jb_hi; ++j) {
+          int o0;
+          float s0, s1;
+          if (!sift_descriptor_cell_sample_local(f, img, ex, qr, qc, i, j, &o0, &s0, &s1)) continue;
+          // acc[o0] and acc[o0 + 1] with constant indices (a dynamic index would put acc in local memory).
+#pragma unroll
+          for (int o = 0; o < SIFT_DESCR_HIST_BINS; ++o) {
+            if (o == o0) {
+              acc[o] += s0;
+              acc[o + 1] += s1;
+            }
+          }
         }
       }
-      __syncwarp();  // the records are rewritten by the next band
+      for (int k = 0; k < SIFT_DESCR_HIST_BINS + 2; ++k) hist[lid * (SIFT_DESCR_HIST_BINS + 2) + k] = acc[k];
     }
-    for (int k = lane; k < kDescrLen; k += 32) out[k] = sift_descriptor_inner_entry_local(acc, k);
-    __syncwarp();
-    float scale = 0.0f;
-    if (lane == 0) scale = sift_descriptor_clip_local(out, sift_descriptor_norm2_local(out));
-    __syncwarp();
-    scale = __shfl_sync(0xffffffffu, scale, 0);
-    float* row = descriptors + size_t(p) * kDescrLen;
-    for (int k = lane; k < kDescrLen; k += 32) {
-      const float v = sift_descriptor_byte(out[k], scale);
-      out[k] = v;
-      if (!root_sift) row[k] = v;
-    }
-    __syncwarp();
-    if (root_sift && lane == 0) {
-      sift_descriptor_root(out);
+    __syncthreads();
+    if (lid == 0) {
+      sift_descriptor_finalize_local(hist, out);
+      if (root_sift) sift_descriptor_root(out);
+      float* row = descriptors + (size_t)p * kDescrLen;
       for (int k = 0; k < kDescrLen; ++k) row[k] = out[k];
     }
-    __syncwarp();  // out and the records are rewritten by the next keypoint
+    __syncthreads();
   }
 }
 
