@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,6 +45,7 @@ namespace {
 ss::Image load(const char* name) { return ss::test::load_test_image(name); }
 using ss::test::cpu_sift;
 using ss::test::run_stages;
+using ss::test::sift_view;
 
 using ss::test::opencl_device;
 using ss::test::opencl_options;
@@ -216,6 +218,41 @@ TEST(SiftOpenCL, DISABLED_StageTimes) {
   ss::test::report_stage_times(kOpenCLSift, dynamic_cast<ss::opencl::SiftStagesOpenCL&>(*d.stages), d.ctx->impl(), 7);
 }
 
+// The upload / grey stage alone, host wall time to a finished queue (upload() then clFinish), direct against
+// staged (sift_upload.cpp), median of 15, for colour u8 images of 1080p and 4K (SPECTRASIFT_SIFT_TIMING_IMAGES'
+// first image's size when set; random bytes otherwise). Reported, never asserted: it decides whether
+// State::host_staging pays on a device. Run with --gtest_also_run_disabled_tests --gtest_filter=*UploadTimes*.
+TEST(SiftOpenCL, DISABLED_UploadTimes) {
+  REQUIRE_OPENCL();
+  Device& d = device();
+  auto& stages = dynamic_cast<ss::opencl::SiftStagesOpenCL&>(*d.stages);
+  ss::opencl::State& st = ss::opencl::state(d.ctx->impl());
+  const bool staging = st.host_staging;
+  for (const auto& [w, h] : {std::pair{1920, 1080}, std::pair{3840, 2160}}) {
+    ss::Image im = ss::Image::allocate(w, h, 3, ss::PixelType::kU8);
+    std::uint32_t x = 12345;
+    for (std::uint8_t& b : im.data) b = std::uint8_t((x = x * 1664525u + 1013904223u) >> 24);
+    ss::SiftOptions o;
+    o.upsample = false;
+    const ss::detail::SiftPlan& plan = ss::detail::sift_plan(d.ctx->impl(), w, h, o);
+    for (bool staged : {false, true}) {
+      st.host_staging = staged;
+      std::vector<double> ms;
+      for (int rep = 0; rep < 16; ++rep) {
+        const auto t0 = std::chrono::steady_clock::now();
+        stages.upload(plan, sift_view(im));
+        ASSERT_EQ(clFinish(st.queue), CL_SUCCESS);
+        const auto t1 = std::chrono::steady_clock::now();
+        if (rep > 0) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      }
+      std::sort(ms.begin(), ms.end());
+      std::printf("[ sift-ocl ] upload+grey %dx%d u8 colour, %s: %.3f ms (median of %zu; min %.3f)\n", w, h,
+                  staged ? "staged" : "direct", ms[ms.size() / 2], ms.size(), ms.front());
+    }
+  }
+  st.host_staging = staging;
+}
+
 TEST(SiftOpenCL, ClearErrors) {
   REQUIRE_OPENCL();
   Device& d = device();
@@ -304,6 +341,78 @@ TEST(SiftOpenCL, PublicApiRunsTheDeviceStages) {
   } catch (const ss::Error& e) {
     EXPECT_EQ(e.code(), ss::ErrorCode::kInvalidArgument);
     EXPECT_NE(std::string(e.what()).find("empty"), std::string::npos) << e.what();
+  }
+}
+
+// The upload paths (sift_upload.cpp): the pinned staging in chunks gives the direct write's bits for every
+// chunking edge (one chunk, a chunk larger than the image, a partial last chunk, chunks that end inside a
+// pixel, split_upload's default chunks) and input (u8 grey and colour, u16 colour, f32 grey, grey levels),
+// the images in growing sizes so that the pinned buffer grows; and the caller's memory is not read after
+// upload() returns (it is overwritten before the other stages run).
+TEST(SiftOpenCL, UploadPathsGiveTheSameFeatures) {
+  REQUIRE_OPENCL();
+  Device& d = device();
+  auto& stages = dynamic_cast<ss::opencl::SiftStagesOpenCL&>(*d.stages);
+  ss::opencl::State& st = ss::opencl::state(d.ctx->impl());
+  struct Restore {
+    ss::opencl::SiftStagesOpenCL& stages;
+    ss::opencl::State& st;
+    bool staging;
+    ~Restore() {
+      stages.force_staged_upload(0);
+      st.host_staging = staging;
+    }
+  } restore{stages, st, st.host_staging};
+  const ss::Image box = load("box.png");
+  const ss::Image grey_f32 = convert(box, ss::PixelType::kF32, 1);
+  struct Input {
+    const char* what;
+    ss::Image image;
+    bool grey_levels;
+  };
+  std::vector<Input> inputs;
+  inputs.push_back({"u8 grey", box, false});
+  inputs.push_back({"u8 colour", convert(box, ss::PixelType::kU8, 3), false});
+  inputs.push_back({"f32 grey", grey_f32, false});
+  inputs.push_back({"u16 colour", convert(box, ss::PixelType::kU16, 3), false});
+  inputs.push_back({"grey levels", grey_f32, true});
+  for (Input& in : inputs) {
+    ss::Image& im = in.image;
+    if (in.grey_levels)  // grey levels 0..255, as core/sift.cpp hands them to the stages
+      for (float& v : std::span(im.as<float>(), im.pixel_count())) v *= 255.0f;
+    ss::detail::SiftImageView v = sift_view(im);
+    v.grey_levels = in.grey_levels;
+    const std::size_t bytes = im.data.size();
+    st.host_staging = false;
+    stages.force_staged_upload(0);
+    const ss::Features direct = run_stages(*d.stages, d.ctx->impl(), v, {}, nullptr);
+    ASSERT_FALSE(direct.keypoints.empty()) << in.what;
+    st.host_staging = true;  // split_upload's chunks where the image is large enough, else a direct write
+    EXPECT_TRUE(same_bits(direct, run_stages(*d.stages, d.ctx->impl(), v, {}, nullptr))) << in.what << " default";
+    for (std::size_t chunk : {bytes, bytes + 1, bytes / 3 + 7, std::size_t(64) << 10, std::size_t(4099)}) {
+      stages.force_staged_upload(chunk);
+      EXPECT_TRUE(same_bits(direct, run_stages(*d.stages, d.ctx->impl(), v, {}, nullptr)))
+          << in.what << " (" << bytes << " bytes) in chunks of " << chunk;
+    }
+    // The caller's bytes overwritten once upload() has returned: the features are still the image's.
+    stages.force_staged_upload(bytes / 3 + 7);
+    ss::Image scratch = im;
+    ss::detail::SiftImageView sv = sift_view(scratch);
+    sv.grey_levels = in.grey_levels;
+    const ss::detail::SiftPlan& plan = ss::detail::sift_plan(d.ctx->impl(), sv.width, sv.height, {});
+    d.stages->upload(plan, sv);
+    std::fill(scratch.data.begin(), scratch.data.end(), std::uint8_t(0x5a));
+    d.stages->pyramid();
+    d.stages->dog();
+    d.stages->extrema();
+    d.stages->refine();
+    d.stages->orientations();
+    d.stages->select(nullptr);
+    d.stages->descriptors();
+    ss::Features after;
+    ss::detail::SiftCounts counts;
+    d.stages->download(after, counts);
+    EXPECT_TRUE(same_bits(direct, after)) << in.what << ": the caller's memory was read after upload()";
   }
 }
 

@@ -1,5 +1,5 @@
-// OpenCL SIFT (see sift.hpp): construction, the upload / grey stage, memory checks, launches and the
-// read-backs (the download sequence is core/sift_device_stages.cpp's). The pyramid, DoG, extrema and refinement launches are in sift_pyramid.cpp; orientations,
+// OpenCL SIFT (see sift.hpp): construction, memory checks, launches and the read-backs (the download
+// sequence is core/sift_device_stages.cpp's; the upload / grey stage is sift_upload.cpp). The pyramid, DoG, extrema and refinement launches are in sift_pyramid.cpp; orientations,
 // select and descriptors in sift_features.cpp.
 #include "backend/opencl/sift.hpp"
 
@@ -13,7 +13,6 @@
 #include "backend/descriptor_digest.hpp"
 #include "backend/host_pages.hpp"
 #include "core/thread_pool.hpp"
-#include "numeric/sift_gray.h"
 #include "numeric/sift_keypoint.h"
 #include "spectrasift/error.hpp"
 
@@ -32,10 +31,6 @@ std::string device_name(cl_device_id d) {
   clGetDeviceInfo(d, CL_DEVICE_NAME, n, s.data(), nullptr);
   while (!s.empty() && s.back() == '\0') s.pop_back();
   return s;
-}
-
-int raw_type(PixelType t) {
-  return t == PixelType::kU8 ? SIFT_RAW_U8 : t == PixelType::kU16 ? SIFT_RAW_U16 : SIFT_RAW_F32;
 }
 
 }  // namespace
@@ -135,39 +130,6 @@ void SiftStagesOpenCL::prepare(const detail::SiftPlan& p, const detail::SiftImag
   mark_prepared(p);
 }
 
-void SiftStagesOpenCL::upload(const detail::SiftPlan& plan, const detail::SiftImageView& image) {
-  const std::size_t bytes = begin_run(plan, image);
-  events_.clear();
-  check_memory(plan, bytes);
-  prepare(plan, image);
-  const cl_mem counters = counter_buffer();
-  const cl_uint zero = 0;
-  SPECTRASIFT_CL_CHECK(clEnqueueFillBuffer(st_.queue, counters, &zero, sizeof zero, 0, sizeof counters_, 0, nullptr, nullptr));
-  const std::size_t pixels = std::size_t(image.width) * std::size_t(image.height);
-  const cl_mem grey = st_.buffer("sift.grey", pixels * sizeof(float));
-  Event ev;
-  // Blocking uploads: the caller's memory is not read after upload() returns, even when a later stage throws.
-  if (image.grey_levels) {  // already grey levels: the upload is the grey image
-    SPECTRASIFT_CL_CHECK(clEnqueueWriteBuffer(st_.queue, grey, CL_TRUE, 0, bytes, image.data, 0, nullptr,
-                                              profile_run_ ? &ev.ev : nullptr));
-    if (profile_run_) events_.emplace_back(kUpload, std::move(ev));
-    return;
-  }
-  const cl_mem raw = st_.buffer("sift.input", bytes);
-  SPECTRASIFT_CL_CHECK(
-      clEnqueueWriteBuffer(st_.queue, raw, CL_TRUE, 0, bytes, image.data, 0, nullptr, profile_run_ ? &ev.ev : nullptr));
-  if (profile_run_) events_.emplace_back(kUpload, std::move(ev));
-  cl_kernel k = kernel("sift_grey");
-  const int type = raw_type(image.type);
-  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 0, sizeof raw, &raw));
-  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 1, sizeof type, &type));
-  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 2, sizeof image.channels, &image.channels));
-  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 3, sizeof image.width, &image.width));
-  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 4, sizeof image.height, &image.height));
-  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 5, sizeof grey, &grey));
-  launch_2d(k, std::size_t(image.width), std::size_t(image.height), kUpload);
-}
-
 cl_mem SiftStagesOpenCL::levels() { return st_.buffer("sift.gauss", plan_->gauss_floats * sizeof(float)); }
 cl_mem SiftStagesOpenCL::octave_table() { return st_.buffer("sift.info", octave_info_.size() * sizeof(cl_long)); }
 cl_mem SiftStagesOpenCL::counter_buffer() { return st_.buffer("sift.counters", sizeof counters_); }
@@ -182,6 +144,14 @@ void SiftStagesOpenCL::finish_profile() {
   SPECTRASIFT_CL_CHECK(clFinish(st_.queue));
   for (const auto& [stage, ev] : events_) stage_ms_[std::size_t(stage)] += ev.elapsed_ms();
   events_.clear();
+  if (upload_first_.ev && staged_last_.ev) {  // a staged upload: from its first write's start to its last's end
+    cl_ulong start = 0, end = 0;
+    SPECTRASIFT_CL_CHECK(
+        clGetEventProfilingInfo(upload_first_.ev, CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr));
+    SPECTRASIFT_CL_CHECK(clGetEventProfilingInfo(staged_last_.ev, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr));
+    stage_ms_[kUpload] += double(end - start) * 1e-6;
+  }
+  upload_first_.reset();
   log_stage_times("opencl");
 }
 

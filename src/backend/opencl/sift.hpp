@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backend/opencl/state.hpp"
+#include "backend/upload_chunks.hpp"
 #include "core/sift_device_stages.hpp"
 
 namespace spectrasift::opencl {
@@ -46,6 +47,10 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   void select(const Image* mask) override;
   void descriptors() override;
 
+  /// Tests: stage every upload through the pinned buffer, in chunks of `chunk` bytes (0: the default rule,
+  /// staged on GPUs from kStagedUploadMin bytes in split_upload's chunks; sift_upload.cpp).
+  void force_staged_upload(std::size_t chunk) noexcept { forced_chunk_ = chunk; }
+
   /// Behave as on a device without cl_khr_fp64 (tests: the errors of the inputs that need doubles).
   void assume_no_fp64() noexcept { fp64_ = false; }
 
@@ -54,6 +59,8 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   void prepare(const detail::SiftPlan& plan, const detail::SiftImageView& image);
   void check_memory(const detail::SiftPlan& plan, std::size_t input_bytes) const;
   cl_kernel kernel(const char* name);
+  // sift_upload.cpp: bytes of the caller's memory into dst (directly, or staged through pinned memory).
+  void write_input(cl_mem dst, const void* src, std::size_t bytes);
   void launch(cl_kernel k, cl_uint dims, const std::size_t* global, const std::size_t* local, Stage stage);
   void launch_1d(cl_kernel k, std::size_t items, std::size_t want_local, Stage stage);
   void launch_2d(cl_kernel k, std::size_t x, std::size_t y, Stage stage);
@@ -93,6 +100,10 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   std::size_t sort_local_ = 1;                // work-items of sift_sort_local (blocks of twice as many positions)
   std::size_t groups_ = 0;                    // work-groups of the per-keypoint kernels
   std::vector<std::pair<int, Event>> events_;
+  std::size_t forced_chunk_ = 0;                    // force_staged_upload()
+  std::vector<detail::ByteRange> upload_chunks_;    // scratch of write_input()
+  Event upload_first_;  // a profiled staged upload's first write
+  Event staged_last_;   // the last staged write: the staging buffer is free once it completed
   std::vector<SiftKeypoint> records_;  // read_features(): the kept records, reused across calls
 };
 
