@@ -32,6 +32,7 @@
 
 #ifdef SPECTRASIFT_HAVE_OPENCL
 #include "backend/backend.hpp"
+#include "backend/opencl/device_features.hpp"
 #include "backend/opencl/sift.hpp"
 #include "backend/opencl/state.hpp"
 #endif
@@ -218,16 +219,25 @@ TEST(SiftOpenCL, DISABLED_StageTimes) {
   ss::test::report_stage_times(kOpenCLSift, dynamic_cast<ss::opencl::SiftStagesOpenCL&>(*d.stages), d.ctx->impl(), 7);
 }
 
-// The upload / grey stage alone, host wall time to a finished queue (upload() then clFinish), direct against
-// staged (sift_upload.cpp), median of 15, for colour u8 images of 1080p and 4K (SPECTRASIFT_SIFT_TIMING_IMAGES'
-// first image's size when set; random bytes otherwise). Reported, never asserted: it decides whether
-// State::host_staging pays on a device. Run with --gtest_also_run_disabled_tests --gtest_filter=*UploadTimes*.
-TEST(SiftOpenCL, DISABLED_UploadTimes) {
+// The transfers alone, host wall time, direct against staged (State::host_staging; sift_upload.cpp and
+// sift_download.cpp), median of 15: upload() to a finished queue for colour u8 images of 1080p and 4K (random
+// bytes), and download() (read-back 2 and the host work after it, the device work before it finished) for
+// the timing images (graf1, box and SPECTRASIFT_SIFT_TIMING_IMAGES'). Reported, never asserted: it
+// decides whether host_staging pays on a device. Run with --gtest_also_run_disabled_tests
+// --gtest_filter=*TransferTimes*.
+TEST(SiftOpenCL, DISABLED_TransferTimes) {
   REQUIRE_OPENCL();
   Device& d = device();
-  auto& stages = dynamic_cast<ss::opencl::SiftStagesOpenCL&>(*d.stages);
   ss::opencl::State& st = ss::opencl::state(d.ctx->impl());
   const bool staging = st.host_staging;
+  const auto median_ms = [](std::vector<double>& ms) {
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+  };
+  using Clock = std::chrono::steady_clock;
+  const auto since = [](Clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  };
   for (const auto& [w, h] : {std::pair{1920, 1080}, std::pair{3840, 2160}}) {
     ss::Image im = ss::Image::allocate(w, h, 3, ss::PixelType::kU8);
     std::uint32_t x = 12345;
@@ -239,15 +249,41 @@ TEST(SiftOpenCL, DISABLED_UploadTimes) {
       st.host_staging = staged;
       std::vector<double> ms;
       for (int rep = 0; rep < 16; ++rep) {
-        const auto t0 = std::chrono::steady_clock::now();
-        stages.upload(plan, sift_view(im));
+        const auto t0 = Clock::now();
+        d.stages->upload(plan, sift_view(im));
         ASSERT_EQ(clFinish(st.queue), CL_SUCCESS);
-        const auto t1 = std::chrono::steady_clock::now();
-        if (rep > 0) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+        if (rep > 0) ms.push_back(since(t0));
       }
-      std::sort(ms.begin(), ms.end());
-      std::printf("[ sift-ocl ] upload+grey %dx%d u8 colour, %s: %.3f ms (median of %zu; min %.3f)\n", w, h,
-                  staged ? "staged" : "direct", ms[ms.size() / 2], ms.size(), ms.front());
+      std::printf("[ sift-ocl ] upload+grey %dx%d u8 colour, %s: %.3f ms\n", w, h, staged ? "staged" : "direct",
+                  median_ms(ms));
+    }
+  }
+  for (const std::string& path : ss::test::timing_images()) {
+    const ss::Image im = ss::read_image(path);
+    const ss::detail::SiftPlan& plan = ss::detail::sift_plan(d.ctx->impl(), im.width, im.height, {});
+    for (bool staged : {false, true}) {
+      st.host_staging = staged;
+      std::vector<double> ms;
+      std::size_t kept = 0;
+      for (int rep = 0; rep < 16; ++rep) {
+        d.stages->upload(plan, sift_view(im));
+        d.stages->pyramid();
+        d.stages->dog();
+        d.stages->extrema();
+        d.stages->refine();
+        d.stages->orientations();
+        d.stages->select(nullptr);
+        d.stages->descriptors();
+        ASSERT_EQ(clFinish(st.queue), CL_SUCCESS);
+        ss::Features f;
+        ss::detail::SiftCounts counts;
+        const auto t0 = Clock::now();
+        d.stages->download(f, counts);
+        if (rep > 0) ms.push_back(since(t0));
+        kept = f.keypoints.size();
+      }
+      std::printf("[ sift-ocl ] download %s (%zu features), %s: %.3f ms\n", path.c_str(), kept,
+                  staged ? "staged" : "direct", median_ms(ms));
     }
   }
   st.host_staging = staging;
@@ -414,6 +450,62 @@ TEST(SiftOpenCL, UploadPathsGiveTheSameFeatures) {
     d.stages->download(after, counts);
     EXPECT_TRUE(same_bits(direct, after)) << in.what << ": the caller's memory was read after upload()";
   }
+}
+
+// The read-back paths (sift_download.cpp): through the pinned buffer in chunks of rows (GPUs) and straight
+// into the output (CPU devices) give the same features, a digest that mirrors the host values, and a device
+// copy equal to them; for several digest pieces and read chunks with a partial last one (graf1), fewer rows
+// than one piece (box), and no features (a blank image), in an order that grows the pinned buffer.
+TEST(SiftOpenCL, ReadBackPathsGiveTheSameFeatures) {
+  REQUIRE_OPENCL();
+  Device& d = device();
+  ss::opencl::State& st = ss::opencl::state(d.ctx->impl());
+  struct Restore {
+    ss::opencl::State& st;
+    bool staging;
+    ~Restore() { st.host_staging = staging; }
+  } restore{st, st.host_staging};
+  ss::Image blank = ss::Image::allocate(320, 240, 1, ss::PixelType::kU8);
+  std::fill(blank.data.begin(), blank.data.end(), std::uint8_t(90));
+  const ss::Image images[] = {blank, load("box.png"), load("graf1_gray.png")};
+  for (const ss::Image& im : images) {
+    st.host_staging = false;
+    const ss::Features direct = run_stages(*d.stages, d.ctx->impl(), sift_view(im), {}, nullptr);
+    st.host_staging = true;
+    const ss::Features staged = run_stages(*d.stages, d.ctx->impl(), sift_view(im), {}, nullptr);
+    const std::string what = std::to_string(im.width) + " x " + std::to_string(im.height);
+    EXPECT_TRUE(same_bits(direct, staged)) << what;
+    if (&im == &images[0]) {
+      EXPECT_TRUE(staged.keypoints.empty()) << what;
+      EXPECT_EQ(staged.device, nullptr) << what;
+      continue;
+    }
+    ASSERT_FALSE(staged.keypoints.empty()) << what;
+    ASSERT_NE(staged.device, nullptr) << what;
+    EXPECT_TRUE(staged.device->mirrors(staged)) << what;
+    EXPECT_TRUE(direct.device->mirrors(staged)) << what;
+    const auto& copy = dynamic_cast<const ss::opencl::DeviceDescriptors&>(*staged.device);
+    std::vector<float> on_device(staged.descriptors.size());
+    ASSERT_EQ(clEnqueueReadBuffer(st.queue, copy.mem(), CL_TRUE, 0, on_device.size() * sizeof(float),
+                                  on_device.data(), 0, nullptr, nullptr),
+              CL_SUCCESS);
+    EXPECT_EQ(0, std::memcmp(on_device.data(), staged.descriptors.data(), on_device.size() * sizeof(float))) << what;
+  }
+  ASSERT_GT(run_stages(*d.stages, d.ctx->impl(), sift_view(images[2]), {}, nullptr).keypoints.size(), 4u * 256u)
+      << "graf1 no longer spans several read chunks";
+}
+
+// Two stages objects on one context share the State's named buffers, the plan tables among them: after
+// the other object ran a different plan, this one's plan tables are written again (sift.cpp prepare()).
+TEST(SiftOpenCL, StagesObjectsSharingAContextKeepTheirPlans) {
+  REQUIRE_OPENCL();
+  Device& d = device();
+  auto other = ss::opencl::make_sift_stages(d.ctx->impl());
+  const ss::Image box = load("box.png"), graf = load("graf1_gray.png");
+  const ss::Features first = run_stages(*d.stages, d.ctx->impl(), sift_view(box), {}, nullptr);
+  const ss::Features graf_features = run_stages(*other, d.ctx->impl(), sift_view(graf), {}, nullptr);
+  EXPECT_TRUE(same_bits(first, run_stages(*d.stages, d.ctx->impl(), sift_view(box), {}, nullptr)));
+  EXPECT_TRUE(same_bits(graf_features, run_stages(*other, d.ctx->impl(), sift_view(graf), {}, nullptr)));
 }
 
 // The batch call: a loop over the images reusing the plan and buffers (OpenCL prefetches nothing), each with

@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -59,15 +60,23 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   void prepare(const detail::SiftPlan& plan, const detail::SiftImageView& image);
   void check_memory(const detail::SiftPlan& plan, std::size_t input_bytes) const;
   cl_kernel kernel(const char* name);
-  // sift_upload.cpp: bytes of the caller's memory into dst (directly, or staged through pinned memory).
-  void write_input(cl_mem dst, const void* src, std::size_t bytes);
   void launch(cl_kernel k, cl_uint dims, const std::size_t* global, const std::size_t* local, Stage stage);
   void launch_1d(cl_kernel k, std::size_t items, std::size_t want_local, Stage stage);
   void launch_2d(cl_kernel k, std::size_t x, std::size_t y, Stage stage);
+  /// Submits what is queued (clFlush) without waiting: at stage boundaries before long runs of launches, so
+  /// that the device works while the host queues the rest (a driver may hold commands until a flush or a
+  /// blocking call).
+  void flush() { SPECTRASIFT_CL_CHECK(clFlush(st_.queue)); }
   void finish_profile() override;  // stage_ms_ from the profiling events (launches and transfers)
   void read_counters() override;
   void clear_feature_counters() override;
+  // sift_upload.cpp: bytes of the caller's memory into dst (directly, or staged through pinned memory).
+  void write_input(cl_mem dst, const void* src, std::size_t bytes);
+  // sift_download.cpp
   void read_features(Features& out, std::size_t kept) override;
+  // read_features on a GPU, through the pinned "sift.download_host"; run(n, fn) runs fn(piece) for piece in
+  // [0, n) on the WorkPool.
+  template <class Run> void read_staged(Features& out, std::size_t kept, const Run& run);
   /// Features::device: a copy of the kept descriptor rows, whose host values have digest `digest`.
   void attach_device_copy(Features& out, std::size_t kept, std::uint64_t digest);
   // The named buffers every stage reads (sized from the plan).
@@ -90,6 +99,7 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   State& st_;
   std::string options_;        // build options of the sift.cl program
   bool fp64_ = false;          // the device has cl_khr_fp64
+  std::uint64_t tables_generation_ = 0;  // State::sift_tables_generation when prepare() wrote the plan tables
   // Launch geometry (from the device's limits).
   std::size_t blur_tx_ = 0, blur_ty_ = 0;     // tile of the separable blur
   int blur_r_ = -1;                           // the largest radius the tiles were sized for
@@ -104,7 +114,9 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   std::vector<detail::ByteRange> upload_chunks_;    // scratch of write_input()
   Event upload_first_;  // a profiled staged upload's first write
   Event staged_last_;   // the last staged write: the staging buffer is free once it completed
-  std::vector<SiftKeypoint> records_;  // read_features(): the kept records, reused across calls
+  std::vector<SiftKeypoint> records_;  // read_features(): the kept records (CPU devices), reused across calls
+  std::vector<std::uint64_t> digest_sums_;  // read_features(): one digest sum per piece of rows
+  std::vector<Event> read_chunks_;          // read_staged(): the descriptor chunks' reads
 };
 
 /// The OpenCL backend's SIFT stages for an OpenCL context.

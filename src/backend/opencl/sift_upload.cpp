@@ -57,6 +57,7 @@ void SiftStagesOpenCL::upload(const detail::SiftPlan& plan, const detail::SiftIm
   const int type = raw_type(image.type);
   set_args(k, raw, type, image.channels, image.width, image.height, grey);
   launch_2d(k, std::size_t(image.width), std::size_t(image.height), kUpload);
+  flush();
 }
 
 void SiftStagesOpenCL::write_input(cl_mem dst, const void* src, std::size_t bytes) {
