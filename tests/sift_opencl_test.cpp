@@ -82,6 +82,17 @@ const ss::test::DeviceSift kOpenCLSift{ss::Backend::kOpenCL, "sift-ocl",
                                           return opencl_sift(im, o, mask);
                                         }};
 
+// The stages between upload() and download() of core/sift.cpp's run sequence (no mask).
+void run_after_upload(ss::detail::SiftStages& s) {
+  s.pyramid();
+  s.dog();
+  s.extrema();
+  s.refine();
+  s.orientations();
+  s.select(nullptr);
+  s.descriptors();
+}
+
 // The agreement of issue 18 (tests/sift_device_test_util.hpp).
 void expect_agreement(const ss::Features& cpu, const ss::Features& dev, const std::string& what) {
   ss::test::expect_sift_agreement(cpu, dev, ss::Backend::kOpenCL, "sift-ocl", what);
@@ -267,13 +278,7 @@ TEST(SiftOpenCL, DISABLED_TransferTimes) {
       std::size_t kept = 0;
       for (int rep = 0; rep < 16; ++rep) {
         d.stages->upload(plan, sift_view(im));
-        d.stages->pyramid();
-        d.stages->dog();
-        d.stages->extrema();
-        d.stages->refine();
-        d.stages->orientations();
-        d.stages->select(nullptr);
-        d.stages->descriptors();
+        run_after_upload(*d.stages);
         ASSERT_EQ(clFinish(st.queue), CL_SUCCESS);
         ss::Features f;
         ss::detail::SiftCounts counts;
@@ -438,13 +443,7 @@ TEST(SiftOpenCL, UploadPathsGiveTheSameFeatures) {
     const ss::detail::SiftPlan& plan = ss::detail::sift_plan(d.ctx->impl(), sv.width, sv.height, {});
     d.stages->upload(plan, sv);
     std::fill(scratch.data.begin(), scratch.data.end(), std::uint8_t(0x5a));
-    d.stages->pyramid();
-    d.stages->dog();
-    d.stages->extrema();
-    d.stages->refine();
-    d.stages->orientations();
-    d.stages->select(nullptr);
-    d.stages->descriptors();
+    run_after_upload(*d.stages);
     ss::Features after;
     ss::detail::SiftCounts counts;
     d.stages->download(after, counts);
