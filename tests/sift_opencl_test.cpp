@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +32,7 @@
 
 #ifdef SPECTRASIFT_HAVE_OPENCL
 #include "backend/backend.hpp"
+#include "backend/opencl/device_features.hpp"
 #include "backend/opencl/sift.hpp"
 #include "backend/opencl/state.hpp"
 #endif
@@ -44,6 +46,7 @@ namespace {
 ss::Image load(const char* name) { return ss::test::load_test_image(name); }
 using ss::test::cpu_sift;
 using ss::test::run_stages;
+using ss::test::sift_view;
 
 using ss::test::opencl_device;
 using ss::test::opencl_options;
@@ -78,6 +81,17 @@ const ss::test::DeviceSift kOpenCLSift{ss::Backend::kOpenCL, "sift-ocl",
                                         [](const ss::Image& im, const ss::SiftOptions& o, const ss::Image* mask) {
                                           return opencl_sift(im, o, mask);
                                         }};
+
+// The stages between upload() and download() of core/sift.cpp's run sequence (no mask).
+void run_after_upload(ss::detail::SiftStages& s) {
+  s.pyramid();
+  s.dog();
+  s.extrema();
+  s.refine();
+  s.orientations();
+  s.select(nullptr);
+  s.descriptors();
+}
 
 // The agreement of issue 18 (tests/sift_device_test_util.hpp).
 void expect_agreement(const ss::Features& cpu, const ss::Features& dev, const std::string& what) {
@@ -216,6 +230,70 @@ TEST(SiftOpenCL, DISABLED_StageTimes) {
   ss::test::report_stage_times(kOpenCLSift, dynamic_cast<ss::opencl::SiftStagesOpenCL&>(*d.stages), d.ctx->impl(), 7);
 }
 
+// The transfers alone, host wall time, direct against staged (State::host_staging; sift_upload.cpp and
+// sift_download.cpp), median of 15: upload() to a finished queue for colour u8 images of 1080p and 4K (random
+// bytes), and download() (read-back 2 and the host work after it, the device work before it finished) for
+// the timing images (graf1, box and SPECTRASIFT_SIFT_TIMING_IMAGES'). Reported, never asserted: it
+// decides whether host_staging pays on a device. Run with --gtest_also_run_disabled_tests
+// --gtest_filter=*TransferTimes*.
+TEST(SiftOpenCL, DISABLED_TransferTimes) {
+  REQUIRE_OPENCL();
+  Device& d = device();
+  ss::opencl::State& st = ss::opencl::state(d.ctx->impl());
+  const bool staging = st.host_staging;
+  const auto median_ms = [](std::vector<double>& ms) {
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+  };
+  using Clock = std::chrono::steady_clock;
+  const auto since = [](Clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  };
+  for (const auto& [w, h] : {std::pair{1920, 1080}, std::pair{3840, 2160}}) {
+    ss::Image im = ss::Image::allocate(w, h, 3, ss::PixelType::kU8);
+    std::uint32_t x = 12345;
+    for (std::uint8_t& b : im.data) b = std::uint8_t((x = x * 1664525u + 1013904223u) >> 24);
+    ss::SiftOptions o;
+    o.upsample = false;
+    const ss::detail::SiftPlan& plan = ss::detail::sift_plan(d.ctx->impl(), w, h, o);
+    for (bool staged : {false, true}) {
+      st.host_staging = staged;
+      std::vector<double> ms;
+      for (int rep = 0; rep < 16; ++rep) {
+        const auto t0 = Clock::now();
+        d.stages->upload(plan, sift_view(im));
+        ASSERT_EQ(clFinish(st.queue), CL_SUCCESS);
+        if (rep > 0) ms.push_back(since(t0));
+      }
+      std::printf("[ sift-ocl ] upload+grey %dx%d u8 colour, %s: %.3f ms\n", w, h, staged ? "staged" : "direct",
+                  median_ms(ms));
+    }
+  }
+  for (const std::string& path : ss::test::timing_images()) {
+    const ss::Image im = ss::read_image(path);
+    const ss::detail::SiftPlan& plan = ss::detail::sift_plan(d.ctx->impl(), im.width, im.height, {});
+    for (bool staged : {false, true}) {
+      st.host_staging = staged;
+      std::vector<double> ms;
+      std::size_t kept = 0;
+      for (int rep = 0; rep < 16; ++rep) {
+        d.stages->upload(plan, sift_view(im));
+        run_after_upload(*d.stages);
+        ASSERT_EQ(clFinish(st.queue), CL_SUCCESS);
+        ss::Features f;
+        ss::detail::SiftCounts counts;
+        const auto t0 = Clock::now();
+        d.stages->download(f, counts);
+        if (rep > 0) ms.push_back(since(t0));
+        kept = f.keypoints.size();
+      }
+      std::printf("[ sift-ocl ] download %s (%zu features), %s: %.3f ms\n", path.c_str(), kept,
+                  staged ? "staged" : "direct", median_ms(ms));
+    }
+  }
+  st.host_staging = staging;
+}
+
 TEST(SiftOpenCL, ClearErrors) {
   REQUIRE_OPENCL();
   Device& d = device();
@@ -305,6 +383,128 @@ TEST(SiftOpenCL, PublicApiRunsTheDeviceStages) {
     EXPECT_EQ(e.code(), ss::ErrorCode::kInvalidArgument);
     EXPECT_NE(std::string(e.what()).find("empty"), std::string::npos) << e.what();
   }
+}
+
+// The upload paths (sift_upload.cpp): the pinned staging in chunks gives the direct write's bits for every
+// chunking edge (one chunk, a chunk larger than the image, a partial last chunk, chunks that end inside a
+// pixel, split_upload's default chunks) and input (u8 grey and colour, u16 colour, f32 grey, grey levels),
+// the images in growing sizes so that the pinned buffer grows; and the caller's memory is not read after
+// upload() returns (it is overwritten before the other stages run).
+TEST(SiftOpenCL, UploadPathsGiveTheSameFeatures) {
+  REQUIRE_OPENCL();
+  Device& d = device();
+  auto& stages = dynamic_cast<ss::opencl::SiftStagesOpenCL&>(*d.stages);
+  ss::opencl::State& st = ss::opencl::state(d.ctx->impl());
+  struct Restore {
+    ss::opencl::SiftStagesOpenCL& stages;
+    ss::opencl::State& st;
+    bool staging;
+    ~Restore() {
+      stages.force_staged_upload(0);
+      st.host_staging = staging;
+    }
+  } restore{stages, st, st.host_staging};
+  const ss::Image box = load("box.png");
+  const ss::Image grey_f32 = convert(box, ss::PixelType::kF32, 1);
+  struct Input {
+    const char* what;
+    ss::Image image;
+    bool grey_levels;
+  };
+  std::vector<Input> inputs;
+  inputs.push_back({"u8 grey", box, false});
+  inputs.push_back({"u8 colour", convert(box, ss::PixelType::kU8, 3), false});
+  inputs.push_back({"f32 grey", grey_f32, false});
+  inputs.push_back({"u16 colour", convert(box, ss::PixelType::kU16, 3), false});
+  inputs.push_back({"grey levels", grey_f32, true});
+  for (Input& in : inputs) {
+    ss::Image& im = in.image;
+    if (in.grey_levels)  // grey levels 0..255, as core/sift.cpp hands them to the stages
+      for (float& v : std::span(im.as<float>(), im.pixel_count())) v *= 255.0f;
+    ss::detail::SiftImageView v = sift_view(im);
+    v.grey_levels = in.grey_levels;
+    const std::size_t bytes = im.data.size();
+    st.host_staging = false;
+    stages.force_staged_upload(0);
+    const ss::Features direct = run_stages(*d.stages, d.ctx->impl(), v, {}, nullptr);
+    ASSERT_FALSE(direct.keypoints.empty()) << in.what;
+    st.host_staging = true;  // split_upload's chunks where the image is large enough, else a direct write
+    EXPECT_TRUE(same_bits(direct, run_stages(*d.stages, d.ctx->impl(), v, {}, nullptr))) << in.what << " default";
+    for (std::size_t chunk : {bytes, bytes + 1, bytes / 3 + 7, std::size_t(64) << 10, std::size_t(4099)}) {
+      stages.force_staged_upload(chunk);
+      EXPECT_TRUE(same_bits(direct, run_stages(*d.stages, d.ctx->impl(), v, {}, nullptr)))
+          << in.what << " (" << bytes << " bytes) in chunks of " << chunk;
+    }
+    // The caller's bytes overwritten once upload() has returned: the features are still the image's.
+    stages.force_staged_upload(bytes / 3 + 7);
+    ss::Image scratch = im;
+    ss::detail::SiftImageView sv = sift_view(scratch);
+    sv.grey_levels = in.grey_levels;
+    const ss::detail::SiftPlan& plan = ss::detail::sift_plan(d.ctx->impl(), sv.width, sv.height, {});
+    d.stages->upload(plan, sv);
+    std::fill(scratch.data.begin(), scratch.data.end(), std::uint8_t(0x5a));
+    run_after_upload(*d.stages);
+    ss::Features after;
+    ss::detail::SiftCounts counts;
+    d.stages->download(after, counts);
+    EXPECT_TRUE(same_bits(direct, after)) << in.what << ": the caller's memory was read after upload()";
+  }
+}
+
+// The read-back paths (sift_download.cpp): through the pinned buffer in chunks of rows (GPUs) and straight
+// into the output (CPU devices) give the same features, a digest that mirrors the host values, and a device
+// copy equal to them; for several digest pieces and read chunks with a partial last one (graf1), fewer rows
+// than one piece (box), and no features (a blank image), in an order that grows the pinned buffer.
+TEST(SiftOpenCL, ReadBackPathsGiveTheSameFeatures) {
+  REQUIRE_OPENCL();
+  Device& d = device();
+  ss::opencl::State& st = ss::opencl::state(d.ctx->impl());
+  struct Restore {
+    ss::opencl::State& st;
+    bool staging;
+    ~Restore() { st.host_staging = staging; }
+  } restore{st, st.host_staging};
+  ss::Image blank = ss::Image::allocate(320, 240, 1, ss::PixelType::kU8);
+  std::fill(blank.data.begin(), blank.data.end(), std::uint8_t(90));
+  const ss::Image images[] = {blank, load("box.png"), load("graf1_gray.png")};
+  for (const ss::Image& im : images) {
+    st.host_staging = false;
+    const ss::Features direct = run_stages(*d.stages, d.ctx->impl(), sift_view(im), {}, nullptr);
+    st.host_staging = true;
+    const ss::Features staged = run_stages(*d.stages, d.ctx->impl(), sift_view(im), {}, nullptr);
+    const std::string what = std::to_string(im.width) + " x " + std::to_string(im.height);
+    EXPECT_TRUE(same_bits(direct, staged)) << what;
+    if (&im == &images[0]) {
+      EXPECT_TRUE(staged.keypoints.empty()) << what;
+      EXPECT_EQ(staged.device, nullptr) << what;
+      continue;
+    }
+    ASSERT_FALSE(staged.keypoints.empty()) << what;
+    ASSERT_NE(staged.device, nullptr) << what;
+    EXPECT_TRUE(staged.device->mirrors(staged)) << what;
+    EXPECT_TRUE(direct.device->mirrors(staged)) << what;
+    const auto& copy = dynamic_cast<const ss::opencl::DeviceDescriptors&>(*staged.device);
+    std::vector<float> on_device(staged.descriptors.size());
+    ASSERT_EQ(clEnqueueReadBuffer(st.queue, copy.mem(), CL_TRUE, 0, on_device.size() * sizeof(float),
+                                  on_device.data(), 0, nullptr, nullptr),
+              CL_SUCCESS);
+    EXPECT_EQ(0, std::memcmp(on_device.data(), staged.descriptors.data(), on_device.size() * sizeof(float))) << what;
+  }
+  ASSERT_GT(run_stages(*d.stages, d.ctx->impl(), sift_view(images[2]), {}, nullptr).keypoints.size(), 4u * 256u)
+      << "graf1 no longer spans several read chunks";
+}
+
+// Two stages objects on one context share the State's named buffers, the plan tables among them: after
+// the other object ran a different plan, this one's plan tables are written again (sift.cpp prepare()).
+TEST(SiftOpenCL, StagesObjectsSharingAContextKeepTheirPlans) {
+  REQUIRE_OPENCL();
+  Device& d = device();
+  auto other = ss::opencl::make_sift_stages(d.ctx->impl());
+  const ss::Image box = load("box.png"), graf = load("graf1_gray.png");
+  const ss::Features first = run_stages(*d.stages, d.ctx->impl(), sift_view(box), {}, nullptr);
+  const ss::Features graf_features = run_stages(*other, d.ctx->impl(), sift_view(graf), {}, nullptr);
+  EXPECT_TRUE(same_bits(first, run_stages(*d.stages, d.ctx->impl(), sift_view(box), {}, nullptr)));
+  EXPECT_TRUE(same_bits(graf_features, run_stages(*other, d.ctx->impl(), sift_view(graf), {}, nullptr)));
 }
 
 // The batch call: a loop over the images reusing the plan and buffers (OpenCL prefetches nothing), each with

@@ -1,19 +1,11 @@
-// OpenCL SIFT (see sift.hpp): construction, the upload / grey stage, memory checks, launches and the
-// read-backs (the download sequence is core/sift_device_stages.cpp's). The pyramid, DoG, extrema and refinement launches are in sift_pyramid.cpp; orientations,
-// select and descriptors in sift_features.cpp.
+// OpenCL SIFT (see sift.hpp): construction, memory checks, launches and the counters' read-back (the
+// download sequence is core/sift_device_stages.cpp's). The upload / grey stage is in sift_upload.cpp; the
+// pyramid, DoG, extrema and refinement launches in sift_pyramid.cpp; orientations, select and descriptors in
+// sift_features.cpp; the features' read-back in sift_download.cpp.
 #include "backend/opencl/sift.hpp"
 
-#include "backend/opencl/device_features.hpp"
+#include <string>
 
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
-#include <cstring>
-
-#include "backend/descriptor_digest.hpp"
-#include "backend/host_pages.hpp"
-#include "core/thread_pool.hpp"
-#include "numeric/sift_gray.h"
 #include "numeric/sift_keypoint.h"
 #include "spectrasift/error.hpp"
 
@@ -32,10 +24,6 @@ std::string device_name(cl_device_id d) {
   clGetDeviceInfo(d, CL_DEVICE_NAME, n, s.data(), nullptr);
   while (!s.empty() && s.back() == '\0') s.pop_back();
   return s;
-}
-
-int raw_type(PixelType t) {
-  return t == PixelType::kU8 ? SIFT_RAW_U8 : t == PixelType::kU16 ? SIFT_RAW_U16 : SIFT_RAW_F32;
 }
 
 }  // namespace
@@ -118,7 +106,8 @@ void SiftStagesOpenCL::prepare(const detail::SiftPlan& p, const detail::SiftImag
                     "' does not have (no cl_khr_fp64); convert the image to grey or 8 bits first, or use the cpu "
                     "backend",
                 "opencl");
-  if (prepared_for(p)) return;
+  // Prepared for this plan, and the shared tables were not written since by another stages object.
+  if (prepared_for(p) && st_.sift_tables_generation == tables_generation_) return;
   size_from_plan(p);
   const cl_mem info = octave_table();
   SPECTRASIFT_CL_CHECK(clEnqueueWriteBuffer(st_.queue, info, CL_TRUE, 0, octave_info_.size() * sizeof(cl_long),
@@ -133,39 +122,7 @@ void SiftStagesOpenCL::prepare(const detail::SiftPlan& p, const detail::SiftImag
   if (!st_.is_cpu) size_blur_tiles();  // CPU devices blur without tiles
   group_sizes();
   mark_prepared(p);
-}
-
-void SiftStagesOpenCL::upload(const detail::SiftPlan& plan, const detail::SiftImageView& image) {
-  const std::size_t bytes = begin_run(plan, image);
-  events_.clear();
-  check_memory(plan, bytes);
-  prepare(plan, image);
-  const cl_mem counters = counter_buffer();
-  const cl_uint zero = 0;
-  SPECTRASIFT_CL_CHECK(clEnqueueFillBuffer(st_.queue, counters, &zero, sizeof zero, 0, sizeof counters_, 0, nullptr, nullptr));
-  const std::size_t pixels = std::size_t(image.width) * std::size_t(image.height);
-  const cl_mem grey = st_.buffer("sift.grey", pixels * sizeof(float));
-  Event ev;
-  // Blocking uploads: the caller's memory is not read after upload() returns, even when a later stage throws.
-  if (image.grey_levels) {  // already grey levels: the upload is the grey image
-    SPECTRASIFT_CL_CHECK(clEnqueueWriteBuffer(st_.queue, grey, CL_TRUE, 0, bytes, image.data, 0, nullptr,
-                                              profile_run_ ? &ev.ev : nullptr));
-    if (profile_run_) events_.emplace_back(kUpload, std::move(ev));
-    return;
-  }
-  const cl_mem raw = st_.buffer("sift.input", bytes);
-  SPECTRASIFT_CL_CHECK(
-      clEnqueueWriteBuffer(st_.queue, raw, CL_TRUE, 0, bytes, image.data, 0, nullptr, profile_run_ ? &ev.ev : nullptr));
-  if (profile_run_) events_.emplace_back(kUpload, std::move(ev));
-  cl_kernel k = kernel("sift_grey");
-  const int type = raw_type(image.type);
-  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 0, sizeof raw, &raw));
-  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 1, sizeof type, &type));
-  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 2, sizeof image.channels, &image.channels));
-  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 3, sizeof image.width, &image.width));
-  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 4, sizeof image.height, &image.height));
-  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 5, sizeof grey, &grey));
-  launch_2d(k, std::size_t(image.width), std::size_t(image.height), kUpload);
+  tables_generation_ = ++st_.sift_tables_generation;
 }
 
 cl_mem SiftStagesOpenCL::levels() { return st_.buffer("sift.gauss", plan_->gauss_floats * sizeof(float)); }
@@ -182,6 +139,14 @@ void SiftStagesOpenCL::finish_profile() {
   SPECTRASIFT_CL_CHECK(clFinish(st_.queue));
   for (const auto& [stage, ev] : events_) stage_ms_[std::size_t(stage)] += ev.elapsed_ms();
   events_.clear();
+  if (upload_first_.ev && staged_last_.ev) {  // a staged upload: from its first write's start to its last's end
+    cl_ulong start = 0, end = 0;
+    SPECTRASIFT_CL_CHECK(
+        clGetEventProfilingInfo(upload_first_.ev, CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr));
+    SPECTRASIFT_CL_CHECK(clGetEventProfilingInfo(staged_last_.ev, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr));
+    stage_ms_[kUpload] += double(end - start) * 1e-6;
+  }
+  upload_first_.reset();
   log_stage_times("opencl");
 }
 
@@ -189,73 +154,6 @@ void SiftStagesOpenCL::clear_feature_counters() {
   const cl_uint zero = 0;
   SPECTRASIFT_CL_CHECK(clEnqueueFillBuffer(st_.queue, counter_buffer(), &zero, sizeof zero,
                                            SIFT_COUNT_ORIENTED * sizeof zero, 3 * sizeof zero, 0, nullptr, nullptr));
-}
-
-// The records into a scratch vector reused across calls and the float descriptors straight into the
-// output, sized while the records' read runs (large ones' pages populated first on the context's host pool,
-// backend/host_pages.hpp); then the digest of the device copy (DeviceFeatures::mirrors) summed in pieces of
-// rows on that pool: one pass of several threads where a single thread's FNV chain took ~3 ms for 12k
-// features.
-void SiftStagesOpenCL::read_features(Features& out, std::size_t kept) {
-  const std::size_t values = kept * Features::kDescriptorSize;
-  WorkPool& pool = calling_thread_pool(ctx_.cpu_threads());
-  const auto run = [&pool](std::size_t pieces, const auto& fn) {
-    pool.run(int(pieces), 1, [&](int p0, int p1, int) {
-      for (int p = p0; p < p1; ++p) fn(std::size_t(p));
-    });
-  };
-  records_.resize(kept);
-  if (kept > 0) {
-    Event e1, e2;
-    SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(st_.queue, st_.buffer("sift.kept", kept * sizeof(SiftKeypoint)), CL_FALSE, 0,
-                                             kept * sizeof(SiftKeypoint), records_.data(), 0, nullptr,
-                                             profile_run_ ? &e1.ev : nullptr));
-    try {
-      detail::resize_for_writes(out.descriptors, values, run);
-    } catch (...) {
-      (void)clFinish(st_.queue);  // records_ may still be written
-      throw;
-    }
-    SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(st_.queue, st_.buffer("sift.desc", values * sizeof(float)), CL_TRUE, 0,
-                                             values * sizeof(float), out.descriptors.data(), 0, nullptr,
-                                             profile_run_ ? &e2.ev : nullptr));
-    if (profile_run_) {
-      events_.emplace_back(kDownload, std::move(e1));
-      events_.emplace_back(kDownload, std::move(e2));
-    }
-  } else {
-    out.descriptors.clear();
-  }
-  keypoints_from_records(records_.data(), kept, out);
-  // The digest: pieces of kDigestPieceRows rows summed apart, added (a sum: the same in any order).
-  constexpr std::size_t kDigestPieceRows = 256;
-  const std::size_t pieces = (kept + kDigestPieceRows - 1) / kDigestPieceRows;
-  std::vector<std::uint64_t> sums(pieces, 0);
-  run(pieces, [&](std::size_t p) {
-    const std::size_t lo = p * kDigestPieceRows * Features::kDescriptorSize;
-    const std::size_t hi = std::min(values, lo + kDigestPieceRows * Features::kDescriptorSize);
-    sums[p] = detail::descriptor_digest_sum(out.descriptors.data() + lo, lo, hi - lo);
-  });
-  std::uint64_t sum = 0;
-  for (std::uint64_t v : sums) sum += v;
-  attach_device_copy(out, kept, detail::descriptor_digest_finish(sum, values));
-}
-
-// The descriptors stay on the device for matching on this backend (Features::device): a copy of the kept
-// rows of "sift.desc" (which the next image overwrites) into a buffer of their own, device to device on the
-// queue; no upload when they are matched here.
-void SiftStagesOpenCL::attach_device_copy(Features& out, std::size_t kept, std::uint64_t digest) {
-  out.device.reset();
-  if (kept == 0) return;
-  const std::size_t bytes = kept * Features::kDescriptorSize * sizeof(float);
-  cl_int err = CL_SUCCESS;
-  Buffer copy;
-  copy.mem = clCreateBuffer(st_.context, CL_MEM_READ_ONLY, bytes, nullptr, &err);
-  SPECTRASIFT_CL_CHECK(err);
-  copy.bytes = bytes;
-  SPECTRASIFT_CL_CHECK(clEnqueueCopyBuffer(st_.queue, st_.buffer("sift.desc", bytes), copy.mem, 0, 0, bytes, 0, nullptr,
-                                           nullptr));
-  out.device = std::make_shared<DeviceDescriptors>(st_, kept, digest, copy.mem);
 }
 
 std::unique_ptr<detail::SiftStages> make_sift_stages(detail::ContextImpl& ctx) {

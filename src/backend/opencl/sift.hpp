@@ -12,12 +12,14 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "backend/opencl/state.hpp"
+#include "backend/upload_chunks.hpp"
 #include "core/sift_device_stages.hpp"
 
 namespace spectrasift::opencl {
@@ -46,6 +48,10 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   void select(const Image* mask) override;
   void descriptors() override;
 
+  /// Tests: stage every upload through the pinned buffer, in chunks of `chunk` bytes (0: the default rule,
+  /// staged on GPUs from kStagedUploadMin bytes in split_upload's chunks; sift_upload.cpp).
+  void force_staged_upload(std::size_t chunk) noexcept { forced_chunk_ = chunk; }
+
   /// Behave as on a device without cl_khr_fp64 (tests: the errors of the inputs that need doubles).
   void assume_no_fp64() noexcept { fp64_ = false; }
 
@@ -57,10 +63,20 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   void launch(cl_kernel k, cl_uint dims, const std::size_t* global, const std::size_t* local, Stage stage);
   void launch_1d(cl_kernel k, std::size_t items, std::size_t want_local, Stage stage);
   void launch_2d(cl_kernel k, std::size_t x, std::size_t y, Stage stage);
+  /// Submits what is queued (clFlush) without waiting: at stage boundaries before long runs of launches, so
+  /// that the device works while the host queues the rest (a driver may hold commands until a flush or a
+  /// blocking call).
+  void flush() { SPECTRASIFT_CL_CHECK(clFlush(st_.queue)); }
   void finish_profile() override;  // stage_ms_ from the profiling events (launches and transfers)
   void read_counters() override;
   void clear_feature_counters() override;
+  // sift_upload.cpp: bytes of the caller's memory into dst (directly, or staged through pinned memory).
+  void write_input(cl_mem dst, const void* src, std::size_t bytes);
+  // sift_download.cpp
   void read_features(Features& out, std::size_t kept) override;
+  // read_features on a GPU, through the pinned "sift.download_host"; run(n, fn) runs fn(piece) for piece in
+  // [0, n) on the WorkPool.
+  template <class Run> void read_staged(Features& out, std::size_t kept, const Run& run);
   /// Features::device: a copy of the kept descriptor rows, whose host values have digest `digest`.
   void attach_device_copy(Features& out, std::size_t kept, std::uint64_t digest);
   // The named buffers every stage reads (sized from the plan).
@@ -83,6 +99,7 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   State& st_;
   std::string options_;        // build options of the sift.cl program
   bool fp64_ = false;          // the device has cl_khr_fp64
+  std::uint64_t tables_generation_ = 0;  // State::sift_tables_generation when prepare() wrote the plan tables
   // Launch geometry (from the device's limits).
   std::size_t blur_tx_ = 0, blur_ty_ = 0;     // tile of the separable blur
   int blur_r_ = -1;                           // the largest radius the tiles were sized for
@@ -93,7 +110,13 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   std::size_t sort_local_ = 1;                // work-items of sift_sort_local (blocks of twice as many positions)
   std::size_t groups_ = 0;                    // work-groups of the per-keypoint kernels
   std::vector<std::pair<int, Event>> events_;
-  std::vector<SiftKeypoint> records_;  // read_features(): the kept records, reused across calls
+  std::size_t forced_chunk_ = 0;                    // force_staged_upload()
+  std::vector<detail::ByteRange> upload_chunks_;    // scratch of write_input()
+  Event upload_first_;  // a profiled staged upload's first write
+  Event staged_last_;   // the last staged write: the staging buffer is free once it completed
+  std::vector<SiftKeypoint> records_;  // read_features(): the kept records (CPU devices), reused across calls
+  std::vector<std::uint64_t> digest_sums_;  // read_features(): one digest sum per piece of rows
+  std::vector<Event> read_chunks_;          // read_staged(): the descriptor chunks' reads
 };
 
 /// The OpenCL backend's SIFT stages for an OpenCL context.

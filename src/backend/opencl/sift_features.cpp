@@ -109,6 +109,7 @@ void SiftStagesOpenCL::orientations() {
     SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 8, sizeof ex_cap, &ex_cap));
     const std::size_t g = groups_ * ori_local_;
     launch(k, 1, &g, &ori_local_, kOrientations);
+    flush();
     return;
   }
   cl_kernel k = kernel("sift_orientation");
@@ -121,6 +122,7 @@ void SiftStagesOpenCL::orientations() {
   SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 11, sizeof ex_cap, &ex_cap));
   const std::size_t g = std::min(groups_, candidates_) * ori_local_;
   launch(k, 1, &g, &ori_local_, kOrientations);
+  flush();  // refine and orientations run while select's launches are queued
 }
 
 // Bitonic sort of the index array `order` over the live count in counters[count_slot] (kernels/sift_select.cl):
@@ -199,6 +201,7 @@ void SiftStagesOpenCL::select(const Image* mask) {
   cl_kernel gather = kernel("sift_select_gather");
   set_args(gather, a, kps, counters, cap, kept);
   launch_1d(gather, keypoint_capacity_, 256, kSelect);
+  flush();
 }
 
 void SiftStagesOpenCL::descriptors() {

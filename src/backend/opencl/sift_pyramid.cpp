@@ -148,7 +148,9 @@ void SiftStagesOpenCL::pyramid() {
     for (int i = 1; i < p.levels; ++i)
       blur(gauss, gauss, g0 + std::size_t(i - 1) * plane, g0 + std::size_t(i) * plane, w, h, i,
            d0 + cl_long(i - 1) * cl_long(plane));
+    if (o == 0) flush();  // the largest octave runs while the others are queued
   }
+  flush();
 }
 
 // The DoG planes are written by the blurs of pyramid() (sift_blur.cl): nothing left to launch.

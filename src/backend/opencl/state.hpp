@@ -133,6 +133,10 @@ struct State final : detail::BackendImpl {
   std::map<std::string, cl_kernel> kernels;    ///< key: program key + '\n' + kernel name
   std::map<std::string, Buffer> buffers;
   std::map<std::string, PinnedBuffer> pinned_buffers;
+  /// Bumped by every SIFT stages object that writes the plan tables "sift.info", "sift.oscale" and "sift.taps"
+  /// (sift.cpp prepare()): another stages object of the same State (the context's and a test's) then knows
+  /// that the tables are no longer its plan's.
+  std::uint64_t sift_tables_generation = 0;
   /// The PointPairs::id of the RANSAC pairs in buffer "ransac.pairs" (0: none), uploaded once per run.
   std::uint64_t ransac_pairs_id = 0;
 
