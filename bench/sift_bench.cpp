@@ -9,8 +9,9 @@
 // End to end = detect_and_compute on an 8-bit grey host image (upload, the whole pipeline, the features
 // back on the host), steady clock, median of --runs after --warmup runs. Per stage (OpenCL): the device
 // time of each stage from the stages' profiling events (a separate set of runs, so that the events' cost
-// stays out of the end-to-end figure), medians per stage. Matching: nearest_two (distance + best two) and
-// match_features (ratio 0.8) on 16384 query and 16384 train descriptors: elephants 4K's features (query:
+// stays out of the end-to-end figure), medians per stage. Matching: nearest_two (distance + best two),
+// match_features (ratio 0.8) and match_features with the mutual check on 16384 query and 16384 train descriptors
+// (the GPU rows' matches compared bit for bit with the CPU row's when it ran first): elephants 4K's features (query:
 // the first 16384, train: the same image without upsampling), topped up with random integer descriptors
 // when fewer. --match-only: the matching table alone. --quick: 3 runs, 1 warm-up, 4096 descriptors. --vs-opencv: the former table, our CPU
 // backend against OpenCV C++ cv::SIFT in child processes with their peak RSS (bench/sift_bench_vs_opencv.inc).
@@ -238,7 +239,14 @@ void bench_matching(const std::vector<ss::Backend>& backends, const Config& cfg,
   const ss::Features q = descriptors_of(fq, cfg.match_size, 1), t = descriptors_of(ft, cfg.match_size, 2);
   std::printf("\nMatching %d x %d descriptors (%s); median of %d runs after %d warm-up runs, host to host\n\n",
               cfg.match_size, cfg.match_size, source.c_str(), cfg.runs, cfg.warmup);
-  std::printf("| implementation | device | nearest_two ms | match_features ms | matches |\n|---|---|---:|---:|---:|\n");
+  std::printf("| implementation | device | nearest_two ms | match_features ms | matches | mutual ms | mutual matches | "
+              "same matches as cpu |\n|---|---|---:|---:|---:|---:|---:|---|\n");
+  // The CPU backend's matches (when its row ran first): every other row's are compared with them, bit for bit.
+  std::vector<ss::Match> cpu_plain, cpu_mutual;
+  bool have_cpu = false;
+  const auto same = [](const std::vector<ss::Match>& a, const std::vector<ss::Match>& b) {
+    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(ss::Match)) == 0);
+  };
   for (ss::Backend b : backends) {
     try {
       ss::Context ctx(context_options(b, cfg));
@@ -252,13 +260,24 @@ void bench_matching(const std::vector<ss::Backend>& backends, const Config& cfg,
         }
         return median(v);
       };
-      std::size_t matches = 0;
+      std::vector<ss::Match> plain, mutual;
+      ss::MatchOptions mo;
+      mo.mutual = true;
       const double top2 = time([&] { ss::nearest_two(ctx, q, t); });
-      const double full = time([&] { matches = ss::match_features(ctx, q, t).size(); });
-      std::printf("| spectrasift %s | %s | %.2f | %.2f | %zu |\n", ss::to_string(b), ctx.describe().c_str(), top2, full,
-                  matches);
+      const double full = time([&] { plain = ss::match_features(ctx, q, t); });
+      const double both = time([&] { mutual = ss::match_features(ctx, q, t, mo); });
+      std::string agree = "-";
+      if (b == ss::Backend::kCpu) {
+        cpu_plain = plain;
+        cpu_mutual = mutual;
+        have_cpu = true;
+      } else if (have_cpu) {
+        agree = same(plain, cpu_plain) && same(mutual, cpu_mutual) ? "yes" : "NO";
+      }
+      std::printf("| spectrasift %s | %s | %.2f | %.2f | %zu | %.2f | %zu | %s |\n", ss::to_string(b),
+                  ctx.describe().c_str(), top2, full, plain.size(), both, mutual.size(), agree.c_str());
     } catch (const ss::Error& e) {
-      std::printf("| spectrasift %s | - | - | - | %s |\n", ss::to_string(b), e.what());
+      std::printf("| spectrasift %s | - | - | - | %s | | | |\n", ss::to_string(b), e.what());
     }
     std::fflush(stdout);
   }
