@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "core/context_impl.hpp"
 #include "numeric/match_filter.h"
 #include "spectrasift/error.hpp"
 
@@ -57,11 +58,20 @@ void BackendImpl::match_top2(ContextImpl&, const FeatureView&, const FeatureView
 void BackendImpl::match_filtered(ContextImpl& ctx, const FeatureView& query, const FeatureView& train,
                                  const MatchOptions& options, std::vector<Match>& out) {
   std::vector<Top2> forward(std::size_t(query.count)), backward;
+  // With the mutual check the forward pass reports the first half of the operation's progress range and the
+  // backward pass the second (the range is restored after: the caller's stage, or an outer operation's).
+  const double lo = ctx.progress_lo, hi = ctx.progress_hi, mid = lo + 0.5 * (hi - lo);
+  if (options.mutual) ctx.progress_hi = mid;
   match_top2(ctx, query, train, forward.data());
   if (options.mutual) {
+    ctx.progress_lo = mid;
+    ctx.progress_hi = hi;
+    ctx.report_progress(0);
     backward.resize(std::size_t(train.count));
     match_top2(ctx, train, query, backward.data());
   }
+  ctx.progress_lo = lo;
+  ctx.progress_hi = hi;
   filter_nearest_two(forward.data(), query.count, options.mutual ? backward.data() : nullptr, options, out);
 }
 
