@@ -3,7 +3,7 @@
 // first octave; then matching 16384 x 16384 descriptors on each backend. bench/sift_peers.py prints silx and
 // OpenCV's cv2.SIFT on the same images in the same table format.
 //
-//   sift_bench [--backend cpu|opencl|cuda|all] [--device N] [--runs N] [--warmup N] [--threads N]
+//   sift_bench [--backend cpu|opencl|cuda|all] [--device N] [--opencl-device N] [--runs N] [--warmup N] [--threads N]
 //              [--photos DIR] [--match-size N] [--match-only] [--quick] [--batch N] [--vs-opencv [IMAGE...]]
 //
 // End to end = detect_and_compute on an 8-bit grey host image (upload, the whole pipeline, the features
@@ -56,6 +56,7 @@ namespace {
 struct Config {
   std::vector<ss::Backend> backends{ss::Backend::kCpu, ss::Backend::kOpenCL, ss::Backend::kCuda};
   int device = 0;
+  int opencl_device = -1;  ///< --opencl-device: the OpenCL device when it differs from --device (-1: --device)
   int runs = 7;
   int warmup = 2;
   int threads = 0;
@@ -97,7 +98,7 @@ ss::Image load_gray_u8(const std::string& file) {
 ss::ContextOptions context_options(ss::Backend b, const Config& cfg) {
   ss::ContextOptions o;
   o.backend = b;
-  o.device = b == ss::Backend::kCpu ? 0 : cfg.device;
+  o.device = b == ss::Backend::kCpu ? 0 : b == ss::Backend::kOpenCL && cfg.opencl_device >= 0 ? cfg.opencl_device : cfg.device;
   o.threads = cfg.threads;
   o.verbose = cfg.verbose;  // --verbose: the backends' own lines (matching: the parts of each call)
   return o;
@@ -314,6 +315,7 @@ int main(int argc, char** argv) {
         return 2;
       }
     } else if (a == "--device") cfg.device = std::atoi(next().c_str());
+    else if (a == "--opencl-device") cfg.opencl_device = std::atoi(next().c_str());
     else if (a == "--runs") cfg.runs = std::max(1, std::atoi(next().c_str()));
     else if (a == "--warmup") cfg.warmup = std::max(0, std::atoi(next().c_str()));
     else if (a == "--threads") cfg.threads = std::max(0, std::atoi(next().c_str()));
@@ -324,7 +326,8 @@ int main(int argc, char** argv) {
     else if (a == "--match-only") match_only = true;
     else if (a == "--verbose") cfg.verbose = true;
     else if (a == "-h" || a == "--help") {
-      std::printf("usage: sift_bench [--backend cpu|opencl|cuda|all (all)] [--device N (0)] [--runs N (7)] [--warmup N (2)]\n"
+      std::printf("usage: sift_bench [--backend cpu|opencl|cuda|all (all)] [--device N (0)] [--opencl-device N (--device)]\n"
+                  "                  [--runs N (7)] [--warmup N (2)]\n"
                   "                  [--threads N (0 = all)] [--photos DIR (../shared/data/photos, else ./shared/...)] [--match-size N (16384)]\n"
                   "                  [--match-only] [--quick] [--verbose] [--batch N] | --vs-opencv [--threads N] [--runs N] [--warmup N] [--large FILE] [IMAGE...]\n");
       return 0;
