@@ -3,14 +3,15 @@
 // first octave; then matching 16384 x 16384 descriptors on each backend. bench/sift_peers.py prints silx and
 // OpenCV's cv2.SIFT on the same images in the same table format.
 //
-//   sift_bench [--backend cpu|opencl|cuda|all] [--device N] [--runs N] [--warmup N] [--threads N]
+//   sift_bench [--backend cpu|opencl|cuda|all] [--device N] [--opencl-device N] [--runs N] [--warmup N] [--threads N]
 //              [--photos DIR] [--match-size N] [--match-only] [--quick] [--batch N] [--vs-opencv [IMAGE...]]
 //
 // End to end = detect_and_compute on an 8-bit grey host image (upload, the whole pipeline, the features
 // back on the host), steady clock, median of --runs after --warmup runs. Per stage (OpenCL): the device
 // time of each stage from the stages' profiling events (a separate set of runs, so that the events' cost
-// stays out of the end-to-end figure), medians per stage. Matching: nearest_two (distance + best two) and
-// match_features (ratio 0.8) on 16384 query and 16384 train descriptors: elephants 4K's features (query:
+// stays out of the end-to-end figure), medians per stage. Matching: nearest_two (distance + best two),
+// match_features (ratio 0.8) and match_features with the mutual check on 16384 query and 16384 train descriptors
+// (the GPU rows' matches compared bit for bit with the CPU row's when it ran first): elephants 4K's features (query:
 // the first 16384, train: the same image without upsampling), topped up with random integer descriptors
 // when fewer. --match-only: the matching table alone. --quick: 3 runs, 1 warm-up, 4096 descriptors. --vs-opencv: the former table, our CPU
 // backend against OpenCV C++ cv::SIFT in child processes with their peak RSS (bench/sift_bench_vs_opencv.inc).
@@ -55,6 +56,7 @@ namespace {
 struct Config {
   std::vector<ss::Backend> backends{ss::Backend::kCpu, ss::Backend::kOpenCL, ss::Backend::kCuda};
   int device = 0;
+  int opencl_device = -1;  ///< --opencl-device: the OpenCL device when it differs from --device (-1: --device)
   int runs = 7;
   int warmup = 2;
   int threads = 0;
@@ -96,7 +98,7 @@ ss::Image load_gray_u8(const std::string& file) {
 ss::ContextOptions context_options(ss::Backend b, const Config& cfg) {
   ss::ContextOptions o;
   o.backend = b;
-  o.device = b == ss::Backend::kCpu ? 0 : cfg.device;
+  o.device = b == ss::Backend::kCpu ? 0 : b == ss::Backend::kOpenCL && cfg.opencl_device >= 0 ? cfg.opencl_device : cfg.device;
   o.threads = cfg.threads;
   o.verbose = cfg.verbose;  // --verbose: the backends' own lines (matching: the parts of each call)
   return o;
@@ -238,7 +240,14 @@ void bench_matching(const std::vector<ss::Backend>& backends, const Config& cfg,
   const ss::Features q = descriptors_of(fq, cfg.match_size, 1), t = descriptors_of(ft, cfg.match_size, 2);
   std::printf("\nMatching %d x %d descriptors (%s); median of %d runs after %d warm-up runs, host to host\n\n",
               cfg.match_size, cfg.match_size, source.c_str(), cfg.runs, cfg.warmup);
-  std::printf("| implementation | device | nearest_two ms | match_features ms | matches |\n|---|---|---:|---:|---:|\n");
+  std::printf("| implementation | device | nearest_two ms | match_features ms | matches | mutual ms | mutual matches | "
+              "same matches as cpu |\n|---|---|---:|---:|---:|---:|---:|---|\n");
+  // The CPU backend's matches (when its row ran first): every other row's are compared with them, bit for bit.
+  std::vector<ss::Match> cpu_plain, cpu_mutual;
+  bool have_cpu = false;
+  const auto same = [](const std::vector<ss::Match>& a, const std::vector<ss::Match>& b) {
+    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(ss::Match)) == 0);
+  };
   for (ss::Backend b : backends) {
     try {
       ss::Context ctx(context_options(b, cfg));
@@ -252,13 +261,24 @@ void bench_matching(const std::vector<ss::Backend>& backends, const Config& cfg,
         }
         return median(v);
       };
-      std::size_t matches = 0;
+      std::vector<ss::Match> plain, mutual;
+      ss::MatchOptions mo;
+      mo.mutual = true;
       const double top2 = time([&] { ss::nearest_two(ctx, q, t); });
-      const double full = time([&] { matches = ss::match_features(ctx, q, t).size(); });
-      std::printf("| spectrasift %s | %s | %.2f | %.2f | %zu |\n", ss::to_string(b), ctx.describe().c_str(), top2, full,
-                  matches);
+      const double full = time([&] { plain = ss::match_features(ctx, q, t); });
+      const double both = time([&] { mutual = ss::match_features(ctx, q, t, mo); });
+      std::string agree = "-";
+      if (b == ss::Backend::kCpu) {
+        cpu_plain = plain;
+        cpu_mutual = mutual;
+        have_cpu = true;
+      } else if (have_cpu) {
+        agree = same(plain, cpu_plain) && same(mutual, cpu_mutual) ? "yes" : "NO";
+      }
+      std::printf("| spectrasift %s | %s | %.2f | %.2f | %zu | %.2f | %zu | %s |\n", ss::to_string(b),
+                  ctx.describe().c_str(), top2, full, plain.size(), both, mutual.size(), agree.c_str());
     } catch (const ss::Error& e) {
-      std::printf("| spectrasift %s | - | - | - | %s |\n", ss::to_string(b), e.what());
+      std::printf("| spectrasift %s | - | - | - | %s | | | |\n", ss::to_string(b), e.what());
     }
     std::fflush(stdout);
   }
@@ -295,6 +315,7 @@ int main(int argc, char** argv) {
         return 2;
       }
     } else if (a == "--device") cfg.device = std::atoi(next().c_str());
+    else if (a == "--opencl-device") cfg.opencl_device = std::atoi(next().c_str());
     else if (a == "--runs") cfg.runs = std::max(1, std::atoi(next().c_str()));
     else if (a == "--warmup") cfg.warmup = std::max(0, std::atoi(next().c_str()));
     else if (a == "--threads") cfg.threads = std::max(0, std::atoi(next().c_str()));
@@ -305,7 +326,8 @@ int main(int argc, char** argv) {
     else if (a == "--match-only") match_only = true;
     else if (a == "--verbose") cfg.verbose = true;
     else if (a == "-h" || a == "--help") {
-      std::printf("usage: sift_bench [--backend cpu|opencl|cuda|all (all)] [--device N (0)] [--runs N (7)] [--warmup N (2)]\n"
+      std::printf("usage: sift_bench [--backend cpu|opencl|cuda|all (all)] [--device N (0)] [--opencl-device N (--device)]\n"
+                  "                  [--runs N (7)] [--warmup N (2)]\n"
                   "                  [--threads N (0 = all)] [--photos DIR (../shared/data/photos, else ./shared/...)] [--match-size N (16384)]\n"
                   "                  [--match-only] [--quick] [--verbose] [--batch N] | --vs-opencv [--threads N] [--runs N] [--warmup N] [--large FILE] [IMAGE...]\n");
       return 0;

@@ -15,6 +15,7 @@
 
 #include "core/context_impl.hpp"
 #include "core/dispatch.hpp"
+#include "match_filter_test_util.hpp"
 #include "opencl_test_util.hpp"
 #include "spectrasift/context.hpp"
 #include "spectrasift/io.hpp"
@@ -102,23 +103,9 @@ void expect_backends_agree(const ss::Features& q, const ss::Features& t, const c
   }
 }
 
-/// n random descriptors: integer-valued 0..255 (SIFT's) or RootSIFT-like (square roots of values summing to 1).
+/// n random descriptors: integer-valued 0..255 (SIFT's) or RootSIFT-like (match_filter_test_util.hpp).
 ss::Features random_features(int n, std::uint64_t seed, bool integer) {
-  std::mt19937_64 g(seed);
-  ss::Features f;
-  f.keypoints.resize(std::size_t(n));
-  f.descriptors.resize(std::size_t(n) * kDim);
-  for (int i = 0; i < n; ++i) {
-    float* d = f.descriptors.data() + std::size_t(i) * kDim;
-    double sum = 0;
-    for (int k = 0; k < kDim; ++k) {
-      d[k] = float(g() % 256);
-      sum += d[k];
-    }
-    if (!integer)
-      for (int k = 0; k < kDim; ++k) d[k] = float(std::sqrt(double(d[k]) / sum));
-  }
-  return f;
+  return ss::test::random_match_features(n, seed, integer);
 }
 
 /// `host` with a device copy on the OpenCL test context that holds `on_device`'s values (other values than

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <string>
 
+#include "core/context_impl.hpp"
+#include "numeric/match_filter.h"
 #include "spectrasift/error.hpp"
 
 namespace spectrasift::detail {
@@ -53,6 +55,36 @@ void BackendImpl::unreachable(Operation op) const {
 void BackendImpl::match_top2(ContextImpl&, const FeatureView&, const FeatureView&, Top2*) {
   unreachable(Operation::kMatch);
 }
+void BackendImpl::match_filtered(ContextImpl& ctx, const FeatureView& query, const FeatureView& train,
+                                 const MatchOptions& options, std::vector<Match>& out) {
+  std::vector<Top2> forward(std::size_t(query.count)), backward;
+  // With the mutual check the forward pass reports the first half of the operation's progress range and the
+  // backward pass the second (the range is restored after: the caller's stage, or an outer operation's).
+  const double lo = ctx.progress_lo, hi = ctx.progress_hi, mid = lo + 0.5 * (hi - lo);
+  if (options.mutual) ctx.progress_hi = mid;
+  match_top2(ctx, query, train, forward.data());
+  if (options.mutual) {
+    ctx.progress_lo = mid;
+    ctx.progress_hi = hi;
+    ctx.report_progress(0);
+    backward.resize(std::size_t(train.count));
+    match_top2(ctx, train, query, backward.data());
+  }
+  ctx.progress_lo = lo;
+  ctx.progress_hi = hi;
+  filter_nearest_two(forward.data(), query.count, options.mutual ? backward.data() : nullptr, options, out);
+}
+
+void filter_nearest_two(const Top2* forward, int nq, const Top2* backward, const MatchOptions& options,
+                        std::vector<Match>& out) {
+  for (int q = 0; q < nq; ++q) {
+    const Top2& t = forward[q];
+    const int mutual_ok = backward == nullptr || (t.best1 >= 0 && backward[t.best1].best1 == q);
+    if (ss_match_keep(t.best1, t.distance1, t.distance2, options.ratio, options.max_distance, mutual_ok))
+      out.push_back(Match{q, t.best1, t.distance1, t.distance2});
+  }
+}
+
 void BackendImpl::score_models(const double*, const std::uint8_t*, int, const PointPairs&, double, int, int*, double*) {
   unreachable(Operation::kRansac);
 }

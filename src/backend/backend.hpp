@@ -116,6 +116,13 @@ class BackendImpl {
   /// kMatch: the nearest and second nearest train descriptor of every query; out has query.count entries.
   /// Lower train index wins ties; distances are the exact squared L2 of backend/cpu/match.cpp.
   virtual void match_top2(ContextImpl& ctx, const FeatureView& query, const FeatureView& train, Top2* out);
+  /// kMatch: match_features' result (spectrasift/match.hpp): query -> train best two, with options.mutual
+  /// also train -> query best one, then the ratio, distance and mutual tests (numeric/match_filter.h), the kept
+  /// matches appended to `out` in query order. Both sides are non-empty and options are checked. The default
+  /// (the CPU backend's) runs match_top2 once or twice and filter_nearest_two; a GPU backend overrides it to
+  /// reuse one upload for both directions and to read back only the matches.
+  virtual void match_filtered(ContextImpl& ctx, const FeatureView& query, const FeatureView& train,
+                              const MatchOptions& options, std::vector<Match>& out);
   /// kRansac: scores `count` models (9 doubles each, row-major) against the pairs: for model h the number
   /// of pairs with transfer error^2 <= threshold2 and the sum of those errors^2, exact and independent of
   /// the order of the additions (numeric/ransac_score.h), so every backend and thread count gives the same
@@ -144,6 +151,12 @@ class BackendImpl {
  private:
   const std::uint64_t instance_;
 };
+
+/// match_features' tests over nearest-two results (numeric/match_filter.h): `forward` has nq entries (query ->
+/// train), `backward` (options.mutual only, else null) one per train descriptor (train -> query); the kept
+/// matches are appended to `out` in query order. The host form of the GPU backends' filter kernels.
+void filter_nearest_two(const Top2* forward, int nq, const Top2* backward, const MatchOptions& options,
+                        std::vector<Match>& out);
 
 /// The CPU backend (backend/cpu/backend.cpp). It holds no state (its plans live in ContextImpl::plans).
 std::unique_ptr<BackendImpl> make_cpu_backend();

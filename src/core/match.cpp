@@ -1,4 +1,5 @@
-// Descriptor matching: argument checks, backend dispatch, ratio / distance / mutual tests.
+// Descriptor matching: argument checks and backend dispatch (the ratio / distance / mutual tests run in the
+// backend's match_filtered: backend/backend.cpp, numeric/match_filter.h).
 #include "spectrasift/match.hpp"
 
 #include <chrono>
@@ -36,10 +37,9 @@ detail::FeatureView view_of(const Features& f, const detail::BackendImpl& backen
                              detail::device_copy_for(f, backend)};
 }
 
-std::vector<Top2> top2(Context& ctx, const Features& query, const Features& train, Backend* ran_on = nullptr) {
+std::vector<Top2> top2(Context& ctx, const Features& query, const Features& train) {
   std::vector<Top2> out(query.size());
   detail::BackendImpl& backend = detail::backend_for(ctx.impl(), detail::Operation::kMatch);
-  if (ran_on) *ran_on = backend.kind();
   backend.match_top2(ctx.impl(), view_of(query, backend), view_of(train, backend), out.data());
   return out;
 }
@@ -65,26 +65,12 @@ std::vector<Match> match_features(Context& ctx, const Features& query, const Fea
   std::vector<Match> matches;
   if (query.size() == 0 || train.size() == 0) return matches;
   const auto t0 = std::chrono::steady_clock::now();
-  Backend ran_on = Backend::kCpu;
-  detail::OperationProgress progress(ctx.impl());  // per pass: the forward one, then the backward one
-  if (options.mutual) progress.stage(0.0, 0.5);
-  const std::vector<Top2> fwd = top2(ctx, query, train, &ran_on);
-  std::vector<Top2> bwd;
-  if (options.mutual) {
-    progress.stage(0.5, 1.0);
-    bwd = top2(ctx, train, query);
-  }
-  matches.reserve(fwd.size());
-  for (std::size_t q = 0; q < fwd.size(); ++q) {
-    const Top2& t = fwd[q];
-    if (t.best1 < 0) continue;
-    // Ratio test in double on the float distances; with one train descriptor the second is +inf
-    // and the test passes (there is nothing to be ambiguous with).
-    if (!(double(t.distance1) < options.ratio * double(t.distance2))) continue;
-    if (double(t.distance1) > options.max_distance) continue;
-    if (options.mutual && bwd[std::size_t(t.best1)].best1 != int(q)) continue;
-    matches.push_back(Match{int(q), t.best1, t.distance1, t.distance2});
-  }
+  detail::OperationProgress progress(ctx.impl());
+  detail::BackendImpl& backend = detail::backend_for(ctx.impl(), detail::Operation::kMatch);
+  const Backend ran_on = backend.kind();
+  // One entry for both directions and the tests (BackendImpl::match_filtered): a GPU backend uploads each side
+  // once and reads back only the kept matches.
+  backend.match_filtered(ctx.impl(), view_of(query, backend), view_of(train, backend), options, matches);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   ctx.impl().log("match: " + std::to_string(query.size()) + " x " + std::to_string(train.size()) + " descriptors on " +
                  to_string(ran_on) + (ran_on == Backend::kCpu ? " (" + std::to_string(ctx.impl().cpu_threads()) + " threads)" : "") + ", " + std::to_string(matches.size()) + " matches, " +

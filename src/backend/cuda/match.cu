@@ -5,7 +5,9 @@
 //   descriptors are packed to bytes on the host (threads of the staging pool, into pinned memory, one upload
 //   of a quarter of the float bytes), device copies (Features::device, left there by CUDA SIFT) on the device;
 // - any other values, the float kernel (kernels/match_l2_top2.cuh), from the device copy or a float upload.
-// docs/performance/matching.md, 'GPU matching: the u8 path'.
+// docs/performance/matching.md, 'GPU matching: the u8 path'. match_features' entry (match_filtered) runs both
+// directions from one packing / upload, the tests and the compaction on the device (kernels/match_filter.cuh)
+// and reads back only the kept matches ('GPU matching: ratio test and mutual check').
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -17,6 +19,7 @@
 #include "backend/cuda/check.hpp"
 #include "backend/cuda/device_features.hpp"
 #include "backend/cuda/host_copy.hpp"
+#include "backend/cuda/kernels/match_filter.cuh"
 #include "backend/cuda/kernels/match_l2_top2.cuh"
 #include "backend/cuda/kernels/match_u8_mma.cuh"
 #include "backend/cuda/state.hpp"
@@ -28,6 +31,11 @@ namespace spectrasift::cuda {
 namespace {
 
 static_assert(sizeof(kernels::MatchTop2) == sizeof(Top2), "Top2 is two ints and two floats");
+static_assert(sizeof(kernels::MatchRecord) == sizeof(Match) && offsetof(Match, query) == 0 &&
+                  offsetof(Match, train) == offsetof(kernels::MatchRecord, train) &&
+                  offsetof(Match, distance) == offsetof(kernels::MatchRecord, distance) &&
+                  offsetof(Match, second_distance) == offsetof(kernels::MatchRecord, second_distance),
+              "Match and MatchRecord have one layout");
 static_assert(offsetof(Top2, best1) == offsetof(kernels::MatchTop2, best1) &&
                   offsetof(Top2, best2) == offsetof(kernels::MatchTop2, best2) &&
                   offsetof(Top2, distance1) == offsetof(kernels::MatchTop2, distance1) &&
@@ -126,13 +134,13 @@ bool pack_on_device(State& st, const float* q, int nq, const float* t, int nt, s
 
 // The u8 kernel split over the train set so that the grid has about 8 blocks per SM (the last wave's
 // imbalance stays small), then the merge of the splits into the Top2 records.
-void run_u8(State& st, const PackedSides& p, int nq, int nt, kernels::MatchTop2* result) {
+void run_u8(State& st, const PackedSides& p, int nq, int nt, kernels::MatchTop2* result, const char* partial_name) {
   const int query_blocks = int(blocks_for(nq, kernels::kU8BlockQueries));
   const int tiles = int(blocks_for(nt, kernels::kU8TileTrains));
   const int want = std::clamp((8 * st.props.multiProcessorCount + query_blocks - 1) / query_blocks, 1, tiles);
   const int per_split = (tiles + want - 1) / want * kernels::kU8TileTrains;  // whole tiles per split
   const int splits = (nt + per_split - 1) / per_split;
-  auto* partial = st.buffer("match.u8.partial", std::size_t(splits) * std::size_t(nq) * sizeof(kernels::MatchU8Best))
+  auto* partial = st.buffer(partial_name, std::size_t(splits) * std::size_t(nq) * sizeof(kernels::MatchU8Best))
                       .as<kernels::MatchU8Best>();
   kernels::match_u8_top2<<<dim3(unsigned(query_blocks), unsigned(splits)), kernels::kU8Threads, 0, st.compute>>>(
       p.query, nq, p.train, p.train_norm, nt, per_split, partial);
@@ -183,16 +191,16 @@ class MatchTimer {
     return r;
   }
   // The line, after the final synchronisation and copy-out.
-  std::string report(int nq, int nt, const char* path) const {
+  std::string report(const char* entry, int nq, int nt, const char* path) const {
     if (!on_) return {};
     float ms[3] = {};
     for (int i = 0; i < 3; ++i) SPECTRASIFT_CUDA_CHECK(cudaEventElapsedTime(&ms[i], events_[i], events_[i + 1]));
     const double total = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
     char line[320];
     std::snprintf(line, sizeof line,
-                  "match_top2 on cuda: %d x %d, %s: host packing %.3f ms, uploads %.3f ms, kernels %.3f ms, "
+                  "%s on cuda: %d x %d, %s: host packing %.3f ms, uploads %.3f ms, kernels %.3f ms, "
                   "read-back %.3f ms, whole call %.3f ms",
-                  nq, nt, path, pack_ms_, double(ms[0]) - pack_ms_, double(ms[1]), double(ms[2]), total);
+                  entry, nq, nt, path, pack_ms_, double(ms[0]) - pack_ms_, double(ms[1]), double(ms[2]), total);
     return line;
   }
 
@@ -203,6 +211,47 @@ class MatchTimer {
   std::chrono::steady_clock::time_point start_;
   double pack_ms_ = 0;
 };
+
+// query -> train nearest two into `fwd` and, when `bwd` is given, train -> query into it, from one packing /
+// upload of each side (the backward pass runs the same kernels with the sides' roles swapped). Both sides are
+// non-empty. Marks point 1 (uploaded) of the timer; returns the path's name for the log.
+const char* nearest_two_on_device(detail::ContextImpl& ctx, State& st, const detail::FeatureView& query,
+                                  const detail::FeatureView& train, kernels::MatchTop2* fwd, kernels::MatchTop2* bwd,
+                                  MatchTimer& timer) {
+  const int nq = query.count, nt = train.count;
+  const bool u8_capable = st.props.major >= 8 && query.dim == kernels::kU8Dim && train.dim == kernels::kU8Dim;
+  const bool on_host = device_copy(st, query) == nullptr && device_copy(st, train) == nullptr;
+  bool u8 = false;
+  const float* q = nullptr;
+  const float* t = nullptr;
+  std::uint8_t* base = nullptr;
+  if (u8_capable) {
+    base = st.buffer("match.u8", packed_bytes(nq, nt)).as<std::uint8_t>();
+    if (on_host) {
+      u8 = timer.host_pack([&] { return pack_on_host(ctx, st, query, train, base); });
+    } else {
+      // Float copies on the device (the host side, if any, uploaded as floats: a mixed call is rare), packed
+      // there; the float kernel reads the same copies when the values are not all bytes.
+      q = device_descriptors(st, query, "match.query");
+      t = device_descriptors(st, train, "match.train");
+      u8 = pack_on_device(st, q, nq, t, nt, base);
+    }
+  }
+  if (!u8 && q == nullptr) {
+    q = device_descriptors(st, query, "match.query");
+    t = device_descriptors(st, train, "match.train");
+  }
+  timer.mark(1);
+  if (u8) {
+    const PackedSides p = packed_layout(base, nq, nt);
+    run_u8(st, p, nq, nt, fwd, "match.u8.partial");
+    if (bwd) run_u8(st, PackedSides{p.train, p.query, p.train_norm, p.query_norm}, nt, nq, bwd, "match.u8.back_partial");
+  } else {
+    run_float(st, q, nq, t, nt, query.dim, fwd);
+    if (bwd) run_float(st, t, nt, q, nq, query.dim, bwd);
+  }
+  return u8 ? (on_host ? "u8 tensor cores, packed on the host" : "u8 tensor cores, packed on the device") : "float kernel";
+}
 
 }  // namespace
 
@@ -218,34 +267,7 @@ void State::match_top2(detail::ContextImpl& ctx, const detail::FeatureView& quer
   MatchTimer timer(*this, ctx.options.verbose);
   timer.mark(0);
   auto* result = buffer("match.top2", std::size_t(nq) * sizeof(Top2)).as<kernels::MatchTop2>();
-  const bool u8_capable = props.major >= 8 && query.dim == kernels::kU8Dim && train.dim == kernels::kU8Dim;
-  const bool on_host = device_copy(*this, query) == nullptr && device_copy(*this, train) == nullptr;
-  bool u8 = false;
-  const float* q = nullptr;
-  const float* t = nullptr;
-  std::uint8_t* base = nullptr;
-  if (u8_capable) {
-    base = buffer("match.u8", packed_bytes(nq, nt)).as<std::uint8_t>();
-    if (on_host) {
-      u8 = timer.host_pack([&] { return pack_on_host(ctx, *this, query, train, base); });
-    } else {
-      // Float copies on the device (the host side, if any, uploaded as floats: a mixed call is rare), packed
-      // there; the float kernel reads the same copies when the values are not all bytes.
-      q = device_descriptors(*this, query, "match.query");
-      t = device_descriptors(*this, train, "match.train");
-      u8 = pack_on_device(*this, q, nq, t, nt, base);
-    }
-  }
-  if (!u8 && q == nullptr) {
-    q = device_descriptors(*this, query, "match.query");
-    t = device_descriptors(*this, train, "match.train");
-  }
-  timer.mark(1);
-  if (u8) {
-    run_u8(*this, packed_layout(base, nq, nt), nq, nt, result);
-  } else {
-    run_float(*this, q, nq, t, nt, query.dim, result);
-  }
+  const char* path = nearest_two_on_device(ctx, *this, query, train, result, nullptr, timer);
   timer.mark(2);
   // Read back through pinned memory (a DMA without the driver's pageable staging), then into the caller's array.
   auto* host = pinned_buffer("match.top2_host", std::size_t(nq) * sizeof(Top2)).as<Top2>();
@@ -254,9 +276,41 @@ void State::match_top2(detail::ContextImpl& ctx, const detail::FeatureView& quer
   timer.mark(3);
   SPECTRASIFT_CUDA_CHECK(cudaStreamSynchronize(compute));
   std::memcpy(out, host, std::size_t(nq) * sizeof(Top2));
-  if (ctx.options.verbose)
-    ctx.log(timer.report(nq, nt, u8 ? (on_host ? "u8 tensor cores, packed on the host" : "u8 tensor cores, packed on the device")
-                                    : "float kernel"));
+  if (ctx.options.verbose) ctx.log(timer.report("match_top2", nq, nt, path));
+}
+
+void State::match_filtered(detail::ContextImpl& ctx, const detail::FeatureView& query,
+                           const detail::FeatureView& train, const MatchOptions& options, std::vector<Match>& out) {
+  const int nq = query.count, nt = train.count;
+  activate();
+  MatchTimer timer(*this, ctx.options.verbose);
+  timer.mark(0);
+  auto* fwd = buffer("match.top2", std::size_t(nq) * sizeof(Top2)).as<kernels::MatchTop2>();
+  kernels::MatchTop2* bwd =
+      options.mutual ? buffer("match.top2_back", std::size_t(nt) * sizeof(Top2)).as<kernels::MatchTop2>() : nullptr;
+  const char* path = nearest_two_on_device(ctx, *this, query, train, fwd, bwd, timer);
+  // The tests and the compaction (kernels/match_filter.cuh), then one read-back of the bounded buffer (count and
+  // up to nq records, 16 bytes each): cheaper than a count round trip (~10-20 us) and a second copy.
+  const unsigned blocks = blocks_for(nq, kernels::kFilterThreads);
+  int* block_counts = buffer("match.filter.blocks", std::size_t(blocks) * sizeof(int)).as<int>();
+  const std::size_t record_bytes = (std::size_t(nq) + 1) * sizeof(kernels::MatchRecord);
+  auto* records = buffer("match.filter.out", record_bytes).as<kernels::MatchRecord>();
+  kernels::match_filter_count<<<blocks, kernels::kFilterThreads, 0, compute>>>(fwd, bwd, nq, options.ratio,
+                                                                                options.max_distance, block_counts);
+  SPECTRASIFT_CUDA_CHECK_LAUNCH();
+  kernels::match_filter_compact<<<blocks, kernels::kFilterThreads, 0, compute>>>(
+      fwd, bwd, nq, options.ratio, options.max_distance, block_counts, records);
+  SPECTRASIFT_CUDA_CHECK_LAUNCH();
+  timer.mark(2);
+  auto* host = pinned_buffer("match.filter_host", record_bytes).as<kernels::MatchRecord>();
+  SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(host, records, record_bytes, cudaMemcpyDeviceToHost, compute));
+  timer.mark(3);
+  SPECTRASIFT_CUDA_CHECK(cudaStreamSynchronize(compute));
+  const std::size_t count = std::size_t(host[0].query);
+  const std::size_t first = out.size();
+  out.resize(first + count);
+  std::memcpy(out.data() + first, host + 1, count * sizeof(Match));
+  if (ctx.options.verbose) ctx.log(timer.report(options.mutual ? "match_features (mutual)" : "match_features", nq, nt, path));
 }
 
 }  // namespace spectrasift::cuda

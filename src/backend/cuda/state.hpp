@@ -64,6 +64,10 @@ struct State final : detail::BackendImpl {
   /// match.cu: the nearest two train descriptors of every query (exactly backend/cpu/match.cpp's results).
   void match_top2(detail::ContextImpl& ctx, const detail::FeatureView& query, const detail::FeatureView& train,
                   Top2* out) override;
+  /// match.cu: match_features' matches: both directions from one upload, the tests and the compaction on the
+  /// device, only the kept matches read back.
+  void match_filtered(detail::ContextImpl& ctx, const detail::FeatureView& query, const detail::FeatureView& train,
+                      const MatchOptions& options, std::vector<Match>& out) override;
   /// ransac.cu / warp.cu: RANSAC scoring and the inlier mask, and the bilinear warp, on the device (the CPU
   /// backend's bits).
   void score_models(const double* models, const std::uint8_t* valid, int count, const detail::PointPairs& pairs,

@@ -7,14 +7,16 @@
 // packed bytes (a quarter of the upload), integer dot products of four bytes at a time, the same bits.
 //
 // Descriptors that the OpenCL SIFT left on this device (FeatureView::device, a DeviceDescriptors) are read
-// in place; others are uploaded into named buffers reused across calls. The ratio test and the mutual check
-// stay in core/match.cpp on the Top2 results (a pass over n entries; the mutual check is a second match_top2).
+// in place; others are uploaded into named buffers reused across calls. match_features' entry (match_filtered)
+// runs both directions from one packing / upload of each side, the ratio, distance and mutual tests and the
+// compaction of the kept matches on the device (kernels/match_filter.cl), and reads back only those.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <tuple>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -321,33 +323,47 @@ bool try_u8(const State& st, int dim) {
   return dim % 4 == 0 && (st.match_variant == 2 || (st.match_variant < 0 && !st.is_cpu));
 }
 
-}  // namespace
-
-void match_top2(detail::ContextImpl& ctx, const detail::FeatureView& query, const detail::FeatureView& train,
-                Top2* out) {
-  const int nq = query.count, nt = train.count, dim = query.dim;
-  if (nq <= 0) return;
-  if (nt <= 0) {  // nothing to match: the CPU's empty result (indices -1, distances +inf)
-    std::fill(out, out + nq, Top2{});
-    return;
-  }
-  State& st = state(ctx);
-  // With ContextOptions::verbose, the parts of the call by the clock, the queue drained after each (only then).
-  std::string parts;
-  auto last = std::chrono::steady_clock::now();
-  const auto part = [&](const char* name) {
-    if (!ctx.options.verbose) return;
-    SPECTRASIFT_CL_CHECK(clFinish(st.queue));
+/// With ContextOptions::verbose, the parts of a call by the clock, the queue drained after each (only then).
+class PartClock {
+ public:
+  PartClock(detail::ContextImpl& ctx, State& st) : on_(ctx.options.verbose), st_(st), last_(std::chrono::steady_clock::now()) {}
+  void operator()(const std::string& name) {
+    if (!on_) return;
+    SPECTRASIFT_CL_CHECK(clFinish(st_.queue));
     const auto now = std::chrono::steady_clock::now();
-    parts += std::string(parts.empty() ? "" : ", ") + name + " " +
-             std::to_string(std::chrono::duration<double, std::milli>(now - last).count()) + " ms";
-    last = now;
-  };
-  const cl_mem dist = st.buffer("match.distance", 2 * std::size_t(nq) * sizeof(float));
-  const cl_mem index = st.buffer("match.index", 2 * std::size_t(nq) * sizeof(cl_int));
+    parts_ += (parts_.empty() ? "" : ", ") + name + " " +
+              std::to_string(std::chrono::duration<double, std::milli>(now - last_).count()) + " ms";
+    last_ = now;
+  }
+  const std::string& parts() const { return parts_; }
+
+ private:
+  bool on_;
+  State& st_;
+  std::chrono::steady_clock::time_point last_;
+  std::string parts_;
+};
+
+/// One direction's results on the device: squared distances and indices, two per query (match_u8_merge's and
+/// match_l2_top2's layout).
+struct Top2Buffers {
+  cl_mem dist = nullptr, index = nullptr;
+};
+
+Top2Buffers top2_buffers(State& st, const char* name, int n) {
+  return {st.buffer(std::string(name) + ".distance", 2 * std::size_t(n) * sizeof(float)),
+          st.buffer(std::string(name) + ".index", 2 * std::size_t(n) * sizeof(cl_int))};
+}
+
+/// query -> train nearest two into `fwd` and, when `bwd` is given, train -> query into *bwd, from one packing
+/// and upload of each side (the backward pass runs the same kernels with the sides' roles swapped). Both
+/// sides are non-empty.
+void nearest_two_on_device(detail::ContextImpl& ctx, State& st, const detail::FeatureView& query,
+                           const detail::FeatureView& train, const Top2Buffers& fwd, const Top2Buffers* bwd,
+                           PartClock& part) {
+  const int nq = query.count, nt = train.count, dim = query.dim;
   const bool on_host = dynamic_cast<const DeviceDescriptors*>(query.device) == nullptr &&
                        dynamic_cast<const DeviceDescriptors*>(train.device) == nullptr;
-  bool done = false;
   if (try_u8(st, dim)) {
     MatchShape shape{};
     std::string options;
@@ -362,24 +378,66 @@ void match_top2(detail::ContextImpl& ctx, const detail::FeatureView& query, cons
                                                      descriptors_on_device(st, train, "match.train"), nt, dim, q8, t8);
       part(on_host ? "u8 packing on the host and uploads" : "u8 packing on the device");
       if (exact) {
-        run_u8(st, k, shape, options, q8, nq, t8, nt, dist, index);
-        part(("u8 kernels (dot products: " + std::string(st.match_dot4 == 1 ? "khr" : st.match_dot4 == 2 ? "dp4a PTX" : "portable") + ")").c_str());
-        done = true;
+        run_u8(st, k, shape, options, q8, nq, t8, nt, fwd.dist, fwd.index);
+        if (bwd) run_u8(st, k, shape, options, t8, nt, q8, nq, bwd->dist, bwd->index);
+        part("u8 kernels (dot products: " +
+             std::string(st.match_dot4 == 1 ? "khr" : st.match_dot4 == 2 ? "dp4a PTX" : "portable") + ")");
+        return;
       }
     }
   }
-  if (!done) {
-    const cl_mem q = descriptors_on_device(st, query, "match.query"), t = descriptors_on_device(st, train, "match.train");
-    part("float uploads");
-    run_float(st, dim, q, nq, t, nt, dist, index);
-    part("float kernels");
+  const cl_mem q = descriptors_on_device(st, query, "match.query"), t = descriptors_on_device(st, train, "match.train");
+  part("float uploads");
+  run_float(st, dim, q, nq, t, nt, fwd.dist, fwd.index);
+  if (bwd) run_float(st, dim, t, nt, q, nq, bwd->dist, bwd->index);
+  part("float kernels");
+}
+
+/// match_filter.cl over the device results: the tests and the kept matches compacted in query order into
+/// `out` (record 0 the count); returns the buffer. Two launches, no read-back.
+cl_mem filter_on_device(State& st, const Top2Buffers& fwd, const Top2Buffers* bwd, int nq, const MatchOptions& options) {
+  constexpr const char* kFilterProgram = "match_filter.cl";
+  cl_kernel count = st.kernel(kFilterProgram, "match_filter_count", "");
+  cl_kernel compact = st.kernel(kFilterProgram, "match_filter_compact", "");
+  // A power of two (the kernels' tree reduction) that both kernels allow, at most 256.
+  const std::size_t allowed = std::min(st.work_group_1d(count, 256), st.work_group_1d(compact, 256));
+  std::size_t local = 1;
+  while (local * 2 <= allowed) local *= 2;
+  const std::size_t groups = (std::size_t(nq) + local - 1) / local, global = groups * local;
+  const cl_mem group_counts = st.buffer("match.filter.groups", groups * sizeof(cl_int));
+  const cl_mem out = st.buffer("match.filter.out", (std::size_t(nq) + 1) * 4 * sizeof(cl_int));
+  const cl_mem back = bwd ? bwd->index : fwd.index;  // not read without the mutual check
+  const cl_int mutual = bwd ? 1 : 0;
+  const cl_double ratio = options.ratio, max_distance = options.max_distance;
+  set_args(count, fwd.dist, fwd.index, back, cl_int(nq), mutual, ratio, max_distance, group_counts);
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(count, 8, local * sizeof(cl_int), nullptr));
+  SPECTRASIFT_CL_CHECK(clEnqueueNDRangeKernel(st.queue, count, 1, nullptr, &global, &local, 0, nullptr, nullptr));
+  set_args(compact, fwd.dist, fwd.index, back, cl_int(nq), mutual, ratio, max_distance, group_counts, out);
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(compact, 9, local * sizeof(cl_int), nullptr));
+  SPECTRASIFT_CL_CHECK(clEnqueueNDRangeKernel(st.queue, compact, 1, nullptr, &global, &local, 0, nullptr, nullptr));
+  return out;
+}
+
+}  // namespace
+
+void match_top2(detail::ContextImpl& ctx, const detail::FeatureView& query, const detail::FeatureView& train,
+                Top2* out) {
+  const int nq = query.count, nt = train.count;
+  if (nq <= 0) return;
+  if (nt <= 0) {  // nothing to match: the CPU's empty result (indices -1, distances +inf)
+    std::fill(out, out + nq, Top2{});
+    return;
   }
+  State& st = state(ctx);
+  PartClock part(ctx, st);
+  const Top2Buffers fwd = top2_buffers(st, "match", nq);
+  nearest_two_on_device(ctx, st, query, train, fwd, nullptr, part);
   std::vector<float> d(2 * std::size_t(nq));
   std::vector<cl_int> i(2 * std::size_t(nq));
-  SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(st.queue, index, CL_FALSE, 0, i.size() * sizeof(cl_int), i.data(), 0,
+  SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(st.queue, fwd.index, CL_FALSE, 0, i.size() * sizeof(cl_int), i.data(), 0,
                                            nullptr, nullptr));
   SPECTRASIFT_CL_CHECK(
-      clEnqueueReadBuffer(st.queue, dist, CL_TRUE, 0, d.size() * sizeof(float), d.data(), 0, nullptr, nullptr));
+      clEnqueueReadBuffer(st.queue, fwd.dist, CL_TRUE, 0, d.size() * sizeof(float), d.data(), 0, nullptr, nullptr));
   for (int r = 0; r < nq; ++r) {
     Top2& o = out[r];
     o.best1 = i[2 * std::size_t(r)];
@@ -389,12 +447,49 @@ void match_top2(detail::ContextImpl& ctx, const detail::FeatureView& query, cons
   }
   part("read-back and square roots");
   if (ctx.options.verbose)
-    ctx.log("match_top2 on opencl: " + std::to_string(nq) + " x " + std::to_string(nt) + ": " + parts);
+    ctx.log("match_top2 on opencl: " + std::to_string(nq) + " x " + std::to_string(nt) + ": " + part.parts());
+}
+
+void match_filtered(detail::ContextImpl& ctx, const detail::FeatureView& query, const detail::FeatureView& train,
+                    const MatchOptions& options, std::vector<Match>& out) {
+  State& st = state(ctx);
+  const int nq = query.count, nt = train.count;
+  PartClock part(ctx, st);
+  const Top2Buffers fwd = top2_buffers(st, "match", nq);
+  const Top2Buffers bwd = options.mutual ? top2_buffers(st, "match.back", nt) : Top2Buffers{};
+  nearest_two_on_device(ctx, st, query, train, fwd, options.mutual ? &bwd : nullptr, part);
+  const cl_mem kept = filter_on_device(st, fwd, options.mutual ? &bwd : nullptr, nq, options);
+  part("filter kernels");
+  // One read-back of the bounded buffer (count and up to nq records): cheaper than reading the count first and
+  // then the matches (a second round trip) for the few hundred KB of a large call.
+  std::vector<cl_int> records((std::size_t(nq) + 1) * 4);
+  SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(st.queue, kept, CL_TRUE, 0, records.size() * sizeof(cl_int),
+                                           records.data(), 0, nullptr, nullptr));
+  const int count = records[0];
+  out.reserve(out.size() + std::size_t(count));
+  for (int k = 1; k <= count; ++k) {
+    const cl_int* r = &records[4 * std::size_t(k)];
+    Match m{r[0], r[1], 0.0f, 0.0f};
+    std::memcpy(&m.distance, &r[2], sizeof(float));
+    std::memcpy(&m.second_distance, &r[3], sizeof(float));
+    out.push_back(m);
+  }
+  part("read-back of " + std::to_string(count) + " matches");
+  if (ctx.options.verbose)
+    ctx.log(std::string("match_features on opencl: ") + std::to_string(nq) + " x " + std::to_string(nt) +
+            (options.mutual ? " and back" : "") + ": " + part.parts());
 }
 
 void State::match_top2(detail::ContextImpl& ctx, const detail::FeatureView& query, const detail::FeatureView& train,
                        Top2* out) {
   opencl::match_top2(ctx, query, train, out);
+}
+
+void State::match_filtered(detail::ContextImpl& ctx, const detail::FeatureView& query,
+                           const detail::FeatureView& train, const MatchOptions& options, std::vector<Match>& out) {
+  // The filter kernels decide in double (numeric/match_filter.h); without doubles the host decides.
+  if (!has_fp64()) return BackendImpl::match_filtered(ctx, query, train, options, out);
+  opencl::match_filtered(ctx, query, train, options, out);
 }
 
 }  // namespace spectrasift::opencl

@@ -84,6 +84,8 @@ struct State final : detail::BackendImpl {
   bool has_fp64() const noexcept;
   void match_top2(detail::ContextImpl& ctx, const detail::FeatureView& query, const detail::FeatureView& train,
                   Top2* out) override;
+  void match_filtered(detail::ContextImpl& ctx, const detail::FeatureView& query, const detail::FeatureView& train,
+                      const MatchOptions& options, std::vector<Match>& out) override;
   std::unique_ptr<detail::SiftStages> make_sift_stages(detail::ContextImpl& ctx) override;
   void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, const detail::PreparedReferences& refs,
                       const SpectralOptions& options, SpectralResult& result, const ProgressFn& progress) override;
@@ -165,6 +167,10 @@ State& state(detail::ContextImpl& ctx);
 
 /// match.cpp: the nearest two train descriptors of every query (State::match_top2 forwards to it).
 void match_top2(detail::ContextImpl& ctx, const detail::FeatureView& query, const detail::FeatureView& train, Top2* out);
+/// match.cpp: match_features' matches with the tests on the device (State::match_filtered forwards to it on
+/// devices with doubles).
+void match_filtered(detail::ContextImpl& ctx, const detail::FeatureView& query, const detail::FeatureView& train,
+                    const MatchOptions& options, std::vector<Match>& out);
 
 /// spectral.cpp: the spectral entry (State::spectral_match forwards to it).
 void spectral_match(detail::ContextImpl& ctx, const detail::CubeView& cube, const detail::PreparedReferences& refs,
