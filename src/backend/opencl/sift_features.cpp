@@ -3,7 +3,6 @@
 // (one work-group per kept keypoint).
 #include <algorithm>
 #include <cmath>
-#include <string>
 
 #include "backend/opencl/sift.hpp"
 #include "spectrasift/error.hpp"
@@ -63,23 +62,11 @@ void SiftStagesOpenCL::group_sizes() {
   else
     fit(kernel("sift_orientation"), "sift_orientation", ori_ex_, sizeof(cl_int) + sizeof(float), ori_local_, ori_chunk_);
   desc_ex_ = 2 * std::size_t(std::lround(3.0 * sigma_max * 1.4142135623730951 * 2.5) + 2) + 1;
-  if (st_.is_cpu) {
+  std::size_t no_chunk = 0;
+  if (st_.is_cpu)
     fit_serial("sift_descriptor_serial", desc_ex_, desc_local_);
-  } else {
-    // The staged GPU form: 32 work-items (one warp on NVIDIA; 16 own the inner cells), bands of at least
-    // one window row (chunk >= desc_ex_ samples of 20 bytes: code and record).
-    cl_kernel k = kernel("sift_descriptor");
-    desc_local_ = st_.work_group_1d(k, 32);
-    desc_chunk_ = std::max<std::size_t>(desc_ex_, 4 * desc_local_);
-    const std::size_t need = st_.limits(k).local_mem + desc_ex_ * sizeof(float) +
-                             desc_chunk_ * (sizeof(cl_int) + 4 * sizeof(float));
-    if (desc_local_ < 16 || need > st_.local_mem)
-      throw Error(ErrorCode::kUnsupported,
-                  "sift: the OpenCL device cannot run sift_descriptor (" + std::to_string(desc_local_) +
-                      " work-items allowed, 16 needed; " + std::to_string(st_.local_mem) +
-                      " bytes of local memory, " + std::to_string(need) + " needed)",
-                  "opencl");
-  }
+  else
+    fit(kernel("sift_descriptor"), "sift_descriptor", desc_ex_, 0, desc_local_, no_chunk);
   auto pow2_below = [](std::size_t v) {
     std::size_t q = 1;
     while (q * 2 <= v) q *= 2;
@@ -219,17 +206,7 @@ void SiftStagesOpenCL::descriptors() {
   SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 8, (st_.is_cpu ? desc_local_ : 1) * desc_ex_ * sizeof(float), nullptr));
   const cl_int ex_cap = cl_int(desc_ex_);
   SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 9, sizeof ex_cap, &ex_cap));
-  if (st_.is_cpu) {
-    const std::size_t g = groups_ * desc_local_;
-    launch(k, 1, &g, &desc_local_, kDescriptors);
-    return;
-  }
-  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 10, desc_chunk_ * sizeof(cl_int), nullptr));
-  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 11, 4 * desc_chunk_ * sizeof(float), nullptr));
-  const cl_int chunk = cl_int(desc_chunk_);
-  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 12, sizeof chunk, &chunk));
-  // One-warp work-groups: twice the usual count, so that 32 are resident per NVIDIA SM.
-  const std::size_t g = std::max<std::size_t>(1, std::min(2 * groups_, descriptor_capacity_)) * desc_local_;
+  const std::size_t g = groups_ * desc_local_;
   launch(k, 1, &g, &desc_local_, kDescriptors);
 }
 

@@ -3,33 +3,29 @@
  *
  * The fixed reduction order of DESIGN.md: every accumulator entry is the float sum of its shares in sample
  * order (rows ascending, then columns), as the CPU backend adds them, without float atomics. Two forms:
- *   sift_descriptor (GPUs): one work-group per keypoint, staged. The window is taken in bands of whole rows;
- *     all work-items compute each sample of the band once (bins, gradient, atan2, weight) into a record in
- *     local memory; after a barrier, work-item t (t < 16) owns the 10 entries of inner cell t and walks its
- *     box of the band (numeric/sift_descriptor.h: sift_descriptor_cell_box) in sample order, adding the two
- *     shares each record gives its cell. Then the norms, in the CPU's index order, by one work-item, and the
- *     rest of the finalisation by all. (The walker form it replaces computed every sample in each of the up
- *     to 4 walkers it feeds, and the rotated bins in every walker whose box holds it, with 36 of 64
- *     work-items busy and one work-item finalising: docs/performance/sift.md.)
+ *   sift_descriptor (GPUs): one work-group per keypoint; work-item q (q < 36) owns the 10 entries of
+ *     spatial cell q of the (d + 2) x (d + 2) grid, in private memory, and walks the window in sample order,
+ *     adding the shares each sample gives to its cell. A walker visits only a box around its cells; the
+ *     cheap part of a sample (its rotated bins) is computed by the walkers whose box holds it, the
+ *     gradient, atan2, weight and shares only by the at most 4 cells it feeds. (A first form staged every sample's bins and shares in local memory for the owners to read
+ *     after a barrier: PoCL 3 compiled its accumulation loop to nothing.)
  *   sift_descriptor_serial (CPU devices): one work-item per keypoint, the CPU backend's loop (a work-group
- *     of keypoints vectorises across work-items; a work-group per keypoint would serialise).
- * Both give the same bits. The owner loop has no `continue` and every barrier is reached by the whole
- * work-group (PoCL compiled a staged form with `continue` between barriers to nothing). */
+ *     of keypoints vectorises across work-items; a work-group per keypoint would serialise 36 walkers).
+ * Both give the same bits. */
 
-#define SIFT_DESCR_OWNERS (SIFT_DESCR_WIDTH * SIFT_DESCR_WIDTH)                   /* inner cells */
-#define SIFT_DESCR_ACC ((SIFT_DESCR_HIST_BINS + 2) * SIFT_DESCR_OWNERS)           /* their entries */
+/* The frame of a keypoint, its window weights and the per-sample maths (sift_descriptor_frame, _weight,
+ * _bins, _gradient, _cell_box, _cell_sample) are numeric/sift_descriptor.h's, shared with CUDA. */
 
-/* sift_descriptor: global (G L), work-group (L) with L >= 16; work-group g takes kept keypoints g, g + G,
- * ... (the count is read on the device). Local memory (host-sized): ex[ex_cap] >= 2R + 1 for the plan's
- * largest window radius R; codes[chunk] and recs[4 chunk] (rf, cf, of, mag) with chunk >= ex_cap, so that a
- * band holds at least one window row. deg2rad = float(pi / 180) from the host. */
+/* sift_descriptor: global (G L), work-group (L) with L >= 36; work-group g takes kept keypoints g, g + G, ...
+ * (the count is read on the device); work-items 0..35 walk the window, all compute the weights.
+ * Local memory (host-sized): ex[ex_cap] >= 2R + 1 for the plan's largest window radius R.
+ * deg2rad = float(pi / 180) from the host. */
 __kernel void sift_descriptor(__global const float* gauss, __global const long* info,
                               __global const SiftKeypoint* kps, __global const uint* counters, uint capacity,
                               float deg2rad, int root_sift, __global float* descriptors, __local float* ex,
-                              int ex_cap, __local int* codes, __local float* recs, int chunk) {
-  __local float acc[SIFT_DESCR_ACC];  /* entry e of inner cell t at acc[e * 16 + t] */
+                              int ex_cap) {
+  __local float hist[SIFT_DESCR_HIST_LEN];
   __local float out[SIFT_DESCR_LEN];
-  __local float scale_of[1];
   const int lid = get_local_id(0), lsize = get_local_size(0);
   const int d = SIFT_DESCR_WIDTH;
   const uint count = min(counters[SIFT_COUNT_KEPT], capacity);
@@ -38,79 +34,38 @@ __kernel void sift_descriptor(__global const float* gauss, __global const long* 
     const SiftDescriptorFrame f = sift_descriptor_frame(kp, info, deg2rad, ex_cap);
     __global const float* img = sift_level_of(gauss, info, kp);
     for (int k = lid; k <= 2 * f.radius; k += lsize) ex[k] = sift_descriptor_weight(f, k - f.radius);
-    const SiftDescriptorBands w = sift_descriptor_bands(f, chunk);
     barrier(CLK_LOCAL_MEM_FENCE);
-    const int qr = lid / d + 1, qc = lid % d + 1;  /* the inner cell of owner lid < 16 */
-    int i_lo, i_hi, j_lo, j_hi;
-    sift_descriptor_cell_box(f, qr, qc, &i_lo, &i_hi, &j_lo, &j_hi);
-    j_lo = max(j_lo, w.j_first);
-    j_hi = min(j_hi, w.j_last);
-    float own[SIFT_DESCR_HIST_BINS + 2];  /* the owner's entries o = 0 .. n + 1, in registers */
-    for (int o = 0; o < SIFT_DESCR_HIST_BINS + 2; ++o) own[o] = 0.0f;
-    for (int band = 0; band < w.bands; ++band) {
-      const int i0 = w.i_first + band * w.rows;
-      const int n = min(w.rows, w.i_last - i0 + 1) * w.width;
-      for (int s = lid; s < n; s += lsize) {
-        float rf = 0.0f, cf = 0.0f, of = 0.0f, mag = 0.0f;
-        codes[s] = sift_descriptor_stage_sample_local(f, img, ex, i0 + s / w.width, w.j_first + s % w.width, &rf,
-                                                      &cf, &of, &mag);
-        recs[4 * s + 0] = rf;
-        recs[4 * s + 1] = cf;
-        recs[4 * s + 2] = of;
-        recs[4 * s + 3] = mag;
-      }
-      barrier(CLK_LOCAL_MEM_FENCE);
-      /* the owner's box in this band, in sample order (no work-item past 15 has rows to walk) */
-      const int r_lo = max(i_lo, i0);
-      const int r_hi = lid < SIFT_DESCR_OWNERS ? min(min(i_hi, w.i_last), i0 + w.rows - 1) : r_lo - 1;
-      for (int i = r_lo; i <= r_hi; ++i) {
-        const int s_row = (i - i0) * w.width - w.j_first;
-        for (int j = j_lo; j <= j_hi; ++j) {
-          const int s = s_row + j;
-          int o0 = 0;
-          float s0 = 0.0f, s1 = 0.0f;
-          const int hit = sift_descriptor_cell_shares(codes[s], qr, qc, recs[4 * s + 0], recs[4 * s + 1],
-                                                      recs[4 * s + 2], recs[4 * s + 3], &o0, &s0, &s1);
-          /* own[o0] += s0, own[o0 + 1] += s1 with constant indices (a dynamic one would leave registers) */
-          for (int o = 0; o < SIFT_DESCR_HIST_BINS; ++o) {
-            if (hit && o == o0) {
-              own[o] += s0;
-              own[o + 1] += s1;
-            }
-          }
+    if (lid < SIFT_DESCR_CELLS) {
+      float acc[SIFT_DESCR_HIST_BINS + 2];  /* the entries of cell lid, o = 0 .. n + 1 */
+      for (int k = 0; k < SIFT_DESCR_HIST_BINS + 2; ++k) acc[k] = 0.0f;
+      const int qr = lid / (d + 2), qc = lid % (d + 2);
+      int i_lo, i_hi, jb_lo, jb_hi;
+      sift_descriptor_cell_box(f, qr, qc, &i_lo, &i_hi, &jb_lo, &jb_hi);
+      for (int i = i_lo; i <= i_hi; ++i) {
+        for (int j = jb_lo; j <= jb_hi; ++j) {
+          int o0;
+          float s0, s1;
+          if (!sift_descriptor_cell_sample_local(f, img, ex, qr, qc, i, j, &o0, &s0, &s1)) continue;
+          acc[o0] += s0;
+          acc[o0 + 1] += s1;
         }
       }
-      barrier(CLK_LOCAL_MEM_FENCE);
+      for (int k = 0; k < SIFT_DESCR_HIST_BINS + 2; ++k) hist[lid * (SIFT_DESCR_HIST_BINS + 2) + k] = acc[k];
     }
-    if (lid < SIFT_DESCR_OWNERS)
-      for (int o = 0; o < SIFT_DESCR_HIST_BINS + 2; ++o) acc[o * SIFT_DESCR_OWNERS + lid] = own[o];
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int k = lid; k < SIFT_DESCR_LEN; k += lsize) out[k] = sift_descriptor_inner_entry_local(acc, k);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (lid == 0) scale_of[0] = sift_descriptor_clip_local(out, sift_descriptor_norm2_local(out));
-    barrier(CLK_LOCAL_MEM_FENCE);
-    const float scale = scale_of[0];
-    __global float* row = descriptors + (size_t)p * SIFT_DESCR_LEN;
+    if (lid == 0) {
+      sift_descriptor_finalize_local(hist, out);
+      __global float* row = descriptors + (size_t)p * SIFT_DESCR_LEN;
 #if defined(SIFT_HAVE_DOUBLE)
-    const int rows_now = !root_sift;  /* RootSIFT rows are written by work-item 0 alone, below */
-#else
-    const int rows_now = 1;  /* the host refuses RootSIFT without doubles */
+      if (root_sift) {
+        float v[SIFT_DESCR_LEN];
+        for (int k = 0; k < SIFT_DESCR_LEN; ++k) v[k] = out[k];
+        sift_descriptor_root(v);
+        for (int k = 0; k < SIFT_DESCR_LEN; ++k) out[k] = v[k];
+      }
 #endif
-    for (int k = lid; k < SIFT_DESCR_LEN; k += lsize) {
-      const float v = sift_descriptor_byte(out[k], scale);
-      out[k] = v;
-      if (rows_now) row[k] = v;
+      for (int k = 0; k < SIFT_DESCR_LEN; ++k) row[k] = out[k];
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
-#if defined(SIFT_HAVE_DOUBLE)
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (root_sift && lid == 0) {
-      float v[SIFT_DESCR_LEN];
-      for (int k = 0; k < SIFT_DESCR_LEN; ++k) v[k] = out[k];
-      sift_descriptor_root(v);
-      for (int k = 0; k < SIFT_DESCR_LEN; ++k) row[k] = v[k];
-    }
-#endif
     barrier(CLK_LOCAL_MEM_FENCE);
   }
 }
