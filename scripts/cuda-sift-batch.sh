@@ -8,16 +8,7 @@
 # Usage (from the repository root): bash scripts/cuda-sift-batch.sh
 # Environment: OUT (default out), BUILD (default build-batch), JOBS (default nproc), PHOTOS (default the first of
 # shared/data/photos, ../shared/data/photos that exists).
-set -u
-cd "$(dirname "$0")/.."
-OUT=${OUT:-out}
-BUILD=${BUILD:-build-batch}
-JOBS=${JOBS:-$(nproc)}
-mkdir -p "$OUT"
-log="$OUT/cuda-sift-batch.log"; : >"$log"
-failed=0
-run() { echo "==== $*" | tee -a "$log"; "$@" >>"$log" 2>&1 || { echo "FAILED: $*" | tee -a "$log"; failed=1; }; }
-export PATH=/usr/local/cuda/bin:$PATH
+source "$(dirname "$0")/gpu-check-common.sh" build-batch cuda-sift-batch.log
 run cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DSPECTRASIFT_CUDA_ARCH=90a -DSPECTRASIFT_WITH_CUDA=ON \
   -DSPECTRASIFT_WITH_OPENCL=OFF -DSPECTRASIFT_BUILD_BENCH=ON
 run cmake --build "$BUILD" -j "$JOBS" --target sift_cuda_test sift_bench spectrasift_cli

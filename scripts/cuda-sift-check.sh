@@ -7,18 +7,9 @@
 # Usage (from the repository root): bash scripts/cuda-sift-check.sh [--no-sanitizer]
 # Environment: OUT (default out), BUILD (default build-sift), JOBS (default nproc), PHOTOS (default the first of
 # shared/data/photos, ../shared/data/photos that exists).
-set -u
-cd "$(dirname "$0")/.."
-OUT=${OUT:-out}
-BUILD=${BUILD:-build-sift}
-JOBS=${JOBS:-$(nproc)}
+source "$(dirname "$0")/gpu-check-common.sh" build-sift cuda-sift.log
 sanitizer=1
 [ "${1:-}" = "--no-sanitizer" ] && sanitizer=0
-mkdir -p "$OUT"
-log="$OUT/cuda-sift.log"; : >"$log"
-failed=0
-run() { echo "==== $*" | tee -a "$log"; "$@" >>"$log" 2>&1 || { echo "FAILED: $*" | tee -a "$log"; failed=1; }; }
-export PATH=/usr/local/cuda/bin:$PATH
 run cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DSPECTRASIFT_CUDA_ARCH=90a -DSPECTRASIFT_WITH_CUDA=ON \
   -DSPECTRASIFT_WITH_OPENCL=OFF -DSPECTRASIFT_BUILD_BENCH=OFF
 run cmake --build "$BUILD" -j "$JOBS" --target sift_cuda_test sift_cuda_host_test match_cuda_test sift_test

@@ -11,20 +11,11 @@
 # Environment: OUT (default out), BUILD (default build-match-filter), JOBS (default nproc), OPENCL_DEVICE (default 1,
 # the NVIDIA platform's GPU next to PoCL on the H200 machine), POCL_DEVICE (default 0), PHOTOS (default
 # ../shared/data/photos).
-set -u
-cd "$(dirname "$0")/.."
-OUT=${OUT:-out}
-BUILD=${BUILD:-build-match-filter}
-JOBS=${JOBS:-$(nproc)}
+source "$(dirname "$0")/gpu-check-common.sh" build-match-filter match-filter-gpu.log
 OPENCL_DEVICE=${OPENCL_DEVICE:-1}
 POCL_DEVICE=${POCL_DEVICE:-0}
 PHOTOS=${PHOTOS:-../shared/data/photos}
-mkdir -p "$OUT"
-log="$OUT/match-filter-gpu.log"; : >"$log"
 bench="$OUT/match-filter-bench.txt"; : >"$bench"
-failed=0
-run() { echo "==== $*" | tee -a "$log"; "$@" >>"$log" 2>&1 || { echo "FAILED: $*" | tee -a "$log"; failed=1; }; }
-export PATH=/usr/local/cuda/bin:$PATH
 run cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DSPECTRASIFT_CUDA_ARCH=90a -DSPECTRASIFT_WITH_CUDA=ON \
   -DSPECTRASIFT_BUILD_BENCH=ON
 run cmake --build "$BUILD" -j "$JOBS" --target match_filter_cuda_test match_cuda_test match_filter_opencl_test \

@@ -7,18 +7,9 @@
 # Usage (from the repository root): bash scripts/ransac-gpu-check.sh
 # Environment: OUT (default out), BUILD (default build-ransac), JOBS (default nproc), OPENCL_DEVICE (default 1, the
 # NVIDIA platform's GPU next to PoCL on the H200 machine; geometry_bench --opencl-device).
-set -u
-cd "$(dirname "$0")/.."
-OUT=${OUT:-out}
-BUILD=${BUILD:-build-ransac}
-JOBS=${JOBS:-$(nproc)}
+source "$(dirname "$0")/gpu-check-common.sh" build-ransac ransac-gpu.log
 OPENCL_DEVICE=${OPENCL_DEVICE:-1}
-mkdir -p "$OUT"
-log="$OUT/ransac-gpu.log"; : >"$log"
 bench="$OUT/ransac-bench.txt"; : >"$bench"
-failed=0
-run() { echo "==== $*" | tee -a "$log"; "$@" >>"$log" 2>&1 || { echo "FAILED: $*" | tee -a "$log"; failed=1; }; }
-export PATH=/usr/local/cuda/bin:$PATH
 run cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DSPECTRASIFT_CUDA_ARCH=90a -DSPECTRASIFT_WITH_CUDA=ON \
   -DSPECTRASIFT_BUILD_BENCH=ON
 run cmake --build "$BUILD" -j "$JOBS" --target ransac_backend_test geometry_test register_test geometry_bench
