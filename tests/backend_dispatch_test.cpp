@@ -175,6 +175,41 @@ TEST(Dispatch, MatchingGetsTheValidDeviceCopiesAndTheSameMatches) {
   EXPECT_EQ(gpu.seen_train[0], nullptr) << "an edited Features must be matched from its host values";
 }
 
+/// A backend whose nearest-two pass number `throw_on` (1: forward, 2: backward) fails.
+class FailingMatchBackend final : public detail::BackendImpl {
+ public:
+  explicit FailingMatchBackend(int throw_on) : throw_on_(throw_on) {}
+  Backend kind() const noexcept override { return Backend::kOpenCL; }
+  bool implements(detail::Operation op) const noexcept override { return op == detail::Operation::kMatch; }
+  void match_top2(detail::ContextImpl& ctx, const detail::FeatureView& query, const detail::FeatureView& train,
+                  Top2* out) override {
+    if (++calls_ == throw_on_) throw Error(ErrorCode::kBackend, "pass failed", "opencl");
+    detail::host_backend().match_top2(ctx, query, train, out);
+  }
+
+ private:
+  int throw_on_, calls_ = 0;
+};
+
+// The default match_filtered halves the operation's progress range for the mutual check's two passes; when a
+// pass throws, the caller's range comes back all the same (a later stage must not report into half of it).
+TEST(Dispatch, MatchFilteredRestoresTheProgressRangeWhenAPassThrows) {
+  const Features a = random_features(30, 4), b = random_features(20, 5);
+  const detail::FeatureView qa{a.descriptors.data(), int(a.size())}, qb{b.descriptors.data(), int(b.size())};
+  for (int throw_on : {1, 2}) {
+    SCOPED_TRACE(throw_on);
+    Context ctx(cpu_options());
+    detail::ContextImpl& im = ctx.impl();
+    im.progress_lo = 0.2;
+    im.progress_hi = 0.6;
+    FailingMatchBackend backend(throw_on);
+    std::vector<Match> out;
+    EXPECT_THROW(backend.match_filtered(im, qa, qb, mutual(), out), Error);
+    EXPECT_EQ(im.progress_lo, 0.2);
+    EXPECT_EQ(im.progress_hi, 0.6);
+  }
+}
+
 TEST(Dispatch, OperationsAGpuBackendLacksFollowTheAutoRule) {
   Context ctx(cpu_options());
   ctx.impl().backend_impl = std::make_unique<FakeGpuBackend>();

@@ -196,6 +196,63 @@ TEST(SiftCuda, ClearErrors) {
   }
 }
 
+// The batch's prefetch keeps two more raw images on the device (two slots beside sift.input): the memory
+// check counts them, so that a device just large enough for single runs stops a prefetching run with the
+// clear kOutOfMemory error instead of a failed allocation, and two images' bytes more let it run.
+TEST(SiftCuda, PrefetchIsCountedInTheMemoryCheck) {
+  REQUIRE_CUDA();
+  const ss::Image im = load("box.png");
+  const ss::detail::SiftImageView v = sift_view(im);
+  const std::size_t bytes = im.data.size();
+  OwnStages own;
+  const auto single_run_passes = [&](std::size_t limit) {
+    own.cuda().set_device_memory_limit(limit);
+    try {
+      (void)run_stages(*own.stages, own.ctx.impl(), v, {}, nullptr);
+      return true;
+    } catch (const ss::Error& e) {
+      EXPECT_EQ(e.code(), ss::ErrorCode::kOutOfMemory) << e.what();
+      return false;
+    }
+  };
+  // The smallest limit a single run passes (the check throws before anything is allocated or queued).
+  std::size_t fails = 1, passes = std::size_t(1) << 36;
+  ASSERT_TRUE(single_run_passes(passes));
+  while (passes - fails > 1) {
+    const std::size_t mid = fails + (passes - fails) / 2;
+    (single_run_passes(mid) ? passes : fails) = mid;
+  }
+  const ss::detail::SiftPlan& plan = ss::detail::sift_plan(own.ctx.impl(), v.width, v.height, {});
+  const auto prefetching_run = [&](std::size_t limit) {
+    own.cuda().set_device_memory_limit(limit);
+    own.stages->upload(plan, v);
+    own.stages->pyramid();
+    own.stages->dog();
+    own.stages->prefetch(v);  // the batch's next image: here the same pixels
+  };
+  try {
+    prefetching_run(passes + 2 * bytes - 1);
+    ADD_FAILURE() << "a device one byte short of the batch's two prefetch slots did not stop the prefetch";
+  } catch (const ss::Error& e) {
+    EXPECT_EQ(e.code(), ss::ErrorCode::kOutOfMemory);
+    EXPECT_NE(std::string(e.what()).find("device memory"), std::string::npos) << e.what();
+  }
+  own.stages->drop_prefetch();
+  prefetching_run(passes + 2 * bytes);  // the slots fit
+  own.stages->extrema();
+  own.stages->refine();
+  own.stages->orientations();
+  own.stages->select(nullptr);
+  own.stages->descriptors();
+  ss::Features first, second;
+  ss::detail::SiftCounts counts;
+  own.stages->download(first, counts);
+  second = run_stages(*own.stages, own.ctx.impl(), v, {}, nullptr);  // takes the prefetched copy
+  own.cuda().set_device_memory_limit(0);
+  EXPECT_TRUE(same_bits(first, cuda_sift(im)));
+  EXPECT_TRUE(same_bits(second, cuda_sift(im)));
+}
+
 // The per-radius blur (sift_blur_tiles<R>, radius 1 .. 16) and the runtime-radius sift_blur_dog give the same
 // features bit for bit (the OpenCL test BlurFormsWriteTheSamePyramid compares the planes of the same two
 // algorithms on PoCL): upsampled, sigma 3.2 (radii above 16 beside the tiles) and without upsampling.

@@ -62,9 +62,11 @@ std::vector<std::string> expand_image_inputs(const std::vector<std::string>& arg
     }
     if (any_directory) *any_directory = true;
     std::vector<std::string> found;
-    for (const auto& entry : fs::directory_iterator(a, ec)) {
+    // The non-throwing increment: an error while listing is reported below (Error kIo naming the folder),
+    // never as a std::filesystem::filesystem_error.
+    for (fs::directory_iterator it(a, ec), end; !ec && it != end; it.increment(ec)) {
       std::error_code fe;
-      if (entry.is_regular_file(fe) && image_extension(entry.path())) found.push_back(entry.path().string());
+      if (it->is_regular_file(fe) && image_extension(it->path())) found.push_back(it->path().string());
     }
     if (ec) throw Error(ErrorCode::kIo, a + ": cannot list the folder (" + ec.message() + ")");
     if (found.empty())

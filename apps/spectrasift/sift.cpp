@@ -118,73 +118,22 @@ void write_outputs(const GlobalOptions& g, const Image& image, const Features& f
   files.commit();
 }
 
-/// One image's job: read, SIFT, write its outputs (all or none), print its result.
-/// `bar` shows the whole command; this image covers [progress0, progress1] of it.
-void sift_one(Context& ctx, const SiftCliOptions& o, const GlobalOptions& g, const SiftOptions& so,
-              const std::string& image_path, const std::string& output, const std::string& draw,
-              std::optional<FeatureFormat> format, Progress& bar, double progress0, double progress1) {
-  const auto t_total = Clock::now();
-  if (!gdal_dataset_name(image_path)) require_input_file(image_path);
-  ImageLimits limits;
-  limits.max_pixels = ctx.options().max_pixels;
-  const std::string name = fs::path(image_path).filename().string();
-  const auto stage = [&](const char* what, double f) {
-    bar.stage(std::string(what) + " " + name, progress0 + f * (progress1 - progress0));
-  };
-  stage("read", 0.0);
-  auto t = Clock::now();
-  const RasterInput raster = read_raster_input(image_path, o.band, limits.max_pixels);
-  const Image& image = raster.image;
-  std::optional<Image> mask;
-  if (!o.mask.empty()) mask = normalise_mask(o.mask, read_image(o.mask, limits), image.width, image.height);
-  const double read_ms = ms_since(t);
-  if (g.verbose)
-    std::fprintf(stderr, "spectrasift: sift on %s; %s %dx%d, %d channel(s), %s; read in %.1f ms\n",
-                 ctx.describe().c_str(), image_path.c_str(), image.width, image.height, image.channels,
-                 to_string(image.type), read_ms);
-
-  stage("sift", 0.1);
-  // The library reports the extraction's progress (per stage and octave), the bar draws it.
-  ctx.set_progress(bar.within(progress0 + 0.1 * (progress1 - progress0), progress0 + 0.9 * (progress1 - progress0)));
-  t = Clock::now();
-  // 8-bit colour: SIFT runs on the file's grey as cv2.imread(IMREAD_GRAYSCALE) makes it (a JPEG's luma
-  // plane), so that the keypoints are OpenCV's; the colour image is kept for --draw.
-  const bool colour8 = image.channels > 1 && image.type == PixelType::kU8;
-  SiftOptions options = so;
-  if (raster.georef.nodata) options.nodata = raster.georef.nodata;  // a raster's nodata is masked out
-  const Features features = detect_and_compute(ctx, colour8 ? read_image(image_path, ReadMode::kGray, limits) : image,
-                                               options, mask ? &*mask : nullptr);
-  const double sift_ms = ms_since(t);
-
-  // Both outputs are written under temporary names and renamed only when both are complete.
-  ctx.set_progress({});
-  stage("write", 0.9);
-  t = Clock::now();
-  write_outputs(g, image, features, output, draw, format);
-  const double write_ms = ms_since(t);
-  bar.clear();
-
-  report_image(ctx, o, g, so, format, ImageReport{image_path, &image, features.size(), output, draw, read_ms, sift_ms,
-                                                  write_ms, ms_since(t_total), nullptr});
-}
-
-std::string format_extension(FeatureFormat f) { return std::string(".") + format_name(f); }
-
-/// An image of a batch, read.
+/// An image read for SIFT (read_sift_image).
 struct LoadedImage {
   std::size_t input = 0;  ///< its index in the command's inputs
   Image image;            ///< as read (drawn by --draw)
-  Image grey;             ///< 8-bit colour: the file's grey, which SIFT runs on (as in sift_one); else empty
+  Image grey;             ///< 8-bit colour: the file's grey, which SIFT runs on; else empty
   std::optional<double> nodata;
   double read_ms = 0;
   const Image& sift_input() const { return grey.empty() ? image : grey; }
 };
 
-/// Images read ahead of one batch call (decoded images held at once: 8 colour 1080p ones are 50 MB).
-constexpr std::size_t kBatchImages = 8;
-
-LoadedImage read_batch_image(const Context& ctx, const SiftCliOptions& o, const GlobalOptions& g,
-                             const std::string& path, std::size_t input) {
+/// Reads one image as SIFT takes it (sift_one and the batch): the raster, its nodata and, for 8-bit colour,
+/// the file's grey as cv2.imread(IMREAD_GRAYSCALE) makes it (a JPEG's luma plane), which SIFT runs on so
+/// that the keypoints are OpenCV's (the colour image is kept for --draw). `mask` (one image): the --mask
+/// image is read after it, at its size, within its read time; the verbose line comes last.
+LoadedImage read_sift_image(const Context& ctx, const SiftCliOptions& o, const GlobalOptions& g,
+                            const std::string& path, std::size_t input, std::optional<Image>* mask = nullptr) {
   const auto t = Clock::now();
   if (!gdal_dataset_name(path)) require_input_file(path);
   ImageLimits limits;
@@ -195,6 +144,8 @@ LoadedImage read_batch_image(const Context& ctx, const SiftCliOptions& o, const 
   li.image = std::move(raster.image);
   if (li.image.channels > 1 && li.image.type == PixelType::kU8) li.grey = read_image(path, ReadMode::kGray, limits);
   li.nodata = raster.georef.nodata;
+  if (mask && !o.mask.empty())
+    *mask = normalise_mask(o.mask, read_image(o.mask, limits), li.image.width, li.image.height);
   li.read_ms = ms_since(t);
   if (g.verbose)
     std::fprintf(stderr, "spectrasift: sift on %s; %s %dx%d, %d channel(s), %s; read in %.1f ms\n",
@@ -202,6 +153,47 @@ LoadedImage read_batch_image(const Context& ctx, const SiftCliOptions& o, const 
                  to_string(li.image.type), li.read_ms);
   return li;
 }
+
+/// One image's job: read, SIFT, write its outputs (all or none), print its result.
+/// `bar` shows the whole command; this image covers [progress0, progress1] of it.
+void sift_one(Context& ctx, const SiftCliOptions& o, const GlobalOptions& g, const SiftOptions& so,
+              const std::string& image_path, const std::string& output, const std::string& draw,
+              std::optional<FeatureFormat> format, Progress& bar, double progress0, double progress1) {
+  const auto t_total = Clock::now();
+  const std::string name = fs::path(image_path).filename().string();
+  const auto stage = [&](const char* what, double f) {
+    bar.stage(std::string(what) + " " + name, progress0 + f * (progress1 - progress0));
+  };
+  stage("read", 0.0);
+  std::optional<Image> mask;
+  const LoadedImage li = read_sift_image(ctx, o, g, image_path, 0, &mask);
+  const Image& image = li.image;
+
+  stage("sift", 0.1);
+  // The library reports the extraction's progress (per stage and octave), the bar draws it.
+  ctx.set_progress(bar.within(progress0 + 0.1 * (progress1 - progress0), progress0 + 0.9 * (progress1 - progress0)));
+  auto t = Clock::now();
+  SiftOptions options = so;
+  if (li.nodata) options.nodata = li.nodata;  // a raster's nodata is masked out
+  const Features features = detect_and_compute(ctx, li.sift_input(), options, mask ? &*mask : nullptr);
+  const double sift_ms = ms_since(t);
+
+  // Both outputs are written under temporary names and renamed only when both are complete.
+  ctx.set_progress({});
+  stage("write", 0.9);
+  t = Clock::now();
+  write_outputs(g, image, features, output, draw, format);
+  const double write_ms = ms_since(t);
+  bar.clear();
+
+  report_image(ctx, o, g, so, format, ImageReport{image_path, &image, features.size(), output, draw, li.read_ms, sift_ms,
+                                                  write_ms, ms_since(t_total), nullptr});
+}
+
+std::string format_extension(FeatureFormat f) { return std::string(".") + format_name(f); }
+
+/// Images read ahead of one batch call (decoded images held at once: 8 colour 1080p ones are 50 MB).
+constexpr std::size_t kBatchImages = 8;
 
 /// Whether b can run in a's batch call: the same size and the same nodata (NaN equal to NaN).
 bool same_batch(const LoadedImage& a, const LoadedImage& b) {
@@ -301,7 +293,7 @@ int run_sift_batch(Context& ctx, const SiftCliOptions& o, const GlobalOptions& g
     bar.stage("read " + fs::path(images[i]).filename().string(), double(i) * share);
     LoadedImage li;
     try {
-      li = read_batch_image(ctx, o, g, images[i], i);
+      li = read_sift_image(ctx, o, g, images[i], i);
     } catch (const Error& e) {
       run_group();  // the images before it first, so that the results come in the inputs' order
       fail(i, e);

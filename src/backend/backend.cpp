@@ -59,8 +59,17 @@ void BackendImpl::match_filtered(ContextImpl& ctx, const FeatureView& query, con
                                  const MatchOptions& options, std::vector<Match>& out) {
   std::vector<Top2> forward(std::size_t(query.count)), backward;
   // With the mutual check the forward pass reports the first half of the operation's progress range and the
-  // backward pass the second (the range is restored after: the caller's stage, or an outer operation's).
+  // backward pass the second (the range is restored after, also when a pass throws: the caller's stage, or
+  // an outer operation's).
   const double lo = ctx.progress_lo, hi = ctx.progress_hi, mid = lo + 0.5 * (hi - lo);
+  struct RestoreRange {
+    ContextImpl& ctx;
+    double lo, hi;
+    ~RestoreRange() {
+      ctx.progress_lo = lo;
+      ctx.progress_hi = hi;
+    }
+  } restore{ctx, lo, hi};
   if (options.mutual) ctx.progress_hi = mid;
   match_top2(ctx, query, train, forward.data());
   if (options.mutual) {
@@ -70,8 +79,6 @@ void BackendImpl::match_filtered(ContextImpl& ctx, const FeatureView& query, con
     backward.resize(std::size_t(train.count));
     match_top2(ctx, train, query, backward.data());
   }
-  ctx.progress_lo = lo;
-  ctx.progress_hi = hi;
   filter_nearest_two(forward.data(), query.count, options.mutual ? backward.data() : nullptr, options, out);
 }
 

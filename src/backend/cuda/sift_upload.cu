@@ -79,6 +79,14 @@ void SiftStagesCuda::prefetch(const detail::SiftImageView& next) {
   st_.activate();
   const std::size_t bytes =
       std::size_t(next.width) * std::size_t(next.height) * std::size_t(next.channels) * bytes_per_sample(next.type);
+  // A batch keeps three raw images on the device for the Context's life: sift.input (its first image) and
+  // both prefetch slots (each at least this image's bytes once filled). The memory check counts all three,
+  // so that near the limit the batch stops with check_memory's clear kOutOfMemory error before allocating.
+  const auto held = [&](const char* name) {
+    const auto it = st_.buffers.find(name);
+    return std::max(bytes, it == st_.buffers.end() ? std::size_t(0) : it->second.bytes);
+  };
+  check_memory(*plan_, held("sift.input") + held("sift.prefetch0") + held("sift.prefetch1"));
   const int slot = next_prefetch_slot_;
   void* dst = buffer(slot ? "sift.prefetch1" : "sift.prefetch0", bytes);
   const bool direct = upload_bytes(dst, next.data, bytes, st_.copy, slot ? "sift.prefetch_host1" : "sift.prefetch_host0");
