@@ -18,7 +18,7 @@ Needs numpy and cv2; silx needs pyopencl and silx. --wheels DIR (default: .whl/ 
 folder, when it exists; "none" to skip): the wheels there whose tags fit this Python (pyopencl, silx, pytools,
 platformdirs, siphash24, typing_extensions, packaging, filelock) are unpacked once into DIR/unpacked-cpXY and put
 first on sys.path, so that the GPU machine, which has no package access, runs silx without pip. Elsewhere
-PYTHONPATH works too (here: PYTHONPATH=/tmp/silxloc). A missing peer is reported and skipped, never fatal.
+PYTHONPATH works too. A missing peer is reported and skipped, never fatal.
 """
 import argparse
 import os

@@ -88,6 +88,10 @@ bool pack_on_host(detail::ContextImpl& ctx, State& st, const detail::FeatureView
                   const detail::FeatureView& train, std::uint8_t* device_base) {
   const int nq = query.count, nt = train.count;
   const std::size_t bytes = packed_bytes(nq, nt);
+  // The staging buffer may still be read by the upload of a call that threw before its read-back (an event
+  // never recorded returns at once).
+  const cudaEvent_t uploaded = st.match_events[0];
+  SPECTRASIFT_CUDA_CHECK(cudaEventSynchronize(uploaded));
   PinnedBuffer& pin = st.pinned_buffer("match.u8.staging", bytes);
   auto* host = pin.as<std::uint8_t>();
   const std::size_t qb = std::size_t(nq) * kernels::kU8Dim, tb = std::size_t(nt) * kernels::kU8Dim;
@@ -110,6 +114,7 @@ bool pack_on_host(detail::ContextImpl& ctx, State& st, const detail::FeatureView
   }
   if (!exact.load()) return false;
   SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(device_base, host, bytes, cudaMemcpyHostToDevice, st.compute));
+  SPECTRASIFT_CUDA_CHECK(cudaEventRecord(uploaded, st.compute));
   return true;
 }
 

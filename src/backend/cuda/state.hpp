@@ -100,6 +100,9 @@ struct State final : detail::BackendImpl {
   /// block i%2 computed / selected, the aux stream joined back), owned here so that no other operation uses them.
   StreamPipeline spectral_stream;
   EventSet spectral_gemm_events{EventSet::kOrdering};
+  /// Matching: [0] recorded after the last upload from the pinned "match.u8.staging" (match.cu), waited for
+  /// before the buffer is refilled (a call that threw may have left that upload in flight).
+  EventSet match_events{EventSet::kOrdering};
   /// Knobs with their production defaults (set only by the bench hooks) and the last call's measurements.
   SpectralTuning tuning;
   SpectralTelemetry telemetry;

@@ -240,6 +240,7 @@ State::~State() {
   State* s = this;
   if (s->queue) clFinish(s->queue);
   if (s->upload_queue) clFinish(s->upload_queue);
+  s->match_staging_upload.reset();
   for (auto& [k, p] : s->pinned_buffers) {
     if (p.host && s->queue) clEnqueueUnmapMemObject(s->queue, p.mem, p.host, 0, nullptr, nullptr);
     if (s->queue) clFinish(s->queue);

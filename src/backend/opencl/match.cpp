@@ -3,8 +3,9 @@
 // are the CPU backend's bit for bit (indices, ties to the lower train index, and distances: the kernel
 // returns squared distances summed in the CPU's order and the square roots are taken here). Descriptors of
 // small integers (SIFT's) take fused multiply-adds, exact for them (a device-side check decides, see the kernel).
-// On GPUs, descriptors whose values are all integers 0..255 take the u8 path instead (kernels/match_u8_top2.cl):
-// packed bytes (a quarter of the upload), integer dot products of four bytes at a time, the same bits.
+// On NVIDIA GPUs (dp4a), descriptors whose values are all integers 0..255 take the u8 path instead
+// (kernels/match_u8_top2.cl): packed bytes (a quarter of the upload), integer dot products of four bytes at a
+// time, the same bits.
 //
 // Descriptors that the OpenCL SIFT left on this device (FeatureView::device, a DeviceDescriptors) are read
 // in place; others are uploaded into named buffers reused across calls. match_features' entry (match_filtered)
@@ -131,11 +132,8 @@ constexpr const char* kU8Program = "match_u8_top2.cl";
 constexpr cl_device_info kDotProductCapabilities = 0x1073;
 constexpr cl_bitfield kDotProductPacked4x8 = 1;
 
-/// The packed dot products the u8 kernel can be built with, best first (State::match_dot4 numbers them):
-/// 1 cl_khr_integer_dot_product's where the device reports packed 4 x 8-bit inputs, 2 NVIDIA's dp4a through
-/// inline PTX on NVIDIA's platform, 0 four integer multiply-adds (any device).
-std::vector<int> dot4_candidates(const State& st) {
-  std::vector<int> out;
+/// Whether the device reports cl_khr_integer_dot_product with packed 4 x 8-bit inputs.
+bool has_khr_dot4(const State& st) {
   std::size_t n = 0;
   std::string ext;
   if (clGetDeviceInfo(st.device, CL_DEVICE_EXTENSIONS, 0, nullptr, &n) == CL_SUCCESS && n > 0) {
@@ -143,13 +141,19 @@ std::vector<int> dot4_candidates(const State& st) {
     if (clGetDeviceInfo(st.device, CL_DEVICE_EXTENSIONS, n, ext.data(), nullptr) != CL_SUCCESS) ext.clear();
   }
   cl_bitfield caps = 0;
-  // Not on CPU devices: PoCL 5.0 (the H200 host) reports packed 4 x 8-bit dot products, and the kernel built
-  // with them gave wrong matches there (not diagnosed; PoCL 3.1 here does not report them). CPU devices take
-  // the float kernel by default anyway; the tests force the u8 path, which then uses the portable form.
-  if (!st.is_cpu && ext.find("cl_khr_integer_dot_product") != std::string::npos &&
-      clGetDeviceInfo(st.device, kDotProductCapabilities, sizeof caps, &caps, nullptr) == CL_SUCCESS &&
-      (caps & kDotProductPacked4x8) != 0)
-    out.push_back(1);
+  return ext.find("cl_khr_integer_dot_product") != std::string::npos &&
+         clGetDeviceInfo(st.device, kDotProductCapabilities, sizeof caps, &caps, nullptr) == CL_SUCCESS &&
+         (caps & kDotProductPacked4x8) != 0;
+}
+
+/// The packed dot products the u8 kernel is built with, best first (State::match_dot4 numbers them): 2 NVIDIA's
+/// dp4a through inline PTX on NVIDIA's platform, 0 four integer multiply-adds (any device). The default u8
+/// path runs only with dp4a (nearest_two_on_device), the one hardware form measured on a real device (NVIDIA
+/// OpenCL on the H200). 1, cl_khr_integer_dot_product's, has never run on a GPU: it is built only when
+/// State::match_dot4 forces it (a test, on devices that report the extension, such as PoCL 5). The forced u8
+/// tests' wrong indices on PoCL 5 (H200 host) are not khr's: they stayed with khr excluded (not diagnosed).
+std::vector<int> dot4_candidates(const State& st) {
+  std::vector<int> out;
   if (!st.device_identity.empty() && st.device_identity[0].find("NVIDIA") != std::string::npos) out.push_back(2);
   out.push_back(0);
   return out;
@@ -170,8 +174,13 @@ std::size_t u8_local_bytes(const MatchShape& s, int dim) {
 
 /// The match_u8_top2 kernel for this device, its shape and options: the first shape the device allows (as
 /// top2_kernel), with the best packed dot product that builds (probed once: a failed build falls back to the
-/// next candidate, and State::match_dot4 remembers the one that built).
+/// next candidate, and State::match_dot4 remembers the one that built), or the one State::match_dot4 forces.
 cl_kernel u8_kernel(State& st, int dim, MatchShape& shape, std::string& options) {
+  if (st.match_dot4 == 1 && !has_khr_dot4(st))
+    throw Error(ErrorCode::kUnsupported,
+                "descriptor matching: State::match_dot4 forces cl_khr_integer_dot_product's packed 4 x 8-bit dot "
+                "product, which the OpenCL device does not report",
+                "opencl");
   // 8 x 16 work-items with 8 x 8 register tiles (128 queries per work-group against tiles of 64 train
   // descriptors: 16 local loads per 64 four-byte dot products, so the dot products bound the loop, not the
   // local-memory loads as with 4 x 4 tiles: 8 per 16), then smaller shapes for devices with small limits. The
@@ -215,6 +224,11 @@ bool pack_host_sides(detail::ContextImpl& ctx, State& st, const detail::FeatureV
   const std::size_t dim = std::size_t(query.dim);
   const std::size_t nq = std::size_t(query.count), nt = std::size_t(train.count);
   const std::size_t q_bytes = nq * dim, t_bytes = nt * dim;
+  // The staging buffer may still be read by the uploads of a call that threw before its read-back.
+  if (st.match_staging_upload.ev) {
+    SPECTRASIFT_CL_CHECK(clWaitForEvents(1, &st.match_staging_upload.ev));
+    st.match_staging_upload.reset();
+  }
   PinnedBuffer& pin = st.pinned("match.u8.staging", q_bytes + t_bytes + (nq + nt) * sizeof(cl_int));
   auto* base = static_cast<std::uint8_t*>(pin.host);
   WorkPool& pool = calling_thread_pool(ctx.cpu_threads());
@@ -233,8 +247,10 @@ bool pack_host_sides(detail::ContextImpl& ctx, State& st, const detail::FeatureV
     side->bytes = st.buffer(std::string(name), bytes);
     side->norms = st.buffer(std::string(name) + "_norms", n * sizeof(cl_int));
     SPECTRASIFT_CL_CHECK(clEnqueueWriteBuffer(st.queue, side->bytes, CL_FALSE, 0, bytes, dst, 0, nullptr, nullptr));
+    Event written;  // the in-order queue: the side's last upload from the staging buffer
     SPECTRASIFT_CL_CHECK(clEnqueueWriteBuffer(st.queue, side->norms, CL_FALSE, 0, n * sizeof(cl_int), norms, 0,
-                                              nullptr, nullptr));
+                                              nullptr, &written.ev));
+    st.match_staging_upload = std::move(written);
     offset += bytes;
   }
   return true;
@@ -262,9 +278,11 @@ bool pack_device_sides(State& st, const std::string& options, cl_mem qf, int nq,
 }
 
 /// The u8 kernel over both packed sides, split over the train set so that the device has at least four
-/// work-groups per compute unit, then the merge of the splits into dist / index (squared distances).
+/// work-groups per compute unit, then the merge of the splits into dist / index (squared distances). The
+/// partial best twos go to the named buffer (one per direction: the backward run never regrows a buffer that
+/// the forward run's queued merge still reads).
 void run_u8(State& st, cl_kernel k, const MatchShape& shape, const std::string& options, const PackedSide& q, int nq,
-            const PackedSide& t, int nt, cl_mem dist, cl_mem index) {
+            const PackedSide& t, int nt, cl_mem dist, cl_mem index, const char* partial_name) {
   const std::size_t qt = std::size_t(shape.wy) * std::size_t(shape.ry), tt = std::size_t(shape.wx) * std::size_t(shape.rx);
   const std::size_t groups = (std::size_t(nq) + qt - 1) / qt;
   cl_uint units = 1;
@@ -273,7 +291,7 @@ void run_u8(State& st, cl_kernel k, const MatchShape& shape, const std::string& 
   const std::size_t want = std::clamp<std::size_t>((4 * std::size_t(units) + groups - 1) / groups, 1, tiles);
   const std::size_t per_split = (tiles + want - 1) / want * tt;  // whole tiles per split
   const std::size_t splits = (std::size_t(nt) + per_split - 1) / per_split;
-  const cl_mem partial = st.buffer("match.u8.partial", splits * std::size_t(nq) * 4 * sizeof(cl_int));
+  const cl_mem partial = st.buffer(partial_name, splits * std::size_t(nq) * 4 * sizeof(cl_int));
   set_args(k, q.bytes, cl_int(nq), t.bytes, cl_int(nt), t.norms, cl_int(per_split), partial);
   const std::size_t local[2] = {std::size_t(shape.wx), std::size_t(shape.wy)};
   const std::size_t global[2] = {local[0] * splits, groups * local[1]};
@@ -317,8 +335,8 @@ void run_float(State& st, int dim, cl_mem q, int nq, cl_mem t, int nt, cl_mem di
   }
 }
 
-/// Whether the u8 path is tried: on GPUs (CPU devices keep the float row kernel; a GPU then needs a hardware
-/// dot product, see match_top2) or when State::match_variant asks for it (2), for descriptors of whole words.
+/// Whether the u8 path is tried: on GPUs (CPU devices keep the float row kernel; a GPU then needs dp4a, see
+/// nearest_two_on_device) or when State::match_variant asks for it (2), for descriptors of whole words.
 bool try_u8(const State& st, int dim) {
   return dim % 4 == 0 && (st.match_variant == 2 || (st.match_variant < 0 && !st.is_cpu));
 }
@@ -368,9 +386,10 @@ void nearest_two_on_device(detail::ContextImpl& ctx, State& st, const detail::Fe
     MatchShape shape{};
     std::string options;
     cl_kernel k = u8_kernel(st, dim, shape, options);
-    // By default a GPU takes the u8 path only with a hardware dot product (khr or dp4a): the portable form's
-    // byte extractions cost more than the float kernel's fused multiply-adds (match_variant 2 forces it).
-    if (st.match_variant == 2 || st.match_dot4 != 0) {
+    // By default a GPU takes the u8 path only with dp4a: the portable form's byte extractions cost more than
+    // the float kernel's fused multiply-adds, and the khr form never ran on a GPU (dot4_candidates; match_variant
+    // 2 forces the path, match_dot4 the form).
+    if (st.match_variant == 2 || st.match_dot4 == 2) {
       PackedSide q8, t8;
       // Host descriptors are packed on the host (a quarter of the upload); device copies on the device.
       const bool exact = on_host ? pack_host_sides(ctx, st, query, train, q8, t8)
@@ -378,8 +397,8 @@ void nearest_two_on_device(detail::ContextImpl& ctx, State& st, const detail::Fe
                                                      descriptors_on_device(st, train, "match.train"), nt, dim, q8, t8);
       part(on_host ? "u8 packing on the host and uploads" : "u8 packing on the device");
       if (exact) {
-        run_u8(st, k, shape, options, q8, nq, t8, nt, fwd.dist, fwd.index);
-        if (bwd) run_u8(st, k, shape, options, t8, nt, q8, nq, bwd->dist, bwd->index);
+        run_u8(st, k, shape, options, q8, nq, t8, nt, fwd.dist, fwd.index, "match.u8.partial");
+        if (bwd) run_u8(st, k, shape, options, t8, nt, q8, nq, bwd->dist, bwd->index, "match.u8.back_partial");
         part("u8 kernels (dot products: " +
              std::string(st.match_dot4 == 1 ? "khr" : st.match_dot4 == 2 ? "dp4a PTX" : "portable") + ")");
         return;

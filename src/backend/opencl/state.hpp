@@ -110,13 +110,17 @@ struct State final : detail::BackendImpl {
   /// 0 = tiled, 1 = rows. Both give the same bits; tests run both on any device.
   int gemm_variant = -1;
   /// Which matching kernel: -1 = by device (match_l2_top2_rows on CPU devices; on GPUs match_u8_top2 for
-  /// descriptors of integers 0..255 when a hardware dot product built, else the tiled match_l2_top2),
+  /// descriptors of integers 0..255 when NVIDIA's dp4a built, else the tiled match_l2_top2),
   /// 0 = tiled, 1 = rows, 2 = u8 where the values allow (else tiled). All give the same bits; the tests run
   /// each on any device.
   int match_variant = -1;
   /// The packed dot product match_u8_top2 was built with (match.cpp): -1 not probed yet, 0 four integer
-  /// multiply-adds, 1 cl_khr_integer_dot_product, 2 NVIDIA's dp4a through inline PTX.
+  /// multiply-adds, 1 cl_khr_integer_dot_product (never probed: only when a test sets it), 2 NVIDIA's dp4a
+  /// through inline PTX.
   int match_dot4 = -1;
+  /// The last upload from the pinned "match.u8.staging" (match.cpp): waited for before the buffer is refilled
+  /// (a call that threw may have left it in flight).
+  Event match_staging_upload;
   /// Whether spectral_one_ref / spectral_prepare stage the samples through __local memory: -1 = by device
   /// and layout (GPUs reading bip), 0 = never, 1 = always. The results are the same bits either way.
   int stage_samples = -1;

@@ -13,7 +13,7 @@
  * Build options (match.cpp):
  *   -DMATCH_W4=<uints per descriptor, dim / 4>  -DMATCH_WX, -DMATCH_WY  work-group shape
  *   -DMATCH_RX, -DMATCH_RY  train x query descriptors per work-item (register tile)
- *   -DMATCH_DOT4_KHR  dot_4x8packed_uu_uint of cl_khr_integer_dot_product (the host saw the extension)
+ *   -DMATCH_DOT4_KHR  dot_4x8packed_uu_uint of cl_khr_integer_dot_product (only when State::match_dot4 forces it)
  *   -DMATCH_DOT4_PTX  NVIDIA's dp4a through inline PTX (the host saw NVIDIA's platform)
  *   neither: four integer multiply-adds (any device; what PoCL runs in the tests). */
 
