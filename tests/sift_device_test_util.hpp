@@ -148,7 +148,9 @@ inline bool same_sift_bits(const Features& a, const Features& b) {
         std::memcmp(&p.layer_offset, &q.layer_offset, sizeof(float)) != 0)
       return false;
   }
-  return std::memcmp(a.descriptors.data(), b.descriptors.data(), a.descriptors.size() * sizeof(float)) == 0;
+  // memcmp's pointers must not be null, even for 0 bytes (an empty vector's data() may be).
+  return a.descriptors.empty() ||
+         std::memcmp(a.descriptors.data(), b.descriptors.data(), a.descriptors.size() * sizeof(float)) == 0;
 }
 
 /// A grey u8 image as another type: u16 (v * 257, the same grey levels) or f32 (v / 255), with `channels`
