@@ -155,20 +155,6 @@ __kernel void sift_downsample(__global float* levels, long src_off, int sw, long
   levels[dst_off + (size_t)y * (size_t)w + (size_t)x] = levels[src_off + (size_t)(2 * y) * (size_t)sw + (size_t)(2 * x)];
 }
 
-/* sift_blur_rows (CPU devices): global (ceil(h / L) L), work-group (L); one work-item per output row, both
- * passes in one launch, as the CPU backend does it: the vertical pass of row y into the work-item's padded
- * row `line` in local memory (w + 2R floats, L of them, host-sized), its R-sample margins filled by
- * BORDER_REFLECT_101, then the horizontal pass from that row into dst and, with dog_off >= 0, the DoG row
- * (dst - src centre row) into dog. The vertical results never go through a plane in global memory (the former
- * form's temporary plane cost one plane written and read back per level), and a CPU's caches hold the 2R + 1
- * source rows and the line. Runs of SIFT_BLUR_RUN pixels are four float16 accumulators, per tap one contiguous
- * vector load of each source row (vertical) or of each shifted window of the line (horizontal), so that the
- * compiler emits SIMD without having to vectorise across work-items (PoCL 3 left a per-pixel loop over a
- * private array scalar). Each lane gets exactly the scalar float operations of the tiled kernel (k0 * centre,
- * then + k_i * (before_i + after_i), i ascending; FP_CONTRACT is off), so the bits do not change; the tail
- * of a row (w % SIFT_BLUR_RUN pixels) takes the scalar loops. */
-#define SIFT_BLUR_RUN 64
-
 /* sift_load16: 16 floats from any address. On clang CPU targets (PoCL) a 4-byte-aligned vector type makes it
  * one unaligned SIMD load (PoCL 3's vload16 assembled it from pairs); elsewhere vload16. */
 #if defined(__clang__) && (defined(__x86_64__) || defined(__aarch64__))
@@ -183,6 +169,20 @@ typedef float sift_float16_unaligned __attribute__((ext_vector_type(16), aligned
 #define sift_load16_local(p) vload16(0, (p))
 #define sift_store16_local(v, p) vstore16((v), 0, (p))
 #endif
+
+/* sift_blur_rows (CPU devices): global (ceil(h / L) L), work-group (L); one work-item per output row, both
+ * passes in one launch, as the CPU backend does it: the vertical pass of row y into the work-item's padded
+ * row `line` in local memory (w + 2R floats, L of them, host-sized), its R-sample margins filled by
+ * BORDER_REFLECT_101, then the horizontal pass from that row into dst and, with dog_off >= 0, the DoG row
+ * (dst - src centre row) into dog. The vertical results never go through a plane in global memory (the former
+ * form's temporary plane cost one plane written and read back per level), and a CPU's caches hold the 2R + 1
+ * source rows and the line. Runs of SIFT_BLUR_RUN pixels are four float16 accumulators, per tap one contiguous
+ * vector load of each source row (vertical) or of each shifted window of the line (horizontal), so that the
+ * compiler emits SIMD without having to vectorise across work-items (PoCL 3 left a per-pixel loop over a
+ * private array scalar). Each lane gets exactly the scalar float operations of the tiled kernel (k0 * centre,
+ * then + k_i * (before_i + after_i), i ascending; FP_CONTRACT is off), so the bits do not change; the tail
+ * of a row (w % SIFT_BLUR_RUN pixels) takes the scalar loops. */
+#define SIFT_BLUR_RUN 64
 
 __kernel void sift_blur_rows(__global const float* src, __global float* dst, long src_off, long dst_off, int w,
                              int h, __global const float* taps, int tap_off, int r, __local float* lines,
