@@ -111,21 +111,18 @@ def _spin(_):
     return total
 
 
-def spin_speed_up(workers, tasks_per_worker=6):
-    """Throughput of a CPU-bound pure-Python loop on N plain processes over its one-process throughput (best of 3)."""
+def spin_rate(workers, tasks_per_worker=6, runs=3):
+    """Throughput (loops per second) of a CPU-bound pure-Python loop on N plain processes, best of RUNS."""
     spawn = multiprocessing.get_context("spawn")
-    rates = []
-    for n in (1, workers):
-        with ProcessPoolExecutor(n, mp_context=spawn) as pool:
-            list(pool.map(_spin, range(n)))  # start the processes
-            best = None
-            for _ in range(3):
-                t0 = time.perf_counter()
-                list(pool.map(_spin, range(n * tasks_per_worker)))
-                seconds = time.perf_counter() - t0
-                best = seconds if best is None else min(best, seconds)
-            rates.append(n * tasks_per_worker / best)
-    return rates[1] / rates[0]
+    with ProcessPoolExecutor(workers, mp_context=spawn) as pool:
+        list(pool.map(_spin, range(workers)))  # start the processes
+        best = None
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            list(pool.map(_spin, range(workers * tasks_per_worker)))
+            seconds = time.perf_counter() - t0
+            best = seconds if best is None else min(best, seconds)
+    return workers * tasks_per_worker / best
 
 
 def main():
@@ -143,6 +140,9 @@ def main():
                    help="also time the same pairs on N plain processes (no Dask): the machine's own scaling")
     a = p.parse_args()
     counts = [int(n) for n in a.workers.split(",")]
+    # The one-process loop rate is taken first, on a quiet machine (measured after a cluster it read up to 1.5x
+    # low while the cluster's processes were still exiting), and each N is judged against it.
+    spin_one = spin_rate(1, runs=5) if a.plain else None
     with tempfile.TemporaryDirectory() as folder:
         pairs = make_pairs(a.image, a.pairs, folder)
         rows = []
@@ -154,9 +154,10 @@ def main():
             if a.plain:
                 rows[-1]["plain_pairs_per_s"] = plain_rate = plain_pairs_per_second(pairs, n, a.backend, a.threads,
                                                                                     a.runs)
-                rows[-1]["cpu_loop_speed_up"] = spin = spin_speed_up(n)
-                plain = (f", plain processes {plain_rate:7.2f} pairs/s (Dask / plain {rate / plain_rate:5.2f}),"
-                         f" a pure CPU loop on {n} processes {spin:5.2f}x")
+                rows[-1]["cpu_loop_speed_up"] = spin = spin_rate(n) / spin_one
+                plain_base = rows[0]["plain_pairs_per_s"] / rows[0]["workers"]
+                plain = (f", plain processes {plain_rate:7.2f} pairs/s (speed-up {plain_rate / plain_base:5.2f};"
+                         f" Dask / plain {rate / plain_rate:5.2f}), a pure CPU loop on {n} processes {spin:5.2f}x")
             print(f"{n:>3} workers: {rate:7.2f} pairs/s, speed-up {rate / base:5.2f}, efficiency "
                   f"{rate / base / n:5.2f}, workers busy {busy:5.1%}{plain}   ({described[0]})", flush=True)
     info = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "host": platform.node(), "cpus": cpus,
