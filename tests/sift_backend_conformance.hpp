@@ -84,12 +84,20 @@ inline void check_buffers_grow_and_run_again(const DeviceSift& d, detail::SiftDe
   EXPECT_TRUE(same_sift_bits(b, d.run(im, {}, nullptr)));
 }
 
+/// A variant of a backend's stages that DISABLED_StageTimes times beside the others (e.g. a kernel form):
+/// `select` switches the stages to it.
+struct StageTimesForm {
+  std::string name;
+  std::function<void()> select;
+};
+
 /// Device time per stage and end to end against the CPU backend (2 threads), printed, never asserted:
 /// medians over `repetitions` runs of the timing images (the first device run, a warm-up, is dropped; the
-/// CPU runs 3 times).
+/// CPU runs 3 times). With `forms`, one line per form (its name after the tag), the forms' runs interleaved.
 inline void report_stage_times(const DeviceSift& d, detail::SiftDeviceStages& stages, detail::ContextImpl& ctx,
-                               int repetitions) {
+                               int repetitions, const std::vector<StageTimesForm>& forms = {}) {
   using Stages = detail::SiftDeviceStages;
+  const std::vector<StageTimesForm> runs = forms.empty() ? std::vector<StageTimesForm>{{"", [] {}}} : forms;
   ContextOptions co;
   co.backend = Backend::kCpu;
   co.threads = 2;
@@ -99,27 +107,34 @@ inline void report_stage_times(const DeviceSift& d, detail::SiftDeviceStages& st
     for (bool upsample : {true, false}) {
       SiftOptions o;
       o.upsample = upsample;
-      std::vector<double> cpu_ms, dev_ms;
-      std::vector<std::vector<double>> stage(Stages::kStages);
+      std::vector<double> cpu_ms;
+      std::vector<std::vector<double>> dev_ms(runs.size());
+      std::vector<std::vector<std::vector<double>>> stage(runs.size(), std::vector<std::vector<double>>(Stages::kStages));
       for (int rep = 0; rep < repetitions; ++rep) {
         const auto t0 = std::chrono::steady_clock::now();
         if (rep < 3) (void)detect_and_compute(cpu, im, o);
-        const auto t1 = std::chrono::steady_clock::now();
-        stages.set_profiling(false);
-        (void)run_stages(stages, ctx, sift_view(im), o, nullptr);
-        const auto t2 = std::chrono::steady_clock::now();
-        stages.set_profiling(true);
-        (void)run_stages(stages, ctx, sift_view(im), o, nullptr);
-        for (int s = 0; s < Stages::kStages; ++s) stage[std::size_t(s)].push_back(stages.stage_ms()[std::size_t(s)]);
-        if (rep < 3) cpu_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-        if (rep > 0) dev_ms.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+        if (rep < 3) cpu_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        for (std::size_t f = 0; f < runs.size(); ++f) {
+          runs[f].select();
+          const auto t1 = std::chrono::steady_clock::now();
+          stages.set_profiling(false);
+          (void)run_stages(stages, ctx, sift_view(im), o, nullptr);
+          const auto t2 = std::chrono::steady_clock::now();
+          stages.set_profiling(true);
+          (void)run_stages(stages, ctx, sift_view(im), o, nullptr);
+          for (int s = 0; s < Stages::kStages; ++s) stage[f][std::size_t(s)].push_back(stages.stage_ms()[std::size_t(s)]);
+          if (rep > 0) dev_ms[f].push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+        }
       }
       stages.set_profiling(false);
-      std::printf("[ %s ] %s upsample %d: cpu (2 threads) %.1f ms, device end to end %.3f ms; stages:", d.tag,
-                  path.c_str(), int(upsample), median_of(cpu_ms), median_of(dev_ms));
-      for (int s = 0; s < Stages::kStages; ++s)
-        std::printf(" %s %.3f", Stages::stage_name(s), median_of(stage[std::size_t(s)]));
-      std::printf("\n");
+      for (std::size_t f = 0; f < runs.size(); ++f) {
+        std::printf("[ %s ]%s%s %s upsample %d: cpu (2 threads) %.1f ms, device end to end %.3f ms; stages:", d.tag,
+                    runs[f].name.empty() ? "" : " descriptors ", runs[f].name.c_str(), path.c_str(), int(upsample),
+                    median_of(cpu_ms), median_of(dev_ms[f]));
+        for (int s = 0; s < Stages::kStages; ++s)
+          std::printf(" %s %.3f", Stages::stage_name(s), median_of(stage[f][std::size_t(s)]));
+        std::printf("\n");
+      }
     }
   }
 }

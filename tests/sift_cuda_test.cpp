@@ -378,13 +378,87 @@ TEST(SiftCuda, SelectPathsGiveTheSameFeatures) {
   }
 }
 
-// Device time per stage and end to end against the CPU backend (reported, never asserted). Run with
-// --gtest_also_run_disabled_tests --gtest_filter=*StageTimes*; SPECTRASIFT_SIFT_TIMING_IMAGES adds images
-// by path (colon-separated), e.g. the 1080p photos.
+// A photo of the shared data folder (kleiber_1920x1080.jpg, ...): in $SPECTRASIFT_TEST_PHOTOS when it is set
+// (e.g. "none": no photo), else in shared/data/photos inside the repository (the device machine's copy) or
+// beside it; "" when it is not there.
+std::string shared_photo(const char* name) {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("SPECTRASIFT_TEST_PHOTOS")) {
+    dirs.emplace_back(env);
+  } else {
+    dirs.push_back(std::string(SPECTRASIFT_TEST_DATA) + "/../../shared/data/photos");
+    dirs.push_back(std::string(SPECTRASIFT_TEST_DATA) + "/../../../shared/data/photos");
+  }
+  for (const std::string& dir : dirs) {
+    const std::string path = dir + "/" + name;
+    if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
+      std::fclose(f);
+      return path;
+    }
+  }
+  return "";
+}
+
+using Form = ss::cuda::SiftStagesCuda::DescriptorForm;
+
+// The two descriptor kernels (backend/cuda/sift.hpp, set_descriptor_form: the block of walkers and the staged
+// warp per keypoint) give the same features bit for bit, and each agrees with the CPU backend: box and graf1
+// upsampled, graf1 at sigma 3.2 (larger windows, several bands), camera without upsampling and with RootSIFT,
+// and kleiber 1080p upsampled (2.4k keypoints) from the shared photos when they are found. A device whose
+// shared memory cannot hold the staged form's bands runs the walkers instead, with the same bits.
+TEST(SiftCuda, DescriptorFormsGiveTheSameFeatures) {
+  REQUIRE_CUDA();
+  OwnStages walkers, staged;
+  walkers.cuda().set_descriptor_form(Form::kWalkers);
+  staged.cuda().set_descriptor_form(Form::kStaged);
+  ss::SiftOptions wide, flat, root;
+  wide.sigma = 3.2;
+  flat.upsample = false;
+  root.root_sift = true;
+  std::vector<std::pair<std::string, ss::SiftOptions>> cases = {
+      {"box.png", {}}, {"graf1_gray.png", {}}, {"graf1_gray.png", wide}, {"camera.png", flat}, {"camera.png", root}};
+  const std::string kleiber = shared_photo("kleiber_1920x1080.jpg");
+  if (kleiber.empty())
+    std::printf("[ sift-cuda ] kleiber_1920x1080.jpg not found (shared/data/photos, SPECTRASIFT_TEST_PHOTOS): "
+                "photo case not run\n");
+  else
+    cases.emplace_back(kleiber, ss::SiftOptions{});
+  for (const auto& [name, o] : cases) {
+    const ss::Image im = kleiber == name ? ss::read_image(name) : load(name.c_str());
+    const std::string what = name + " sigma " + std::to_string(o.sigma) + " upsample " + std::to_string(int(o.upsample)) +
+                             (o.root_sift ? " RootSIFT" : "");
+    const ss::Features a = run_stages(*walkers.stages, walkers.ctx.impl(), sift_view(im), o, nullptr);
+    const ss::Features b = run_stages(*staged.stages, staged.ctx.impl(), sift_view(im), o, nullptr);
+    EXPECT_EQ(walkers.cuda().descriptor_form_in_use(), Form::kWalkers) << what;
+    EXPECT_EQ(staged.cuda().descriptor_form_in_use(), Form::kStaged) << what;
+    ASSERT_FALSE(b.keypoints.empty()) << what;
+    EXPECT_TRUE(same_bits(a, b)) << what << ": the staged descriptors differ from the walkers'";
+    const ss::Features cpu = cpu_sift(im, o);
+    expect_agreement(cpu, a, what + " (walkers)");
+    expect_agreement(cpu, b, what + " (staged)");
+  }
+  // 12 KiB of shared memory a block: enough for the walkers and the sort, not for the staged bands.
+  OwnStages small;
+  small.cuda().set_descriptor_form(Form::kStaged);
+  small.cuda().set_shared_memory_limit(12 * 1024);
+  const ss::Image box = load("box.png");
+  const ss::Features fallback = run_stages(*small.stages, small.ctx.impl(), sift_view(box), {}, nullptr);
+  EXPECT_EQ(small.cuda().descriptor_form_in_use(), Form::kWalkers);
+  EXPECT_TRUE(same_bits(fallback, cuda_sift(box))) << "box: the walkers' fallback differs";
+}
+
+// Device time per stage and end to end against the CPU backend (reported, never asserted), one line per
+// descriptor form (walkers, staged) and image. Run with --gtest_also_run_disabled_tests
+// --gtest_filter=*StageTimes*; SPECTRASIFT_SIFT_TIMING_IMAGES adds images by path (colon-separated), e.g.
+// the 1080p photos.
 TEST(SiftCuda, DISABLED_StageTimes) {
   REQUIRE_CUDA();
   OwnStages own;
-  ss::test::report_stage_times(kCudaSift, own.cuda(), own.ctx.impl(), 11);
+  ss::cuda::SiftStagesCuda& cuda = own.cuda();
+  const std::vector<ss::test::StageTimesForm> forms = {
+      {"walkers", [&cuda] { cuda.set_descriptor_form(Form::kWalkers); }},
+      {"staged", [&cuda] { cuda.set_descriptor_form(Form::kStaged); }}};
+  ss::test::report_stage_times(kCudaSift, cuda, own.ctx.impl(), 11, forms);
 }
 
 #else

@@ -68,7 +68,35 @@ SPECTRASIFT_FN int sift_descriptor_share_offset(int k) {
  * sample go to 8 different entries, so adding each sample's shares in turn gives that order; a device
  * computes (index, shares) per sample in parallel and then lets one work-item per entry add its shares in
  * sample order, never float atomics. */
+/* The final value of descriptor entry v for scale (sift_descriptor_clip): rounded half to even and saturated
+ * to 0..255, as an integer-valued float. */
+SPECTRASIFT_FN float sift_descriptor_byte(float v, float scale) {
+  int b = sift_round(v * scale);
+  b = b < 0 ? 0 : (b > 255 ? 255 : b);
+  return (float)b;
+}
+
+/* sift_descriptor_norm2(out): the squared L2 norm of out[128], summed in index order;
+ * sift_descriptor_clip(out, nrm2): clamps out[128] (squared norm nrm2) at 0.2 of its norm, in place, and
+ * returns the scale to norm 512. sift_descriptor_finalize is norm2, clip and byte in turn; the staged CUDA
+ * kernel runs the same three, with byte in parallel. */
 #define SIFT_DEFINE_DESCRIPTOR_ARRAYS(SUFFIX, AS)                                                         \
+  SPECTRASIFT_FN float sift_descriptor_norm2##SUFFIX(AS const float* out) {                              \
+    float nrm2 = 0.0f;                                                                                   \
+    for (int k = 0; k < SIFT_DESCR_LEN; ++k) nrm2 += out[k] * out[k];                                    \
+    return nrm2;                                                                                         \
+  }                                                                                                      \
+  SPECTRASIFT_FN float sift_descriptor_clip##SUFFIX(AS float* out, float nrm2) {                         \
+    const float thr = SIFT_SQRTF(nrm2) * SIFT_DESCR_MAG_THR;                                             \
+    nrm2 = 0.0f;                                                                                         \
+    for (int k = 0; k < SIFT_DESCR_LEN; ++k) {                                                           \
+      const float val = out[k] < thr ? out[k] : thr;                                                     \
+      out[k] = val;                                                                                      \
+      nrm2 += val * val;                                                                                 \
+    }                                                                                                    \
+    const float nrm = SIFT_SQRTF(nrm2);                                                                  \
+    return SIFT_INT_DESCR_FCTR / (nrm > SIFT_FLT_EPSILON ? nrm : SIFT_FLT_EPSILON);                      \
+  }                                                                                                      \
   SPECTRASIFT_FN void sift_descriptor_accumulate_at##SUFFIX(AS float* hist, int r0, int c0, int o0, float rf, \
                                                             float cf, float of, float mag) {            \
     const SiftDescriptorShares s = sift_descriptor_shares(mag, rf, cf, of);                              \
@@ -98,22 +126,9 @@ SPECTRASIFT_FN int sift_descriptor_share_offset(int k) {
         for (int k = 0; k < n; ++k) out[(i * d + j) * n + k] = hist[idx + k];                            \
       }                                                                                                  \
     }                                                                                                    \
-    float nrm2 = 0.0f;                                                                                   \
-    for (int k = 0; k < len; ++k) nrm2 += out[k] * out[k];                                               \
-    const float thr = SIFT_SQRTF(nrm2) * SIFT_DESCR_MAG_THR;                                             \
-    nrm2 = 0.0f;                                                                                         \
-    for (int k = 0; k < len; ++k) {                                                                      \
-      const float val = out[k] < thr ? out[k] : thr;                                                     \
-      out[k] = val;                                                                                      \
-      nrm2 += val * val;                                                                                 \
-    }                                                                                                    \
-    const float nrm = SIFT_SQRTF(nrm2);                                                                  \
-    const float scale = SIFT_INT_DESCR_FCTR / (nrm > SIFT_FLT_EPSILON ? nrm : SIFT_FLT_EPSILON);         \
-    for (int k = 0; k < len; ++k) {                                                                      \
-      int v = sift_round(out[k] * scale);                                                                \
-      v = v < 0 ? 0 : (v > 255 ? 255 : v);                                                               \
-      out[k] = (float)v;                                                                                 \
-    }                                                                                                    \
+    const float nrm2 = sift_descriptor_norm2##SUFFIX(out);                                               \
+    const float scale = sift_descriptor_clip##SUFFIX(out, nrm2);                                         \
+    for (int k = 0; k < len; ++k) out[k] = sift_descriptor_byte(out[k], scale);                          \
   }
 SPECTRASIFT_AS_VARIANTS(SIFT_DEFINE_DESCRIPTOR_ARRAYS)
 #undef SIFT_DEFINE_DESCRIPTOR_ARRAYS
@@ -130,8 +145,9 @@ SPECTRASIFT_FN void sift_descriptor_root(float* v) {
 }
 #endif
 
-/* The device descriptor stage, per keypoint, per walker cell and per sample (backend/cuda/kernels/
- * sift_descriptor.cuh and backend/opencl/kernels/sift_descriptor.cl). */
+/* The device descriptor stage, per keypoint, per cell and per sample: the walker form (both GPU backends:
+ * backend/cuda/kernels/sift_descriptor.cuh, backend/opencl/kernels/sift_descriptor.cl) and the staged form
+ * (CUDA: backend/cuda/kernels/sift_descriptor_staged.cuh), below the frame, weights and gradient they share. */
 
 /* The sample grid of one keypoint, with the CPU backend's float operations in their order (notes §8). */
 typedef struct SiftDescriptorFrame {
@@ -207,20 +223,31 @@ SPECTRASIFT_FN int sift_descriptor_gradient(SiftDescriptorFrame f, SPECTRASIFT_C
   return o0;
 }
 
-/* The walker of spatial cell (qr, qc) of the (d + 2) x (d + 2) accumulator grid visits the offsets
- * [*i_lo, *i_hi] x [*j_lo, *j_hi]: only samples whose bins fall in cells qr - 1 .. qr, qc - 1 .. qc give the
- * cell shares, and this box holds that 2 x 2-cell square rotated back to pixels (with a 2-pixel margin;
- * sift_descriptor_cell_sample decides exactly), about a sixth of the window. */
-SPECTRASIFT_FN void sift_descriptor_cell_box(SiftDescriptorFrame f, int qr, int qc, int* i_lo, int* i_hi, int* j_lo,
-                                             int* j_hi) {
+/* The offsets [*i_lo, *i_hi] x [*j_lo, *j_hi] (not clamped to any window) that hold every sample giving shares
+ * to spatial cell (qr, qc) of the (d + 2) x (d + 2) accumulator grid: only samples whose bins fall in cells
+ * qr - 1 .. qr, qc - 1 .. qc do, and this box holds that 2 x 2-cell square rotated back to pixels (with a
+ * 2-pixel margin; the per-sample test decides exactly), about a sixth of the window. */
+SPECTRASIFT_FN void sift_descriptor_cell_span(SiftDescriptorFrame f, int qr, int qc, int* i_lo, int* i_hi, int* j_lo,
+                                              int* j_hi) {
   const float cs = f.cos_t, sn = f.sin_t, dd = cs * cs + sn * sn;
   const float ru = (float)qr - 2.5f, cu = (float)qc - 2.5f;
   const float ic = (cs * ru - sn * cu) / dd, jc = (sn * ru + cs * cu) / dd;
   const float ext = (SIFT_FABSF(cs) + SIFT_FABSF(sn)) / dd + 2.0f;
-  *i_lo = sift_max_i(-f.radius, (int)SIFT_FLOORF(ic - ext));
-  *i_hi = sift_min_i(f.radius, (int)SIFT_CEILF(ic + ext));
-  *j_lo = sift_max_i(-f.radius, (int)SIFT_FLOORF(jc - ext));
-  *j_hi = sift_min_i(f.radius, (int)SIFT_CEILF(jc + ext));
+  *i_lo = (int)SIFT_FLOORF(ic - ext);
+  *i_hi = (int)SIFT_CEILF(ic + ext);
+  *j_lo = (int)SIFT_FLOORF(jc - ext);
+  *j_hi = (int)SIFT_CEILF(jc + ext);
+}
+
+/* The walker form: the box that the walker of cell (qr, qc) visits, sift_descriptor_cell_span inside the
+ * window (+-radius); sift_descriptor_cell_sample decides per sample. */
+SPECTRASIFT_FN void sift_descriptor_cell_box(SiftDescriptorFrame f, int qr, int qc, int* i_lo, int* i_hi, int* j_lo,
+                                             int* j_hi) {
+  sift_descriptor_cell_span(f, qr, qc, i_lo, i_hi, j_lo, j_hi);
+  *i_lo = sift_max_i(-f.radius, *i_lo);
+  *i_hi = sift_min_i(f.radius, *i_hi);
+  *j_lo = sift_max_i(-f.radius, *j_lo);
+  *j_hi = sift_min_i(f.radius, *j_hi);
 }
 
 /* Sample (i, j) for the walker of cell (qr, qc): 1 when it gives the cell shares, with its orientation bin
@@ -245,5 +272,109 @@ SPECTRASIFT_FN void sift_descriptor_cell_box(SiftDescriptorFrame f, int qr, int 
   }
 SPECTRASIFT_AS_VARIANTS(SIFT_DEFINE_DESCRIPTOR_CELL_SAMPLE)
 #undef SIFT_DEFINE_DESCRIPTOR_CELL_SAMPLE
+
+/* The staged form (CUDA, backend/cuda/kernels/sift_descriptor_staged.cuh): every sample of the window is
+ * computed once, in parallel, into a record (code, rf, cf, of, mag); then the owner of each inner cell walks
+ * its box (sift_descriptor_owner_box) in sample order and adds the shares the records give to its cell
+ * (sift_descriptor_cell_shares). Only the d x d inner cells have owners: finalize never reads the outer ring
+ * of the accumulator. Each entry gets the same shares in the same order as from a walker: the same bits.
+ *
+ * No integer negation may reach an integer max or min chain in these helpers or the kernel: ptxas of CUDA
+ * 13.0 (V13.0.88) fuses max(max(a, -b), c) (and min) into one three-input VIMNMX3 on sm_90 and drops the
+ * negation, which gave j_lo = max(.., +radius, ..) and all-zero CUDA descriptors (docs/performance/sift.md;
+ * scripts/ptx-neg-minmax-check.py, the ctest cuda_ptx_has_no_negated_min_max_chain, checks the PTX). */
+
+/* The half-width, in pixels, of the square of offsets that holds every sample inside the rotated grid
+ * (|u|, |v| < (d + 1) / 2 cells, rotated back, with a 2-pixel margin for the float bins; the in-grid test
+ * decides exactly): the whole window at 45 degrees, about 0.7 of its side at 0. */
+SPECTRASIFT_FN int sift_descriptor_grid_extent(SiftDescriptorFrame f) {
+  const float cs = f.cos_t, sn = f.sin_t, dd = cs * cs + sn * sn;
+  const float ext = (float)(SIFT_DESCR_WIDTH + 1) * 0.5f * (SIFT_FABSF(cs) + SIFT_FABSF(sn)) / dd + 2.0f;
+  return sift_min_i(f.radius, (int)SIFT_CEILF(ext));
+}
+
+/* The staged window of a frame: the rows i_first..i_last and columns j_first..j_last of the grid's square off
+ * the plane's outer ring (the other samples give no shares), taken in bands of `rows` whole rows (chunk
+ * >= 2 radius + 1 samples a band); bands = 0 when no sample is left. */
+typedef struct SiftDescriptorBands {
+  int i_first, i_last, j_first, j_last;
+  int width, rows, bands;
+} SiftDescriptorBands;
+
+SPECTRASIFT_FN SiftDescriptorBands sift_descriptor_bands(SiftDescriptorFrame f, int chunk) {
+  SiftDescriptorBands b;
+  const int ext = sift_descriptor_grid_extent(f);
+  b.j_first = 1 - sift_min_i(ext + 1, f.cx); /* max(-ext, 1 - cx), without a negation */
+  b.j_last = sift_min_i(ext, f.w - 2 - f.cx);
+  b.width = sift_max_i(b.j_last - b.j_first + 1, 0);
+  b.i_first = 1 - sift_min_i(ext + 1, f.cy);
+  b.i_last = sift_min_i(ext, f.h - 2 - f.cy);
+  b.rows = b.width > 0 ? chunk / b.width : 1;
+  b.bands = b.width > 0 && b.i_last >= b.i_first ? (b.i_last - b.i_first + b.rows) / b.rows : 0;
+  return b;
+}
+
+/* The box of the owner of cell (qr, qc): sift_descriptor_cell_span inside the staged window w (which lies
+ * inside +-radius, so the walker's box and this one hold the same samples that give shares). */
+SPECTRASIFT_FN void sift_descriptor_owner_box(SiftDescriptorFrame f, SiftDescriptorBands w, int qr, int qc, int* i_lo,
+                                              int* i_hi, int* j_lo, int* j_hi) {
+  sift_descriptor_cell_span(f, qr, qc, i_lo, i_hi, j_lo, j_hi);
+  *i_lo = sift_max_i(w.i_first, *i_lo);
+  *i_hi = sift_min_i(w.i_last, *i_hi);
+  *j_lo = sift_max_i(w.j_first, *j_lo);
+  *j_hi = sift_min_i(w.j_last, *j_hi);
+}
+
+/* The record of sample (i, j): returns its code, base cell (r0 + 1) (d + 2) + (c0 + 1) of the accumulator
+ * grid times n plus its orientation bin o0, with the fractions *rf, *cf, *of towards the next row, column and
+ * orientation bin and its weighted magnitude *mag; -1 (and no gradient read) when the sample lies outside
+ * the grid or on the plane's outer ring. ex are the window weights (ex[k + radius] = w(k)). */
+#define SIFT_DEFINE_DESCRIPTOR_STAGE_SAMPLE(SUFFIX, AS)                                                    \
+  SPECTRASIFT_FN int sift_descriptor_stage_sample##SUFFIX(SiftDescriptorFrame f,                          \
+                                                          SPECTRASIFT_CONST_GLOBAL float* img,            \
+                                                          AS const float* ex, int i, int j, float* rf,    \
+                                                          float* cf, float* of, float* mag) {             \
+    float rbin, cbin;                                                                                     \
+    if (!sift_descriptor_bins(f, i, j, &rbin, &cbin)) return -1;                                          \
+    const int r0 = sift_descriptor_split(rbin, rf);                                                       \
+    const int c0 = sift_descriptor_split(cbin, cf);                                                       \
+    const int o0 = sift_descriptor_gradient(f, img, ex[i + f.radius], ex[j + f.radius], i, j, of, mag);   \
+    return ((r0 + 1) * (SIFT_DESCR_WIDTH + 2) + c0 + 1) * SIFT_DESCR_HIST_BINS + o0;                      \
+  }
+SPECTRASIFT_AS_VARIANTS(SIFT_DEFINE_DESCRIPTOR_STAGE_SAMPLE)
+#undef SIFT_DEFINE_DESCRIPTOR_STAGE_SAMPLE
+
+/* The shares that a record (code >= 0, rf, cf, of, mag) gives to cell (qr, qc) of the (d + 2) x (d + 2)
+ * grid: 1 when the cell is one of the 2 x 2 its weight is split among, with the orientation bin *o0 and the
+ * shares *s0, *s1 of the cell's entries o0 and o0 + 1. The same float operations as sift_descriptor_shares
+ * (the two of the 8 that go to this cell), so the same bits. */
+SPECTRASIFT_FN int sift_descriptor_cell_shares(int code, int qr, int qc, float rf, float cf, float of, float mag,
+                                               int* o0, float* s0, float* s1) {
+  const int cell = code / SIFT_DESCR_HIST_BINS;
+  const int dr = qr - cell / (SIFT_DESCR_WIDTH + 2), dc = qc - cell % (SIFT_DESCR_WIDTH + 2);
+  if (code < 0 || dr < 0 || dr > 1 || dc < 0 || dc > 1) return 0;
+  const float v_r1 = mag * rf, v_r0 = mag - v_r1;
+  const float v_r = dr ? v_r1 : v_r0;
+  const float v_c1 = v_r * cf, v_c0 = v_r - v_c1;
+  const float v_c = dc ? v_c1 : v_c0;
+  *s1 = v_c * of;
+  *s0 = v_c - *s1;
+  *o0 = code % SIFT_DESCR_HIST_BINS;
+  return 1;
+}
+
+/* Entry k (0..127) of the unnormalised descriptor from the inner cells' accumulators acc[e * d * d + t]
+ * (entry e = 0 .. n + 1 of inner cell t = row * d + col): the circular bins n, n + 1 folded onto 0, 1 as
+ * sift_descriptor_finalize folds them. */
+#define SIFT_DEFINE_DESCRIPTOR_INNER_ENTRY(SUFFIX, AS)                                                     \
+  SPECTRASIFT_FN float sift_descriptor_inner_entry##SUFFIX(AS const float* acc, int k) {                  \
+    const int cells = SIFT_DESCR_WIDTH * SIFT_DESCR_WIDTH;                                                \
+    const int t = k / SIFT_DESCR_HIST_BINS, o = k % SIFT_DESCR_HIST_BINS;                                 \
+    float v = acc[o * cells + t];                                                                         \
+    if (o < 2) v += acc[(o + SIFT_DESCR_HIST_BINS) * cells + t];                                          \
+    return v;                                                                                             \
+  }
+SPECTRASIFT_AS_VARIANTS(SIFT_DEFINE_DESCRIPTOR_INNER_ENTRY)
+#undef SIFT_DEFINE_DESCRIPTOR_INNER_ENTRY
 
 #endif /* SPECTRASIFT_NUMERIC_SIFT_DESCRIPTOR_H */

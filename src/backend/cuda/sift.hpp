@@ -70,6 +70,18 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   /// Tests: whether select() may run the whole stage in one block for small counts (default true; false: the
   /// multi-launch path always).
   void set_select_small(bool on) noexcept { select_small_allowed_ = on; }
+  /// The descriptor kernel: kWalkers = kernels::sift_descriptor (a block of 36 walkers per keypoint),
+  /// kStaged = kernels::sift_descriptor_staged (a warp per keypoint, each sample computed once). The same bits
+  /// either way; kStaged runs the walkers where the device's shared memory cannot hold its bands.
+  enum class DescriptorForm { kWalkers, kStaged };
+  static constexpr DescriptorForm kDefaultDescriptorForm = DescriptorForm::kWalkers;  // production default
+  /// Tests and timing: the form descriptors() runs (default kDefaultDescriptorForm).
+  void set_descriptor_form(DescriptorForm form) noexcept { descriptor_form_ = form; }
+  /// The form descriptors() runs for the current plan (kWalkers when kStaged was asked for and does not fit).
+  DescriptorForm descriptor_form_in_use() const noexcept {
+    return descriptor_form_ == DescriptorForm::kStaged && desc_staged_fits_ ? DescriptorForm::kStaged
+                                                                            : DescriptorForm::kWalkers;
+  }
 
  private:
   // sift.cu
@@ -107,6 +119,7 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   void launch_pyramid(const float* grey, float* gauss, float* dog, const float* taps);  // every launch of pyramid()
   // sift_features.cu
   void size_feature_kernels();
+  std::size_t staged_descriptor_shared() const noexcept;  // dynamic shared memory of sift_descriptor_staged
   void sort(int* order, int count_slot, int mode);
   void compact(const int* in, int in_slot, int out_slot, int* out);
   // sift_download.cu
@@ -130,6 +143,9 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   bool blur_tiles_ = true;         // set_blur_tiles()
   int ori_chunk_ = 0, ori_ex_ = 0, desc_ex_ = 0;
   int blocks_ = 0;                 // block cap of the per-keypoint kernels
+  DescriptorForm descriptor_form_ = kDefaultDescriptorForm;  // set_descriptor_form()
+  int desc_chunk_ = 0;             // samples per band and warp of sift_descriptor_staged
+  bool desc_staged_fits_ = false;  // the device's shared memory holds sift_descriptor_staged's bands
   bool select_small_ = false;      // the device runs kernels::sift_select_small (enough shared memory)
   bool select_small_allowed_ = true;  // set_select_small
   std::size_t memory_limit_ = 0, shared_limit_ = 0;

@@ -1,12 +1,13 @@
 // CUDA SIFT per-keypoint stages (see sift.hpp): orientations (one block per refined point), select (device
 // sorts and compactions of an index array: duplicates, cap, mask, canonical order) and descriptors (one
-// block per kept keypoint).
+// block per kept keypoint, or one warp in the staged form).
 #include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "backend/cuda/check.hpp"
 #include "backend/cuda/kernels/sift_descriptor.cuh"
+#include "backend/cuda/kernels/sift_descriptor_staged.cuh"
 #include "backend/cuda/kernels/sift_orientation.cuh"
 #include "backend/cuda/kernels/sift_select.cuh"
 #include "backend/cuda/kernels/sift_select_small.cuh"
@@ -75,6 +76,12 @@ void SiftStagesCuda::size_feature_kernels() {
                 "cuda");
   allow_shared(kernels::sift_orientation, std::size_t(ori_chunk_) * (sizeof(int) + sizeof(float)) + std::size_t(ori_ex_) * sizeof(float));
   allow_shared(kernels::sift_descriptor, std::size_t(desc_ex_) * sizeof(float));
+  // The staged descriptor form: bands of at least one window row and 128 samples (4 per lane), per warp;
+  // where the device cannot hold them, descriptors() runs the walkers (the same bits).
+  desc_chunk_ = std::max(desc_ex_, 128);
+  const std::size_t staged_dynamic = staged_descriptor_shared();
+  desc_staged_fits_ = static_shared(kernels::sift_descriptor_staged) + staged_dynamic <= avail;
+  if (desc_staged_fits_) allow_shared(kernels::sift_descriptor_staged, staged_dynamic);
   // The one-block select (kernels/sift_select_small.cuh) where the device's shared memory holds its records.
   select_small_ = std::size_t(kernels::kSelectSmallShared) + static_shared(kernels::sift_select_small) <= avail;
   if (select_small_) allow_shared(kernels::sift_select_small, std::size_t(kernels::kSelectSmallShared));
@@ -191,12 +198,27 @@ void SiftStagesCuda::descriptors() {
   const auto* kept = static_cast<const SiftKeypoint*>(buffer("sift.kept", keypoint_capacity_ * sizeof(SiftKeypoint)));
   auto* desc = static_cast<float*>(buffer("sift.desc", descriptor_capacity_ * kernels::kDescrLen * sizeof(float)));
   const float deg2rad = float(M_PI / 180.0);
-  const unsigned grid = unsigned(std::min<std::size_t>(std::size_t(blocks_), descriptor_capacity_));
-  kernels::sift_descriptor<<<grid, kPointThreads, std::size_t(desc_ex_) * sizeof(float), st_.compute>>>(
-      levels(), octave_table(), kept, counters(), unsigned(descriptor_capacity_), deg2rad, p.root_sift ? 1 : 0, desc,
-      desc_ex_);
+  if (descriptor_form_in_use() == DescriptorForm::kStaged) {
+    // A warp per keypoint, kDescrWarps a block (kernels/sift_descriptor_staged.cuh).
+    const std::size_t warps = kernels::kDescrWarps;
+    const unsigned grid = unsigned(
+        std::max<std::size_t>(1, std::min<std::size_t>(std::size_t(blocks_), (descriptor_capacity_ + warps - 1) / warps)));
+    kernels::sift_descriptor_staged<<<grid, unsigned(32 * warps), staged_descriptor_shared(), st_.compute>>>(
+        levels(), octave_table(), kept, counters(), unsigned(descriptor_capacity_), deg2rad, p.root_sift ? 1 : 0,
+        desc, desc_ex_, desc_chunk_);
+  } else {
+    const unsigned grid = unsigned(std::min<std::size_t>(std::size_t(blocks_), descriptor_capacity_));
+    kernels::sift_descriptor<<<grid, kPointThreads, std::size_t(desc_ex_) * sizeof(float), st_.compute>>>(
+        levels(), octave_table(), kept, counters(), unsigned(descriptor_capacity_), deg2rad, p.root_sift ? 1 : 0,
+        desc, desc_ex_);
+  }
   SPECTRASIFT_CUDA_CHECK_LAUNCH();
   pack_features();  // for read-back 2 (sift_download.cu)
+}
+
+std::size_t SiftStagesCuda::staged_descriptor_shared() const noexcept {
+  return std::size_t(kernels::kDescrWarps) * std::size_t(kernels::sift_descriptor_warp_float4s(desc_chunk_, desc_ex_)) *
+         sizeof(float4);
 }
 
 }  // namespace spectrasift::cuda
