@@ -507,6 +507,53 @@ TEST(SiftOpenCL, StagesObjectsSharingAContextKeepTheirPlans) {
   EXPECT_TRUE(same_bits(graf_features, run_stages(*other, d.ctx->impl(), sift_view(graf), {}, nullptr)));
 }
 
+// The hot path creates nothing once an image size ran (DESIGN.md: nothing is allocated per call): further
+// runs of that size build or load no program, create no kernel, create or grow no named or pinned buffer,
+// and do not write the plan tables again (prepare()), on the direct host path (CPU devices) and the staged
+// one (GPUs: pinned upload in chunks and pinned read-back), upsampled and not, with the same bits each
+// run. (Per call by design: the device copy of the descriptors, which belongs to the returned Features.)
+TEST(SiftOpenCL, SteadyRunsCreateNothing) {
+  REQUIRE_OPENCL();
+  Device& d = device();
+  ss::opencl::State& st = ss::opencl::state(d.ctx->impl());
+  struct Restore {
+    ss::opencl::State& st;
+    bool staging;
+    ~Restore() { st.host_staging = staging; }
+  } restore{st, st.host_staging};
+  // Colour u8 (the grey kernel runs), 1.5 MB: over kStagedUploadMin, so the staged path chunks it.
+  const ss::Image im = convert(load("graf1_gray.png"), ss::PixelType::kU8, 3);
+  ASSERT_GE(im.data.size(), ss::detail::kStagedUploadMin);
+  struct Created {
+    std::size_t builds, loads, programs, kernels, buffers;
+    std::uint64_t tables;
+  };
+  const auto created = [&st] {
+    return Created{st.program_builds, st.program_binary_loads, st.programs.size(), st.kernels.size(),
+                   st.buffer_allocations, st.sift_tables_generation};
+  };
+  for (const bool staged : {false, true}) {
+    st.host_staging = staged;
+    for (const bool upsample : {true, false}) {
+      ss::SiftOptions o;
+      o.upsample = upsample;
+      const std::string what = std::string(staged ? "staged" : "direct") + (upsample ? ", upsampled" : "");
+      const ss::Features first = run_stages(*d.stages, d.ctx->impl(), sift_view(im), o, nullptr);
+      ASSERT_FALSE(first.keypoints.empty()) << what;
+      const Created before = created();
+      for (int rep = 0; rep < 2; ++rep)
+        EXPECT_TRUE(same_bits(first, run_stages(*d.stages, d.ctx->impl(), sift_view(im), o, nullptr))) << what;
+      const Created after = created();
+      EXPECT_EQ(after.builds, before.builds) << what << ": programs built";
+      EXPECT_EQ(after.loads, before.loads) << what << ": programs loaded from the disk cache";
+      EXPECT_EQ(after.programs, before.programs) << what << ": programs";
+      EXPECT_EQ(after.kernels, before.kernels) << what << ": kernels";
+      EXPECT_EQ(after.buffers, before.buffers) << what << ": buffers created";
+      EXPECT_EQ(after.tables, before.tables) << what << ": plan tables written again";
+    }
+  }
+}
+
 // The batch call: a loop over the images reusing the plan and buffers (OpenCL prefetches nothing), each with
 // the single call's bits.
 TEST(SiftOpenCL, BatchGivesTheSingleCallsBits) {
