@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -84,9 +85,50 @@ inline void check_buffers_grow_and_run_again(const DeviceSift& d, detail::SiftDe
   EXPECT_TRUE(same_sift_bits(b, d.run(im, {}, nullptr)));
 }
 
+/// The run sequence of run_stages with the host wall time of each call in ms: host[s] for stage s (the stage
+/// table's order; upload's includes the host copies, and the calls that wait for the device, extrema (the
+/// candidate count) and download (the counters and features), include the device work queued before
+/// them), host[kStages] for the release of the returned Features (the device copy of the descriptors).
+inline void run_stages_timed(detail::SiftDeviceStages& st, detail::ContextImpl& im, const detail::SiftImageView& v,
+                             const SiftOptions& o, std::array<double, detail::SiftDeviceStages::kStages + 1>& host) {
+  using Stages = detail::SiftDeviceStages;
+  using Clock = std::chrono::steady_clock;
+  auto t = Clock::now();
+  const auto lap = [&](int slot) {
+    const auto now = Clock::now();
+    host[std::size_t(slot)] = std::chrono::duration<double, std::milli>(now - t).count();
+    t = now;
+  };
+  const detail::SiftPlan& plan = detail::sift_plan(im, v.width, v.height, o);
+  {
+    st.upload(plan, v);
+    lap(Stages::kUpload);
+    st.pyramid();
+    lap(Stages::kPyramid);
+    st.dog();
+    lap(Stages::kDog);
+    st.extrema();
+    lap(Stages::kExtrema);
+    st.refine();
+    lap(Stages::kRefine);
+    st.orientations();
+    lap(Stages::kOrientations);
+    st.select(nullptr);
+    lap(Stages::kSelect);
+    st.descriptors();
+    lap(Stages::kDescriptors);
+    Features f;
+    detail::SiftCounts c;
+    st.download(f, c);
+    lap(Stages::kDownload);
+  }
+  lap(Stages::kStages);
+}
+
 /// Device time per stage and end to end against the CPU backend (2 threads), printed, never asserted:
 /// medians over `repetitions` runs of the timing images (the first device run, a warm-up, is dropped; the
-/// CPU runs 3 times).
+/// CPU runs 3 times). A second line per run gives the host wall time of each stage call of the end-to-end
+/// runs (run_stages_timed), so that host time outside the device stages shows where it is spent.
 inline void report_stage_times(const DeviceSift& d, detail::SiftDeviceStages& stages, detail::ContextImpl& ctx,
                                int repetitions) {
   using Stages = detail::SiftDeviceStages;
@@ -100,26 +142,33 @@ inline void report_stage_times(const DeviceSift& d, detail::SiftDeviceStages& st
       SiftOptions o;
       o.upsample = upsample;
       std::vector<double> cpu_ms, dev_ms;
-      std::vector<std::vector<double>> stage(Stages::kStages);
+      std::vector<std::vector<double>> stage(Stages::kStages), host(Stages::kStages + 1);
       for (int rep = 0; rep < repetitions; ++rep) {
         const auto t0 = std::chrono::steady_clock::now();
         if (rep < 3) (void)detect_and_compute(cpu, im, o);
         const auto t1 = std::chrono::steady_clock::now();
         stages.set_profiling(false);
-        (void)run_stages(stages, ctx, sift_view(im), o, nullptr);
+        std::array<double, Stages::kStages + 1> host_ms{};
+        run_stages_timed(stages, ctx, sift_view(im), o, host_ms);
         const auto t2 = std::chrono::steady_clock::now();
         stages.set_profiling(true);
         (void)run_stages(stages, ctx, sift_view(im), o, nullptr);
         for (int s = 0; s < Stages::kStages; ++s) stage[std::size_t(s)].push_back(stages.stage_ms()[std::size_t(s)]);
         if (rep < 3) cpu_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-        if (rep > 0) dev_ms.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+        if (rep > 0) {
+          dev_ms.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+          for (int s = 0; s <= Stages::kStages; ++s) host[std::size_t(s)].push_back(host_ms[std::size_t(s)]);
+        }
       }
       stages.set_profiling(false);
       std::printf("[ %s ] %s upsample %d: cpu (2 threads) %.1f ms, device end to end %.3f ms; stages:", d.tag,
                   path.c_str(), int(upsample), median_of(cpu_ms), median_of(dev_ms));
       for (int s = 0; s < Stages::kStages; ++s)
         std::printf(" %s %.3f", Stages::stage_name(s), median_of(stage[std::size_t(s)]));
-      std::printf("\n");
+      std::printf("\n[ %s ] %s upsample %d: host per call (end-to-end runs):", d.tag, path.c_str(), int(upsample));
+      for (int s = 0; s < Stages::kStages; ++s)
+        std::printf(" %s %.3f", Stages::stage_name(s), median_of(host[std::size_t(s)]));
+      std::printf(" release %.3f\n", median_of(host[std::size_t(Stages::kStages)]));
     }
   }
 }
