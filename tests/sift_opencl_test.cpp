@@ -93,6 +93,13 @@ void run_after_upload(ss::detail::SiftStages& s) {
   s.descriptors();
 }
 
+// Restores State::host_staging when a test that switches the host paths (direct / staged) ends.
+struct RestoreHostStaging {
+  ss::opencl::State& st;
+  bool staging = st.host_staging;
+  ~RestoreHostStaging() { st.host_staging = staging; }
+};
+
 // The agreement of issue 18 (tests/sift_device_test_util.hpp).
 void expect_agreement(const ss::Features& cpu, const ss::Features& dev, const std::string& what) {
   ss::test::expect_sift_agreement(cpu, dev, ss::Backend::kOpenCL, "sift-ocl", what);
@@ -459,11 +466,7 @@ TEST(SiftOpenCL, ReadBackPathsGiveTheSameFeatures) {
   REQUIRE_OPENCL();
   Device& d = device();
   ss::opencl::State& st = ss::opencl::state(d.ctx->impl());
-  struct Restore {
-    ss::opencl::State& st;
-    bool staging;
-    ~Restore() { st.host_staging = staging; }
-  } restore{st, st.host_staging};
+  const RestoreHostStaging restore{st};
   ss::Image blank = ss::Image::allocate(320, 240, 1, ss::PixelType::kU8);
   std::fill(blank.data.begin(), blank.data.end(), std::uint8_t(90));
   const ss::Image images[] = {blank, load("box.png"), load("graf1_gray.png")};
@@ -516,11 +519,7 @@ TEST(SiftOpenCL, SteadyRunsCreateNothing) {
   REQUIRE_OPENCL();
   Device& d = device();
   ss::opencl::State& st = ss::opencl::state(d.ctx->impl());
-  struct Restore {
-    ss::opencl::State& st;
-    bool staging;
-    ~Restore() { st.host_staging = staging; }
-  } restore{st, st.host_staging};
+  const RestoreHostStaging restore{st};
   // Colour u8 (the grey kernel runs), 1.5 MB: over kStagedUploadMin, so the staged path chunks it.
   const ss::Image im = convert(load("graf1_gray.png"), ss::PixelType::kU8, 3);
   ASSERT_GE(im.data.size(), ss::detail::kStagedUploadMin);
