@@ -85,6 +85,46 @@ inline void check_buffers_grow_and_run_again(const DeviceSift& d, detail::SiftDe
   EXPECT_TRUE(same_sift_bits(b, d.run(im, {}, nullptr)));
 }
 
+/// Device time per stage and end to end against the CPU backend (2 threads), printed, never asserted:
+/// medians over `repetitions` runs of the timing images (the first device run, a warm-up, is dropped; the
+/// CPU runs 3 times).
+inline void report_stage_times(const DeviceSift& d, detail::SiftDeviceStages& stages, detail::ContextImpl& ctx,
+                               int repetitions) {
+  using Stages = detail::SiftDeviceStages;
+  ContextOptions co;
+  co.backend = Backend::kCpu;
+  co.threads = 2;
+  Context cpu(co);
+  for (const std::string& path : timing_images()) {
+    const Image im = read_image(path);
+    for (bool upsample : {true, false}) {
+      SiftOptions o;
+      o.upsample = upsample;
+      std::vector<double> cpu_ms, dev_ms;
+      std::vector<std::vector<double>> stage(Stages::kStages);
+      for (int rep = 0; rep < repetitions; ++rep) {
+        const auto t0 = std::chrono::steady_clock::now();
+        if (rep < 3) (void)detect_and_compute(cpu, im, o);
+        const auto t1 = std::chrono::steady_clock::now();
+        stages.set_profiling(false);
+        (void)run_stages(stages, ctx, sift_view(im), o, nullptr);
+        const auto t2 = std::chrono::steady_clock::now();
+        stages.set_profiling(true);
+        (void)run_stages(stages, ctx, sift_view(im), o, nullptr);
+        for (int s = 0; s < Stages::kStages; ++s) stage[std::size_t(s)].push_back(stages.stage_ms()[std::size_t(s)]);
+        if (rep < 3) cpu_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+        if (rep > 0) dev_ms.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+      }
+      stages.set_profiling(false);
+      std::printf("[ %s ] %s upsample %d: cpu (2 threads) %.1f ms, device end to end %.3f ms; stages:", d.tag,
+                  path.c_str(), int(upsample), median_of(cpu_ms), median_of(dev_ms));
+      for (int s = 0; s < Stages::kStages; ++s)
+        std::printf(" %s %.3f", Stages::stage_name(s), median_of(stage[std::size_t(s)]));
+      std::printf("\n");
+    }
+  }
+}
+
 /// The run sequence of run_stages with the host wall time of each call in ms: host[s] for stage s (the stage
 /// table's order; upload's includes the host copies, and the calls that wait for the device, extrema (the
 /// candidate count) and download (the counters and features), include the device work queued before
@@ -125,47 +165,35 @@ inline void run_stages_timed(detail::SiftDeviceStages& st, detail::ContextImpl& 
   lap(Stages::kStages);
 }
 
-/// Device time per stage and end to end against the CPU backend (2 threads), printed, never asserted:
-/// medians over `repetitions` runs of the timing images (the first device run, a warm-up, is dropped; the
-/// CPU runs 3 times). A second line per run gives the host wall time of each stage call of the end-to-end
-/// runs (run_stages_timed), so that host time outside the device stages shows where it is spent.
-inline void report_stage_times(const DeviceSift& d, detail::SiftDeviceStages& stages, detail::ContextImpl& ctx,
-                               int repetitions) {
+/// Where the host time of a run goes, printed beside report_stage_times' device times, never asserted: per
+/// timing image, upsampled and not, the median over `repetitions` unprofiled runs (after one warm-up) of the
+/// host wall time of each stage call and of the Features' release (run_stages_timed), and of their sum (end
+/// to end). A call that only queues work shows the host's own cost; a large value there, or in upload (the
+/// host copies), points at the host rather than the device.
+inline void report_host_times(const DeviceSift& d, detail::SiftDeviceStages& stages, detail::ContextImpl& ctx,
+                              int repetitions) {
   using Stages = detail::SiftDeviceStages;
-  ContextOptions co;
-  co.backend = Backend::kCpu;
-  co.threads = 2;
-  Context cpu(co);
+  stages.set_profiling(false);
   for (const std::string& path : timing_images()) {
     const Image im = read_image(path);
     for (bool upsample : {true, false}) {
       SiftOptions o;
       o.upsample = upsample;
-      std::vector<double> cpu_ms, dev_ms;
-      std::vector<std::vector<double>> stage(Stages::kStages), host(Stages::kStages + 1);
-      for (int rep = 0; rep < repetitions; ++rep) {
-        const auto t0 = std::chrono::steady_clock::now();
-        if (rep < 3) (void)detect_and_compute(cpu, im, o);
-        const auto t1 = std::chrono::steady_clock::now();
-        stages.set_profiling(false);
-        std::array<double, Stages::kStages + 1> host_ms{};
-        run_stages_timed(stages, ctx, sift_view(im), o, host_ms);
-        const auto t2 = std::chrono::steady_clock::now();
-        stages.set_profiling(true);
-        (void)run_stages(stages, ctx, sift_view(im), o, nullptr);
-        for (int s = 0; s < Stages::kStages; ++s) stage[std::size_t(s)].push_back(stages.stage_ms()[std::size_t(s)]);
-        if (rep < 3) cpu_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-        if (rep > 0) {
-          dev_ms.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
-          for (int s = 0; s <= Stages::kStages; ++s) host[std::size_t(s)].push_back(host_ms[std::size_t(s)]);
+      std::vector<std::vector<double>> host(Stages::kStages + 1);
+      std::vector<double> total;
+      for (int rep = 0; rep <= repetitions; ++rep) {  // rep 0: the warm-up
+        std::array<double, Stages::kStages + 1> ms{};
+        run_stages_timed(stages, ctx, sift_view(im), o, ms);
+        if (rep == 0) continue;
+        double sum = 0;
+        for (std::size_t s = 0; s < ms.size(); ++s) {
+          host[s].push_back(ms[s]);
+          sum += ms[s];
         }
+        total.push_back(sum);
       }
-      stages.set_profiling(false);
-      std::printf("[ %s ] %s upsample %d: cpu (2 threads) %.1f ms, device end to end %.3f ms; stages:", d.tag,
-                  path.c_str(), int(upsample), median_of(cpu_ms), median_of(dev_ms));
-      for (int s = 0; s < Stages::kStages; ++s)
-        std::printf(" %s %.3f", Stages::stage_name(s), median_of(stage[std::size_t(s)]));
-      std::printf("\n[ %s ] %s upsample %d: host per call (end-to-end runs):", d.tag, path.c_str(), int(upsample));
+      std::printf("[ %s ] %s upsample %d: host end to end %.3f ms; per call:", d.tag, path.c_str(), int(upsample),
+                  median_of(total));
       for (int s = 0; s < Stages::kStages; ++s)
         std::printf(" %s %.3f", Stages::stage_name(s), median_of(host[std::size_t(s)]));
       std::printf(" release %.3f\n", median_of(host[std::size_t(Stages::kStages)]));

@@ -228,13 +228,16 @@ TEST(SiftOpenCL, RootSiftAndGreyLevels) {
   });
 }
 
-// Device time per stage and end to end against the CPU backend (reported, never asserted). Run with
+// Device time per stage and end to end against the CPU backend, then the host time of each stage call
+// (report_host_times: where host time outside the device stages goes); reported, never asserted. Run with
 // --gtest_also_run_disabled_tests --gtest_filter=*StageTimes*; SPECTRASIFT_SIFT_TIMING_IMAGES adds images
 // by path (colon-separated), e.g. the 1080p photos.
 TEST(SiftOpenCL, DISABLED_StageTimes) {
   REQUIRE_OPENCL();
   Device& d = device();
-  ss::test::report_stage_times(kOpenCLSift, dynamic_cast<ss::opencl::SiftStagesOpenCL&>(*d.stages), d.ctx->impl(), 7);
+  auto& stages = dynamic_cast<ss::opencl::SiftStagesOpenCL&>(*d.stages);
+  ss::test::report_stage_times(kOpenCLSift, stages, d.ctx->impl(), 7);
+  ss::test::report_host_times(kOpenCLSift, stages, d.ctx->impl(), 7);
 }
 
 // The transfers alone, host wall time, direct against staged (State::host_staging; sift_upload.cpp and
