@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -135,6 +136,82 @@ inline void report_stage_times(const DeviceSift& d, detail::SiftDeviceStages& st
           std::printf(" %s %.3f", Stages::stage_name(s), median_of(stage[f][std::size_t(s)]));
         std::printf("\n");
       }
+    }
+  }
+}
+
+/// The run sequence of run_stages with the host wall time of each call in ms: host[s] for stage s (the stage
+/// table's order; upload's includes the host copies, and the calls that wait for the device, extrema (the
+/// candidate count) and download (the counters and features), include the device work queued before
+/// them), host[kStages] for the release of the returned Features (the device copy of the descriptors).
+inline void run_stages_timed(detail::SiftDeviceStages& st, detail::ContextImpl& im, const detail::SiftImageView& v,
+                             const SiftOptions& o, std::array<double, detail::SiftDeviceStages::kStages + 1>& host) {
+  using Stages = detail::SiftDeviceStages;
+  using Clock = std::chrono::steady_clock;
+  auto t = Clock::now();
+  const auto lap = [&](int slot) {
+    const auto now = Clock::now();
+    host[std::size_t(slot)] = std::chrono::duration<double, std::milli>(now - t).count();
+    t = now;
+  };
+  const detail::SiftPlan& plan = detail::sift_plan(im, v.width, v.height, o);
+  {
+    st.upload(plan, v);
+    lap(Stages::kUpload);
+    st.pyramid();
+    lap(Stages::kPyramid);
+    st.dog();
+    lap(Stages::kDog);
+    st.extrema();
+    lap(Stages::kExtrema);
+    st.refine();
+    lap(Stages::kRefine);
+    st.orientations();
+    lap(Stages::kOrientations);
+    st.select(nullptr);
+    lap(Stages::kSelect);
+    st.descriptors();
+    lap(Stages::kDescriptors);
+    Features f;
+    detail::SiftCounts c;
+    st.download(f, c);
+    lap(Stages::kDownload);
+  }
+  lap(Stages::kStages);
+}
+
+/// Where the host time of a run goes, printed beside report_stage_times' device times, never asserted: per
+/// timing image, upsampled and not, the median over `repetitions` unprofiled runs (after one warm-up) of the
+/// host wall time of each stage call and of the Features' release (run_stages_timed), and of their sum (end
+/// to end). A call that only queues work shows the host's own cost; a large value there, or in upload (the
+/// host copies), points at the host rather than the device.
+inline void report_host_times(const DeviceSift& d, detail::SiftDeviceStages& stages, detail::ContextImpl& ctx,
+                              int repetitions) {
+  using Stages = detail::SiftDeviceStages;
+  stages.set_profiling(false);
+  for (const std::string& path : timing_images()) {
+    const Image im = read_image(path);
+    for (bool upsample : {true, false}) {
+      SiftOptions o;
+      o.upsample = upsample;
+      std::vector<std::vector<double>> host(Stages::kStages + 1);
+      std::vector<double> total;
+      for (int rep = 0; rep <= repetitions; ++rep) {  // rep 0: the warm-up
+        std::array<double, Stages::kStages + 1> ms{};
+        run_stages_timed(stages, ctx, sift_view(im), o, ms);
+        if (rep == 0) continue;
+        double sum = 0;
+        for (std::size_t s = 0; s < ms.size(); ++s) {
+          host[s].push_back(ms[s]);
+          sum += ms[s];
+        }
+        total.push_back(sum);
+      }
+      std::printf("[ %s ] %s upsample %d: host end to end %.3f ms; per call:", d.tag, path.c_str(), int(upsample),
+                  median_of(total));
+      for (int s = 0; s < Stages::kStages; ++s)
+        std::printf(" %s %.3f", Stages::stage_name(s), median_of(host[std::size_t(s)]));
+      std::printf(" release %.3f\n", median_of(host[std::size_t(Stages::kStages)]));
     }
   }
 }

@@ -93,6 +93,13 @@ void run_after_upload(ss::detail::SiftStages& s) {
   s.descriptors();
 }
 
+// Restores State::host_staging when a test that switches the host paths (direct / staged) ends.
+struct RestoreHostStaging {
+  ss::opencl::State& st;
+  bool staging = st.host_staging;
+  ~RestoreHostStaging() { st.host_staging = staging; }
+};
+
 // The agreement of issue 18 (tests/sift_device_test_util.hpp).
 void expect_agreement(const ss::Features& cpu, const ss::Features& dev, const std::string& what) {
   ss::test::expect_sift_agreement(cpu, dev, ss::Backend::kOpenCL, "sift-ocl", what);
@@ -221,13 +228,16 @@ TEST(SiftOpenCL, RootSiftAndGreyLevels) {
   });
 }
 
-// Device time per stage and end to end against the CPU backend (reported, never asserted). Run with
+// Device time per stage and end to end against the CPU backend, then the host time of each stage call
+// (report_host_times: where host time outside the device stages goes); reported, never asserted. Run with
 // --gtest_also_run_disabled_tests --gtest_filter=*StageTimes*; SPECTRASIFT_SIFT_TIMING_IMAGES adds images
 // by path (colon-separated), e.g. the 1080p photos.
 TEST(SiftOpenCL, DISABLED_StageTimes) {
   REQUIRE_OPENCL();
   Device& d = device();
-  ss::test::report_stage_times(kOpenCLSift, dynamic_cast<ss::opencl::SiftStagesOpenCL&>(*d.stages), d.ctx->impl(), 7);
+  auto& stages = dynamic_cast<ss::opencl::SiftStagesOpenCL&>(*d.stages);
+  ss::test::report_stage_times(kOpenCLSift, stages, d.ctx->impl(), 7);
+  ss::test::report_host_times(kOpenCLSift, stages, d.ctx->impl(), 7);
 }
 
 // The transfers alone, host wall time, direct against staged (State::host_staging; sift_upload.cpp and
@@ -459,11 +469,7 @@ TEST(SiftOpenCL, ReadBackPathsGiveTheSameFeatures) {
   REQUIRE_OPENCL();
   Device& d = device();
   ss::opencl::State& st = ss::opencl::state(d.ctx->impl());
-  struct Restore {
-    ss::opencl::State& st;
-    bool staging;
-    ~Restore() { st.host_staging = staging; }
-  } restore{st, st.host_staging};
+  const RestoreHostStaging restore{st};
   ss::Image blank = ss::Image::allocate(320, 240, 1, ss::PixelType::kU8);
   std::fill(blank.data.begin(), blank.data.end(), std::uint8_t(90));
   const ss::Image images[] = {blank, load("box.png"), load("graf1_gray.png")};
@@ -505,6 +511,49 @@ TEST(SiftOpenCL, StagesObjectsSharingAContextKeepTheirPlans) {
   const ss::Features graf_features = run_stages(*other, d.ctx->impl(), sift_view(graf), {}, nullptr);
   EXPECT_TRUE(same_bits(first, run_stages(*d.stages, d.ctx->impl(), sift_view(box), {}, nullptr)));
   EXPECT_TRUE(same_bits(graf_features, run_stages(*other, d.ctx->impl(), sift_view(graf), {}, nullptr)));
+}
+
+// The hot path creates nothing once an image size ran (DESIGN.md: nothing is allocated per call): further
+// runs of that size build or load no program, create no kernel, create or grow no named or pinned buffer,
+// and do not write the plan tables again (prepare()), on the direct host path (CPU devices) and the staged
+// one (GPUs: pinned upload in chunks and pinned read-back), upsampled and not, with the same bits each
+// run. (Per call by design: the device copy of the descriptors, which belongs to the returned Features.)
+TEST(SiftOpenCL, SteadyRunsCreateNothing) {
+  REQUIRE_OPENCL();
+  Device& d = device();
+  ss::opencl::State& st = ss::opencl::state(d.ctx->impl());
+  const RestoreHostStaging restore{st};
+  // Colour u8 (the grey kernel runs), 1.5 MB: over kStagedUploadMin, so the staged path chunks it.
+  const ss::Image im = convert(load("graf1_gray.png"), ss::PixelType::kU8, 3);
+  ASSERT_GE(im.data.size(), ss::detail::kStagedUploadMin);
+  struct Created {
+    std::size_t builds, loads, programs, kernels, buffers;
+    std::uint64_t tables;
+  };
+  const auto created = [&st] {
+    return Created{st.program_builds, st.program_binary_loads, st.programs.size(), st.kernels.size(),
+                   st.buffer_allocations, st.sift_tables_generation};
+  };
+  for (const bool staged : {false, true}) {
+    st.host_staging = staged;
+    for (const bool upsample : {true, false}) {
+      ss::SiftOptions o;
+      o.upsample = upsample;
+      const std::string what = std::string(staged ? "staged" : "direct") + (upsample ? ", upsampled" : "");
+      const ss::Features first = run_stages(*d.stages, d.ctx->impl(), sift_view(im), o, nullptr);
+      ASSERT_FALSE(first.keypoints.empty()) << what;
+      const Created before = created();
+      for (int rep = 0; rep < 2; ++rep)
+        EXPECT_TRUE(same_bits(first, run_stages(*d.stages, d.ctx->impl(), sift_view(im), o, nullptr))) << what;
+      const Created after = created();
+      EXPECT_EQ(after.builds, before.builds) << what << ": programs built";
+      EXPECT_EQ(after.loads, before.loads) << what << ": programs loaded from the disk cache";
+      EXPECT_EQ(after.programs, before.programs) << what << ": programs";
+      EXPECT_EQ(after.kernels, before.kernels) << what << ": kernels";
+      EXPECT_EQ(after.buffers, before.buffers) << what << ": buffers created";
+      EXPECT_EQ(after.tables, before.tables) << what << ": plan tables written again";
+    }
+  }
 }
 
 // The batch call: a loop over the images reusing the plan and buffers (OpenCL prefetches nothing), each with

@@ -385,6 +385,7 @@ cl_mem State::buffer(const std::string& name, std::size_t bytes, cl_mem_flags fl
     b.mem = clCreateBuffer(context, flags, bytes, nullptr, &err);
     SPECTRASIFT_CL_CHECK(err);
     b.bytes = bytes;
+    ++buffer_allocations;
   }
   return b.mem;
 }
@@ -404,6 +405,7 @@ PinnedBuffer& State::pinned(const std::string& name, std::size_t bytes) {
     p.host = clEnqueueMapBuffer(queue, p.mem, CL_TRUE, CL_MAP_WRITE, 0, bytes, 0, nullptr, nullptr, &err);
     SPECTRASIFT_CL_CHECK(err);
     p.bytes = bytes;
+    ++buffer_allocations;
   }
   return p;
 }

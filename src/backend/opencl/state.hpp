@@ -130,6 +130,9 @@ struct State final : detail::BackendImpl {
   int blur_variant = -1;
   std::size_t program_builds = 0;             ///< builds from source so far (the caches are tested with it)
   std::size_t program_binary_loads = 0;       ///< programs created from a binary of the disk cache
+  /// Named and pinned buffers created (or re-created to grow) so far: a steady run of one image size adds
+  /// none (sift_opencl_test's hot-path test reads it).
+  std::size_t buffer_allocations = 0;
   /// The on-disk program cache (program_cache.hpp), read from the environment when the State is created;
   /// empty: disabled.
   std::string cache_dir;
