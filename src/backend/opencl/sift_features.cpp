@@ -94,7 +94,10 @@ void SiftStagesOpenCL::orientations() {
     SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 7, ori_local_ * ori_ex_ * sizeof(float), nullptr));
     const cl_int ex_cap = cl_int(ori_ex_);
     SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 8, sizeof ex_cap, &ex_cap));
-    const std::size_t g = groups_ * ori_local_;
+    // One refined point per work-item over the candidate count (the refined count's bound; work-items past the
+    // live count return at once): many small work-groups for PoCL's scheduler to spread over the cores, where a
+    // fixed 4 groups per core gave each core whole runs of points of unequal windows.
+    const std::size_t g = round_up(candidates_, ori_local_);
     launch(k, 1, &g, &ori_local_, kOrientations);
     flush();
     return;
@@ -206,7 +209,8 @@ void SiftStagesOpenCL::descriptors() {
   SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 8, (st_.is_cpu ? desc_local_ : 1) * desc_ex_ * sizeof(float), nullptr));
   const cl_int ex_cap = cl_int(desc_ex_);
   SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 9, sizeof ex_cap, &ex_cap));
-  const std::size_t g = groups_ * desc_local_;
+  // CPU devices: one kept keypoint per work-item over the capacity (the kept count's bound), as the orientations.
+  const std::size_t g = st_.is_cpu ? round_up(descriptor_capacity_, desc_local_) : groups_ * desc_local_;
   launch(k, 1, &g, &desc_local_, kDescriptors);
 }
 
