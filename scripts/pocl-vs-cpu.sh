@@ -2,7 +2,8 @@
 # Issue 18's CPU-device target: SIFT on PoCL (OpenCL on the host cores) within 1.5x of our CPU backend on the same
 # cores. Times both on kleiber and elephants 1080p (upsampled and not; end to end and PoCL's device time per stage),
 # then runs sift_opencl_test on the PoCL device (bit for bit against the CPU backend). With --scaling, also PoCL at
-# 1, 2, 4, 8 and all compute units (POCL_CPU_MAX_CU_COUNT) on kleiber 1080p, to see which stage stops scaling.
+# 1, 2, 4, 8 and all threads, each beside the CPU backend at as many threads, on kleiber 1080p, to see which stage
+# stops scaling (POCL_CPU_MAX_CU_COUNT is read by PoCL 4 and later, POCL_MAX_PTHREAD_COUNT by PoCL 3; both are set).
 #
 # Usage (repository root, a build with -DSPECTRASIFT_BUILD_BENCH=ON):
 #   bash scripts/pocl-vs-cpu.sh BUILD_DIR PHOTOS_DIR POCL_DEVICE_INDEX [--scaling]
@@ -32,10 +33,12 @@ echo "== CPU backend, $threads threads"
 echo "== OpenCL device $dev (PoCL, all compute units)"
 "$bench" --backend opencl --device "$dev" --photos "$dir/both" --runs 5 --warmup 1 --match-size 1 | grep '^| [ke]'
 if [ "$scaling" = "--scaling" ]; then
-  for cu in 1 2 4 8 "$threads"; do
-    echo "== OpenCL device $dev, POCL_CPU_MAX_CU_COUNT=$cu (kleiber)"
-    POCL_CPU_MAX_CU_COUNT=$cu "$bench" --backend opencl --device "$dev" --photos "$dir/kleiber" --runs 3 --warmup 1 \
+  for cu in 1 2 4 8 "$threads"; do  # PoCL 4+: POCL_CPU_MAX_CU_COUNT; PoCL 3: POCL_MAX_PTHREAD_COUNT
+    echo "== OpenCL device $dev, $cu PoCL threads (kleiber)"
+    POCL_CPU_MAX_CU_COUNT=$cu POCL_MAX_PTHREAD_COUNT=$cu "$bench" --backend opencl --device "$dev" \
+      --photos "$dir/kleiber" --runs 3 --warmup 1 \
       --match-size 1 | grep '^| [ke]'
+    "$bench" --backend cpu --threads "$cu" --photos "$dir/kleiber" --runs 3 --warmup 1 --match-size 1 | grep '^| [ke]'
   done
 fi
 echo "== sift_opencl_test on device $dev (bits against the CPU backend)"
