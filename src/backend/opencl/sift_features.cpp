@@ -94,7 +94,10 @@ void SiftStagesOpenCL::orientations() {
     SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 7, ori_local_ * ori_ex_ * sizeof(float), nullptr));
     const cl_int ex_cap = cl_int(ori_ex_);
     SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 8, sizeof ex_cap, &ex_cap));
-    const std::size_t g = groups_ * ori_local_;
+    // One refined point per work-item over the candidate count (the refined count's bound; work-items past the
+    // live count return at once): many small work-groups for PoCL's scheduler to spread over the cores, where a
+    // fixed 4 groups per core gave each core whole runs of points of unequal windows.
+    const std::size_t g = round_up(candidates_, ori_local_);
     launch(k, 1, &g, &ori_local_, kOrientations);
     flush();
     return;
@@ -150,11 +153,22 @@ void SiftStagesOpenCL::compact(cl_mem in, int in_slot, int out_slot, cl_mem out)
 void SiftStagesOpenCL::select(const Image* mask) {
   if (candidates_ == 0) return;
   const detail::SiftPlan& p = *plan_;
-  // Sort positions: a power of two >= the keypoint capacity, and at least one local block.
-  positions_ = std::max(pow2_at_least(keypoint_capacity_), 2 * sort_local_);
+  const cl_mem counters = counter_buffer();
+  // Sort positions: a power of two >= the keypoint capacity, and at least one local block. CPU devices: >= the
+  // live oriented count instead (read back here), so that the sort's stages above it, launches that would
+  // return at once (the capacity is 2x the candidates: 9 of the 15 launches of a sort at kleiber 1080p), are
+  // not launched; each costs a PoCL dispatch over every core. The device queue runs on the host's own cores,
+  // so the wait costs no overlap the GPU path would keep.
+  std::size_t bound = keypoint_capacity_;
+  if (st_.is_cpu) {
+    cl_uint oriented = 0;
+    SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(st_.queue, counters, CL_TRUE, kCountOriented * sizeof(cl_uint),
+                                             sizeof oriented, &oriented, 0, nullptr, nullptr));
+    bound = std::min<std::size_t>(std::max<std::size_t>(oriented, 1), keypoint_capacity_);
+  }
+  positions_ = std::max(pow2_at_least(bound), 2 * sort_local_);
   const std::size_t positions = positions_;
   const cl_mem kps = st_.buffer("sift.kp", keypoint_capacity_ * sizeof(SiftKeypoint));
-  const cl_mem counters = counter_buffer();
   const cl_mem a = st_.buffer("sift.order_a", positions * sizeof(cl_int));
   const cl_mem b = st_.buffer("sift.order_b", positions * sizeof(cl_int));
   const cl_mem keep = st_.buffer("sift.keep", positions * sizeof(cl_int));
@@ -206,7 +220,8 @@ void SiftStagesOpenCL::descriptors() {
   SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 8, (st_.is_cpu ? desc_local_ : 1) * desc_ex_ * sizeof(float), nullptr));
   const cl_int ex_cap = cl_int(desc_ex_);
   SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 9, sizeof ex_cap, &ex_cap));
-  const std::size_t g = groups_ * desc_local_;
+  // CPU devices: one kept keypoint per work-item over the capacity (the kept count's bound), as the orientations.
+  const std::size_t g = st_.is_cpu ? round_up(descriptor_capacity_, desc_local_) : groups_ * desc_local_;
   launch(k, 1, &g, &desc_local_, kDescriptors);
 }
 

@@ -70,11 +70,12 @@ __kernel void sift_descriptor(__global const float* gauss, __global const long* 
   }
 }
 
-/* sift_descriptor_serial: global (G), work-group (L); work-item t takes kept keypoints t, t + G, ... and
+/* sift_descriptor_serial: global (G), work-group (L); work-item t takes kept keypoints t, t + G, ... (the host
+ * launches G >= the kept count's bound, so one keypoint per work-item, in many small work-groups) and
  * runs the CPU backend's loop: per row of the window, the samples inside the grid (one run of columns, found
  * in O(1), sift_descriptor_row_run: the grid covers about half the window), SIFT_DESCR_RUN at a time, are
- * computed first (a loop without branches, which vectorises), then their 8 shares added in turn (sample
- * order). Local memory (host-sized): ex_all[L ex_cap], the weights of each work-item. */
+ * computed first (a loop without branches and with a constant trip count, which vectorises), then their 8
+ * shares added in turn (sample order, unrolled: constant offsets). Local memory (host-sized): ex_all[L ex_cap], the weights of each work-item. */
 #define SIFT_DESCR_RUN 32
 
 /* 1 when sample (i, j) of frame f lies inside the rotated 4 x 4 grid (sift_descriptor_bins' test, the CPU
@@ -141,19 +142,24 @@ __kernel void sift_descriptor_serial(__global const float* gauss, __global const
         const int n = min(SIFT_DESCR_RUN, j_hi - j0 + 1);
         int idx[SIFT_DESCR_RUN];
         float rf[SIFT_DESCR_RUN], cf[SIFT_DESCR_RUN], of[SIFT_DESCR_RUN], mag[SIFT_DESCR_RUN];
-        for (int t = 0; t < n; ++t) {
+        /* A constant trip count: the loop vectorises with no scalar remainder (PoCL's scalar floor is a
+         * branchy call); lanes t >= n repeat sample j_hi and are never added. Every sample of the run is
+         * inside the grid and the plane (sift_descriptor_row_run's exact test, lim_lo / lim_hi and the row
+         * test above), so the index needs no test, as in the CPU backend's descriptor_row. */
+        for (int t = 0; t < SIFT_DESCR_RUN; ++t) {
+          const int j = min(j0 + t, j_hi);
           float rbin, cbin;
-          const int inside = sift_descriptor_bins(f, i, j0 + t, &rbin, &cbin);
+          (void)sift_descriptor_bins(f, i, j, &rbin, &cbin);
           const int r0 = sift_descriptor_split(rbin, &rf[t]);
           const int c0 = sift_descriptor_split(cbin, &cf[t]);
-          const int o0 = sift_descriptor_gradient(f, img, ex[i + f.radius], ex[j0 + t + f.radius], i, j0 + t, &of[t],
-                                                  &mag[t]);
-          idx[t] = inside ? sift_descriptor_index(r0, c0, o0) : -1;
+          const int o0 = sift_descriptor_gradient(f, img, ex[i + f.radius], ex[j + f.radius], i, j, &of[t], &mag[t]);
+          idx[t] = sift_descriptor_index(r0, c0, o0);
         }
-        for (int t = 0; t < n; ++t) {
-          if (idx[t] < 0) continue;
+        for (int t = 0; t < n; ++t) {  /* in sample order; a sample's 8 shares go to 8 different entries */
           const SiftDescriptorShares sh = sift_descriptor_shares(mag[t], rf[t], cf[t], of[t]);
-          for (int k = 0; k < 8; ++k) hist[idx[t] + sift_descriptor_share_offset(k)] += sh.v[k];
+          float* h = hist + idx[t];
+#pragma unroll
+          for (int k = 0; k < 8; ++k) h[sift_descriptor_share_offset(k)] += sh.v[k];
         }
       }
     }
