@@ -88,8 +88,15 @@ class U8PackJob {
   template <class Upload>
   bool pack_and_upload(Upload&& upload) {
     for (; uploaded_ < chunks_.size(); ++uploaded_) {
-      while (left_[uploaded_].load(std::memory_order_acquire) > 0)
-        if (!pack_next()) pause();
+      // Until the chunk is packed: pack pieces; with none left to claim, another thread packs the chunk's last
+      // ones (wait, yielding now and then for a loaded machine where that thread waits for a core).
+      for (int spin = 0; left_[uploaded_].load(std::memory_order_acquire) > 0;) {
+        if (pack_next()) continue;
+        if (++spin % 64)
+          pause();
+        else
+          std::this_thread::yield();
+      }
       if (!exact()) return false;
       upload(chunks_[uploaded_]);
     }

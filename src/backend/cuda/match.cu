@@ -171,7 +171,8 @@ void run_float(State& st, const float* q, int nq, const float* t, int nt, int di
 
 // With ContextOptions::verbose, the parts of one call (docs/performance/matching.md, 'GPU matching: where the
 // time goes'): events on the compute stream at the start, after the uploads, after the kernels and after the
-// read-back, and the host's packing and final copy by the clock. Nothing is recorded otherwise.
+// read-back, and the host's packing and final copy by the clock (the chunks' uploads run beside the packing: what
+// is printed as uploads is what is left of them after it). Nothing is recorded otherwise.
 class MatchTimer {
  public:
   MatchTimer(State& st, bool on) : st_(st), on_(on) {
@@ -204,7 +205,7 @@ class MatchTimer {
     const double total = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
     char line[320];
     std::snprintf(line, sizeof line,
-                  "%s on cuda: %d x %d, %s: host packing %.3f ms, uploads %.3f ms, kernels %.3f ms, "
+                  "%s on cuda: %d x %d, %s: host packing %.3f ms, uploads after it %.3f ms, kernels %.3f ms, "
                   "read-back %.3f ms, whole call %.3f ms",
                   entry, nq, nt, path, pack_ms_, double(ms[0]) - pack_ms_, double(ms[1]), double(ms[2]), total);
     return line;
