@@ -36,6 +36,8 @@ bool pack_scalar(const float* v, std::size_t n, std::uint8_t* out, std::int32_t&
 
 #if defined(__x86_64__)
 
+namespace base {
+
 std::int32_t horizontal_sum(__m128i s) noexcept {
   s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
   s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
@@ -69,7 +71,7 @@ bool pack_span_sse2(const float* v, std::size_t n, std::uint8_t* out, std::int32
          _mm_movemask_ps(same) == 0xf;
 }
 
-bool pack_rows_sse2(const float* values, std::size_t begin, std::size_t end, std::size_t d, std::uint8_t* bytes,
+bool pack_rows(const float* values, std::size_t begin, std::size_t end, std::size_t d, std::uint8_t* bytes,
                     std::int32_t* norms) noexcept {
   bool ok = true;
   for (std::size_t r = begin; r < end; ++r) {
@@ -80,12 +82,15 @@ bool pack_rows_sse2(const float* values, std::size_t begin, std::size_t end, std
   return ok;
 }
 
+}  // namespace base
+
 #ifdef SPECTRASIFT_ISA_REGIONS
 SPECTRASIFT_ISA_BEGIN("avx2")
+namespace avx2 {
 // AVX2: 32 values per step, the same tests; the rest of a row (dim not a multiple of 32) takes the SSE2 span.
 // The two packs work within 128-bit lanes, so the 4-byte groups come out as a0 b0 c0 e0 | a1 b1 c1 e1 and one
 // cross-lane permute puts them in order.
-bool pack_rows_avx2(const float* values, std::size_t begin, std::size_t end, std::size_t d, std::uint8_t* bytes,
+bool pack_rows(const float* values, std::size_t begin, std::size_t end, std::size_t d, std::uint8_t* bytes,
                     std::int32_t* norms) noexcept {
   const std::size_t body = d / 32 * 32;
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
@@ -111,18 +116,21 @@ bool pack_rows_avx2(const float* values, std::size_t begin, std::size_t end, std
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + k),
                           _mm256_permutevar8x32_epi32(_mm256_packus_epi16(w0, w1), order));
     }
-    std::int32_t norm = horizontal_sum(_mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1)));
-    if (body < d) ok &= pack_span_sse2(v + body, d - body, out + body, norm);
+    std::int32_t norm =
+        base::horizontal_sum(_mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1)));
+    if (body < d) ok &= base::pack_span_sse2(v + body, d - body, out + body, norm);
     norms[r] = norm;
   }
   return ok && _mm256_testz_si256(high, _mm256_set1_epi32(~0xff)) && _mm256_movemask_ps(same) == 0xff;
 }
+}  // namespace avx2
 SPECTRASIFT_ISA_END
 #endif
 
 #else  // no x86-64: the scalar form
 
-bool pack_rows_scalar(const float* values, std::size_t begin, std::size_t end, std::size_t d, std::uint8_t* bytes,
+namespace base {
+bool pack_rows(const float* values, std::size_t begin, std::size_t end, std::size_t d, std::uint8_t* bytes,
                       std::int32_t* norms) noexcept {
   bool ok = true;
   for (std::size_t r = begin; r < end; ++r) {
@@ -132,22 +140,22 @@ bool pack_rows_scalar(const float* values, std::size_t begin, std::size_t end, s
   }
   return ok;
 }
+}  // namespace base
 
 #endif  // __x86_64__
+
+using PackRows = bool (*)(const float*, std::size_t, std::size_t, std::size_t, std::uint8_t*, std::int32_t*) noexcept;
 
 }  // namespace
 
 bool pack_descriptors_u8(const float* values, std::size_t begin, std::size_t end, int dim, std::uint8_t* bytes,
                          std::int32_t* norms) noexcept {
-  const std::size_t d = std::size_t(dim);
-#if defined(__x86_64__)
 #ifdef SPECTRASIFT_ISA_REGIONS
-  if (cpu_isa() >= CpuIsa::kAvx2) return pack_rows_avx2(values, begin, end, d, bytes, norms);
-#endif
-  return pack_rows_sse2(values, begin, end, d, bytes, norms);
+  const PackRows avx2_fn = &avx2::pack_rows;
 #else
-  return pack_rows_scalar(values, begin, end, d, bytes, norms);
+  const PackRows avx2_fn = nullptr;
 #endif
+  return pick_isa<PackRows>(nullptr, avx2_fn, &base::pack_rows)(values, begin, end, std::size_t(dim), bytes, norms);
 }
 
 }  // namespace spectrasift::detail
