@@ -47,7 +47,7 @@ std::int32_t horizontal_sum(__m128i s) noexcept {
 // SSE2 (the x86-64 baseline): n values of one row, 16 per step, then the scalar tail; the norm is added to.
 // The int32s are narrowed with signed then unsigned saturation (exact for 0..255), and the squares are summed
 // by pmaddwd on the 16-bit form (2 * 255^2 fits in int32; integer sums are exact in any order).
-bool pack_span_sse2(const float* v, std::size_t n, std::uint8_t* out, std::int32_t& norm) noexcept {
+bool pack_span(const float* v, std::size_t n, std::uint8_t* out, std::int32_t& norm) noexcept {
   const std::size_t body = n / 16 * 16;
   __m128i high = _mm_setzero_si128();                  // OR of every truncated value
   __m128 same = _mm_castsi128_ps(_mm_set1_epi32(-1));  // AND of float(truncated) == value
@@ -69,17 +69,6 @@ bool pack_span_sse2(const float* v, std::size_t n, std::uint8_t* out, std::int32
   const __m128i above = _mm_and_si128(high, _mm_set1_epi32(~0xff));
   return ok && _mm_movemask_epi8(_mm_cmpeq_epi32(above, _mm_setzero_si128())) == 0xffff &&
          _mm_movemask_ps(same) == 0xf;
-}
-
-bool pack_rows(const float* values, std::size_t begin, std::size_t end, std::size_t d, std::uint8_t* bytes,
-                    std::int32_t* norms) noexcept {
-  bool ok = true;
-  for (std::size_t r = begin; r < end; ++r) {
-    std::int32_t norm = 0;
-    ok &= pack_span_sse2(values + r * d, d, bytes + r * d, norm);
-    norms[r] = norm;
-  }
-  return ok;
 }
 
 }  // namespace base
@@ -118,7 +107,7 @@ bool pack_rows(const float* values, std::size_t begin, std::size_t end, std::siz
     }
     std::int32_t norm =
         base::horizontal_sum(_mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1)));
-    if (body < d) ok &= base::pack_span_sse2(v + body, d - body, out + body, norm);
+    if (body < d) ok &= base::pack_span(v + body, d - body, out + body, norm);
     norms[r] = norm;
   }
   return ok && _mm256_testz_si256(high, _mm256_set1_epi32(~0xff)) && _mm256_movemask_ps(same) == 0xff;
@@ -130,19 +119,26 @@ SPECTRASIFT_ISA_END
 #else  // no x86-64: the scalar form
 
 namespace base {
+bool pack_span(const float* v, std::size_t n, std::uint8_t* out, std::int32_t& norm) noexcept {
+  return pack_scalar(v, n, out, norm);
+}
+}  // namespace base
+
+#endif  // __x86_64__
+
+namespace base {
+// Rows [begin, end), one span each (the baseline build; AVX2 has its own loop).
 bool pack_rows(const float* values, std::size_t begin, std::size_t end, std::size_t d, std::uint8_t* bytes,
-                      std::int32_t* norms) noexcept {
+               std::int32_t* norms) noexcept {
   bool ok = true;
   for (std::size_t r = begin; r < end; ++r) {
     std::int32_t norm = 0;
-    ok &= pack_scalar(values + r * d, d, bytes + r * d, norm);
+    ok &= pack_span(values + r * d, d, bytes + r * d, norm);
     norms[r] = norm;
   }
   return ok;
 }
 }  // namespace base
-
-#endif  // __x86_64__
 
 using PackRows = bool (*)(const float*, std::size_t, std::size_t, std::size_t, std::uint8_t*, std::int32_t*) noexcept;
 
