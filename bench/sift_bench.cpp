@@ -4,17 +4,16 @@
 // OpenCV's cv2.SIFT on the same images in the same table format.
 //
 //   sift_bench [--backend cpu|opencl|cuda|all] [--device N] [--opencl-device N] [--runs N] [--warmup N] [--threads N]
-//              [--photos DIR] [--match-size N|QxT] [--match-only] [--quick] [--batch N] [--vs-opencv [IMAGE...]]
+//              [--photos DIR] [--match-size N or QxT] [--match-only] [--quick] [--batch N] [--vs-opencv [IMAGE...]]
 //
 // End to end = detect_and_compute on an 8-bit grey host image (upload, the whole pipeline, the features
 // back on the host), steady clock, median of --runs after --warmup runs. Per stage (OpenCL): the device
 // time of each stage from the stages' profiling events (a separate set of runs, so that the events' cost
 // stays out of the end-to-end figure), medians per stage. Matching: nearest_two (distance + best two),
 // match_features (ratio 0.8) and match_features with the mutual check on 16384 query and 16384 train descriptors
-// (--match-size Q or QxT)
-// (the GPU rows' matches compared bit for bit with the CPU row's when it ran first): elephants 4K's features (query:
-// the first 16384, train: the same image without upsampling), topped up with random integer descriptors
-// when fewer. --match-only: the matching table alone. --quick: 3 runs, 1 warm-up, 4096 descriptors. --vs-opencv: the former table, our CPU
+// (--match-size N: N x N, QxT: Q x T; the GPU rows' matches compared bit for bit with the CPU row's when it ran
+// first): elephants 4K's features (query: the first 16384, train: the same image without upsampling), topped up
+// with random integer descriptors when fewer. --match-only: the matching table alone. --quick: 3 runs, 1 warm-up, 4096 descriptors. --vs-opencv: the former table, our CPU
 // backend against OpenCV C++ cv::SIFT in child processes with their peak RSS (bench/sift_bench_vs_opencv.inc).
 // --batch N: the batch table alone (issue 19's "batch of 100 kleiber 1080p images" row): N copies of kleiber
 // 1080p's grey image, each in its own buffer, through one batch call (detect_and_compute over the list) against
@@ -61,8 +60,8 @@ struct Config {
   int runs = 7;
   int warmup = 2;
   int threads = 0;
-  int match_size = 16384;        // query descriptors
-  int match_train_size = 16384;  // train descriptors (--match-size Q or QxT)
+  int match_size = 16384;       // query descriptors
+  int match_train_size = 16384; // train descriptors (--match-size Q or QxT)
   bool verbose = false;
   std::string photos = default_photos();
 
@@ -322,10 +321,10 @@ int main(int argc, char** argv) {
     else if (a == "--warmup") cfg.warmup = std::max(0, std::atoi(next().c_str()));
     else if (a == "--threads") cfg.threads = std::max(0, std::atoi(next().c_str()));
     else if (a == "--photos") cfg.photos = next();
-    else if (a == "--match-size") {  // Q, or QxT (issue 19's row: 23626x16327, CudaSift's elephants 4K pair)
+    else if (a == "--match-size") {  // Q (Q x Q) or QxT (issue 19's CUDA target is 23626x16327)
       const std::string v = next();
-      const std::size_t x = v.find('x');
       cfg.match_size = std::max(1, std::atoi(v.c_str()));
+      const std::size_t x = v.find('x');
       cfg.match_train_size = x == std::string::npos ? cfg.match_size : std::max(1, std::atoi(v.c_str() + x + 1));
     }
     else if (a == "--quick") quick = true;
@@ -335,7 +334,7 @@ int main(int argc, char** argv) {
     else if (a == "-h" || a == "--help") {
       std::printf("usage: sift_bench [--backend cpu|opencl|cuda|all (all)] [--device N (0)] [--opencl-device N (--device)]\n"
                   "                  [--runs N (7)] [--warmup N (2)]\n"
-                  "                  [--threads N (0 = all)] [--photos DIR (../shared/data/photos, else ./shared/...)] [--match-size N or QxT (16384)]\n"
+                  "                  [--threads N (0 = all)] [--photos DIR (../shared/data/photos, else ./shared/...)] [--match-size N|QxT (16384)]\n"
                   "                  [--match-only] [--quick] [--verbose] [--batch N] | --vs-opencv [--threads N] [--runs N] [--warmup N] [--large FILE] [IMAGE...]\n");
       return 0;
     } else {

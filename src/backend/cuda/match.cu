@@ -2,14 +2,13 @@
 // backend/cpu/match.cpp's exact numbers. Two kernels:
 // - descriptors whose values are all integers 0..255 (SIFT's as exported) take the u8 path on compute
 //   capability 8.0 and later (kernels/match_u8_mma.cuh: tensor-core integer dot products, exact): host
-//   descriptors are packed to bytes on the host (threads of the staging pool, into pinned memory, one upload
-//   of a quarter of the float bytes), device copies (Features::device, left there by CUDA SIFT) on the device;
+//   descriptors are packed to bytes on the host (threads of the staging pool, into pinned memory, uploaded in
+//   chunks beside the packing: a quarter of the float bytes), device copies (Features::device, left there by CUDA SIFT) on the device;
 // - any other values, the float kernel (kernels/match_l2_top2.cuh), from the device copy or a float upload.
 // docs/performance/matching.md, 'GPU matching: the u8 path'. match_features' entry (match_filtered) runs both
 // directions from one packing / upload, the tests and the compaction on the device (kernels/match_filter.cuh)
 // and reads back only the kept matches ('GPU matching: ratio test and mutual check').
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdio>
@@ -23,7 +22,7 @@
 #include "backend/cuda/kernels/match_l2_top2.cuh"
 #include "backend/cuda/kernels/match_u8_mma.cuh"
 #include "backend/cuda/state.hpp"
-#include "backend/descriptor_u8.hpp"
+#include "backend/descriptor_u8_job.hpp"
 #include "core/context_impl.hpp"
 
 namespace spectrasift::cuda {
@@ -41,8 +40,6 @@ static_assert(offsetof(Top2, best1) == offsetof(kernels::MatchTop2, best1) &&
                   offsetof(Top2, distance1) == offsetof(kernels::MatchTop2, distance1) &&
                   offsetof(Top2, distance2) == offsetof(kernels::MatchTop2, distance2),
               "Top2 and MatchTop2 have one layout");
-
-constexpr int kPackRows = 1024;  // descriptors per host packing piece (128 KB of floats)
 
 unsigned blocks_for(int items, int per_block) { return unsigned((items + per_block - 1) / per_block); }
 
@@ -81,11 +78,13 @@ std::size_t packed_bytes(int nq, int nt) {
   return (std::size_t(nq) + std::size_t(nt)) * (kernels::kU8Dim + sizeof(int));
 }
 
-// Host descriptors of both sides packed to bytes and norms in pinned memory (the staging pool's threads, in
-// pieces of kPackRows descriptors), then one upload. False, with nothing enqueued, when a value is not an
-// integer 0..255.
+// Host descriptors of both sides packed to bytes and norms in pinned memory by the staging pool's threads, each
+// chunk of bytes uploaded as soon as it is packed (detail::U8PackJob), the norms last. False when a value is not
+// an integer 0..255 (chunks already handed over stay enqueued; the staging buffer's reuse waits for them).
 bool pack_on_host(detail::ContextImpl& ctx, State& st, const detail::FeatureView& query,
                   const detail::FeatureView& train, std::uint8_t* device_base) {
+  HostCopyPool& pool = st.host_copy_pool(ctx.cpu_threads());
+  pool.wake();  // sleeping workers start to spin during the set-up below
   const int nq = query.count, nt = train.count;
   const std::size_t bytes = packed_bytes(nq, nt);
   // The staging buffer may still be read by the upload of a call that threw before its read-back (an event
@@ -96,26 +95,28 @@ bool pack_on_host(detail::ContextImpl& ctx, State& st, const detail::FeatureView
   auto* host = pin.as<std::uint8_t>();
   const std::size_t qb = std::size_t(nq) * kernels::kU8Dim, tb = std::size_t(nt) * kernels::kU8Dim;
   auto* norms = reinterpret_cast<std::int32_t*>(host + qb + tb);
-  const int q_pieces = int(blocks_for(nq, kPackRows)), pieces = q_pieces + int(blocks_for(nt, kPackRows));
-  std::atomic<bool> exact{true};
-  const auto pack = [&](int p) {
-    const bool is_query = p < q_pieces;
-    const detail::FeatureView& v = is_query ? query : train;
-    const std::size_t begin = std::size_t(is_query ? p : p - q_pieces) * kPackRows;
-    const std::size_t end = std::min(begin + kPackRows, std::size_t(v.count));
-    if (!detail::pack_descriptors_u8(v.descriptors, begin, end, v.dim, is_query ? host : host + qb,
-                                     is_query ? norms : norms + nq))
-      exact.store(false, std::memory_order_relaxed);
+  detail::U8PackJob job({query.descriptors, std::size_t(nq), host, norms},
+                        {train.descriptors, std::size_t(nt), host + qb, norms + nq}, kernels::kU8Dim);
+  const auto upload = [&](const detail::U8Chunk& c) {
+    const std::size_t offset = (c.side ? qb : 0) + c.begin * kernels::kU8Dim;
+    SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(device_base + offset, host + offset, (c.end - c.begin) * kernels::kU8Dim,
+                                           cudaMemcpyHostToDevice, st.compute));
   };
-  if (pieces > 1) {
-    st.host_copy_pool(ctx.cpu_threads()).parallel_for(pieces, pack);
-  } else {
-    pack(0);
+  pool.start(pool.threads(), [&job](int) { job.pack_all(); });
+  bool exact = false;
+  try {
+    exact = job.pack_and_upload(upload);
+  } catch (...) {
+    pool.finish();  // the workers still read `job`
+    (void)cudaEventRecord(uploaded, st.compute);
+    throw;
   }
-  if (!exact.load()) return false;
-  SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(device_base, host, bytes, cudaMemcpyHostToDevice, st.compute));
+  pool.finish();
+  if (exact)
+    SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(device_base + qb + tb, norms, bytes - qb - tb, cudaMemcpyHostToDevice,
+                                           st.compute));
   SPECTRASIFT_CUDA_CHECK(cudaEventRecord(uploaded, st.compute));
-  return true;
+  return exact;
 }
 
 // Float descriptors on the device packed there (match_u8_pack); the flag is read back (one round trip):
@@ -170,7 +171,8 @@ void run_float(State& st, const float* q, int nq, const float* t, int nt, int di
 
 // With ContextOptions::verbose, the parts of one call (docs/performance/matching.md, 'GPU matching: where the
 // time goes'): events on the compute stream at the start, after the uploads, after the kernels and after the
-// read-back, and the host's packing and final copy by the clock. Nothing is recorded otherwise.
+// read-back, and the host's packing and final copy by the clock (the chunks' uploads run beside the packing: what
+// is printed as uploads is what is left of them after it). Nothing is recorded otherwise.
 class MatchTimer {
  public:
   MatchTimer(State& st, bool on) : st_(st), on_(on) {
@@ -203,7 +205,7 @@ class MatchTimer {
     const double total = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
     char line[320];
     std::snprintf(line, sizeof line,
-                  "%s on cuda: %d x %d, %s: host packing %.3f ms, uploads %.3f ms, kernels %.3f ms, "
+                  "%s on cuda: %d x %d, %s: host packing %.3f ms, uploads after it %.3f ms, kernels %.3f ms, "
                   "read-back %.3f ms, whole call %.3f ms",
                   entry, nq, nt, path, pack_ms_, double(ms[0]) - pack_ms_, double(ms[1]), double(ms[2]), total);
     return line;

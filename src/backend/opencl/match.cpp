@@ -12,7 +12,6 @@
 // runs both directions from one packing / upload of each side, the ratio, distance and mutual tests and the
 // compaction of the kept matches on the device (kernels/match_filter.cl), and reads back only those.
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <tuple>
@@ -22,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-#include "backend/descriptor_u8.hpp"
+#include "backend/descriptor_u8_job.hpp"
 #include "backend/opencl/device_features.hpp"
 #include "backend/opencl/sift.hpp"
 #include "backend/opencl/state.hpp"
@@ -216,9 +215,9 @@ struct PackedSide {
   cl_mem bytes = nullptr, norms = nullptr;
 };
 
-/// Both sides from host memory: packed on the host (the calling thread's pool) into one pinned buffer, each
-/// side's upload enqueued as soon as it is packed. False when a value is not an integer 0..255 (nothing
-/// enqueued then for the failing side).
+/// Both sides from host memory: packed on the host (the calling thread's pool) into one pinned buffer, each chunk
+/// of bytes written (non-blocking) as soon as it is packed (detail::U8PackJob), the norms last. False when a value
+/// is not an integer 0..255 (chunks already written stay enqueued; the staging buffer's reuse waits for them).
 bool pack_host_sides(detail::ContextImpl& ctx, State& st, const detail::FeatureView& query,
                      const detail::FeatureView& train, PackedSide& q, PackedSide& t) {
   const std::size_t dim = std::size_t(query.dim);
@@ -231,29 +230,43 @@ bool pack_host_sides(detail::ContextImpl& ctx, State& st, const detail::FeatureV
   }
   PinnedBuffer& pin = st.pinned("match.u8.staging", q_bytes + t_bytes + (nq + nt) * sizeof(cl_int));
   auto* base = static_cast<std::uint8_t*>(pin.host);
+  auto* norms = reinterpret_cast<std::int32_t*>(base + q_bytes + t_bytes);
+  q = {st.buffer("match.u8.query", q_bytes), st.buffer("match.u8.query_norms", nq * sizeof(cl_int))};
+  t = {st.buffer("match.u8.train", t_bytes), st.buffer("match.u8.train_norms", nt * sizeof(cl_int))};
+  detail::U8PackJob job({query.descriptors, nq, base, norms}, {train.descriptors, nt, base + q_bytes, norms + nq},
+                        query.dim);
+  Event last;  // the last write from the staging buffer (the queue is in order: it ends after the others)
+  const auto write = [&](cl_mem m, std::size_t offset, std::size_t bytes, const void* src) {
+    Event e;
+    SPECTRASIFT_CL_CHECK(clEnqueueWriteBuffer(st.queue, m, CL_FALSE, offset, bytes, src, 0, nullptr, &e.ev));
+    last = std::move(e);
+  };
+  const auto upload = [&](const detail::U8Chunk& c) {
+    write(c.side ? t.bytes : q.bytes, c.begin * dim, (c.end - c.begin) * dim,
+          base + (c.side ? q_bytes : 0) + c.begin * dim);
+  };
   WorkPool& pool = calling_thread_pool(ctx.cpu_threads());
-  std::size_t offset = 0;
-  for (auto [view, side, name] : {std::tuple{&query, &q, "match.u8.query"}, std::tuple{&train, &t, "match.u8.train"}}) {
-    const std::size_t n = std::size_t(view->count), bytes = n * dim;
-    std::uint8_t* dst = base + offset;
-    auto* norms = reinterpret_cast<std::int32_t*>(base + q_bytes + t_bytes) + (view == &query ? 0 : nq);
-    std::atomic<bool> exact{true};
-    const int chunk = std::max(1024, (view->count + pool.size() - 1) / pool.size());
-    pool.run(view->count, chunk, [&](int b, int e, int) {
-      if (!detail::pack_descriptors_u8(view->descriptors, std::size_t(b), std::size_t(e), view->dim, dst, norms))
-        exact.store(false, std::memory_order_relaxed);
+  bool exact = false;
+  try {
+    // One item per thread; the calling thread's (thread 0) also writes the chunks as they are packed. Where the
+    // workers took every item first, the second call writes them after the run.
+    pool.run(pool.size(), 1, [&](int, int, int thread) {
+      if (thread == 0)
+        job.pack_and_upload(upload);
+      else
+        job.pack_all();
     });
-    if (!exact.load()) return false;
-    side->bytes = st.buffer(std::string(name), bytes);
-    side->norms = st.buffer(std::string(name) + "_norms", n * sizeof(cl_int));
-    SPECTRASIFT_CL_CHECK(clEnqueueWriteBuffer(st.queue, side->bytes, CL_FALSE, 0, bytes, dst, 0, nullptr, nullptr));
-    Event written;  // the in-order queue: the side's last upload from the staging buffer
-    SPECTRASIFT_CL_CHECK(clEnqueueWriteBuffer(st.queue, side->norms, CL_FALSE, 0, n * sizeof(cl_int), norms, 0,
-                                              nullptr, &written.ev));
-    st.match_staging_upload = std::move(written);
-    offset += bytes;
+    exact = job.pack_and_upload(upload);
+    if (exact) {
+      write(q.norms, 0, nq * sizeof(cl_int), norms);
+      write(t.norms, 0, nt * sizeof(cl_int), norms + nq);
+    }
+  } catch (...) {
+    st.match_staging_upload = std::move(last);
+    throw;
   }
-  return true;
+  st.match_staging_upload = std::move(last);
+  return exact;
 }
 
 /// Float descriptors on the device packed there (match_u8_pack); the flag is read back (one round trip):
