@@ -93,6 +93,32 @@ def run_silx(cl, SiftPlan, version, images, platform, device_index, a):
         sys.stdout.flush()
 
 
+def add_vendor_icds():
+    """The pyopencl wheel carries its own ICD loader (ocl-icd), which reads only /etc/OpenCL/vendors (or
+    OCL_ICD_VENDORS). On the GPU machine that folder lists PoCL alone, while NVIDIA's OpenCL is found by the system's
+    own loader, so silx saw one platform there. When OCL_ICD_VENDORS is unset and NVIDIA's driver library loads,
+    a temporary vendors folder lists the system's .icd files plus NVIDIA's library. Returns a note or None."""
+    if os.environ.get("OCL_ICD_VENDORS"):
+        return None
+    import ctypes
+    import tempfile
+    try:
+        ctypes.CDLL("libnvidia-opencl.so.1")
+    except OSError:
+        return None
+    system = "/etc/OpenCL/vendors"
+    icds = [f for f in (os.listdir(system) if os.path.isdir(system) else []) if f.endswith(".icd")]
+    if any(open(os.path.join(system, f)).read().strip().startswith("libnvidia-opencl") for f in icds):
+        return None
+    folder = tempfile.mkdtemp(prefix="sift_peers_icd_")
+    for f in icds:
+        os.symlink(os.path.join(system, f), os.path.join(folder, f))
+    with open(os.path.join(folder, "nvidia.icd"), "w") as out:
+        out.write("libnvidia-opencl.so.1\n")
+    os.environ["OCL_ICD_VENDORS"] = folder
+    return f"OCL_ICD_VENDORS={folder} ({len(icds)} system .icd files and NVIDIA's libnvidia-opencl.so.1)"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--photos", default=DEFAULT_PHOTOS)
@@ -145,6 +171,9 @@ def main():
     if not a.no_silx:
         if a.wheels != "none" and os.path.isdir(a.wheels):
             print(f"sift_peers: {use_wheels(a.wheels)}")
+        note = add_vendor_icds()  # before pyopencl's loader first reads the vendors
+        if note:
+            print(f"sift_peers: {note}")
         try:
             import pyopencl as cl
             from silx.opencl.sift import SiftPlan
