@@ -385,7 +385,6 @@ def _run_job(kind: str, items: list[dict[str, Any]], out_dir: Any, options: dict
         else:
             todo.append(i)
     report = _progress_bar(kind) if progress is True else (progress or None)
-    errors = 0
     if report:
         report(len(items) - len(todo), len(items), 0)
     if todo:
@@ -398,56 +397,86 @@ def _run_job(kind: str, items: list[dict[str, Any]], out_dir: Any, options: dict
             job = uuid.uuid4().hex[:8]  # a rerun on the same cluster must not reuse this run's results
             futures = {c.submit(_run_item, kind, items[i], None if out is None else str(out), spec, options,
                                 key=f"spectrasift-{kind}-{job}-{i}", pure=False): i for i in todo}
-            # as_completed tracks each future once and fetches its row on the client's event loop as it ends.
-            # (A loop of distributed.wait(FIRST_COMPLETED) over the pending set re-registered every pending
-            # future per completion: O(items^2) work on that loop, which with a LocalCluster is also the
-            # scheduler's, and at 16 workers on the GPU host it left the workers 28 % idle.)
-            ended = distributed.as_completed(list(futures), with_results=True, raise_errors=False)
-            timer = None
-            if timeout is not None:  # out of time: the unfinished are cancelled and come out of as_completed
-                timer = threading.Timer(max(0.0, timeout), lambda: c.cancel([f for f in futures if not f.done()]))
-                timer.daemon = True
-                timer.start()
-            late: set[distributed.Future] = set()
-            try:
-                for finished in ended.batches():
-                    for f, result in finished:
-                        i = futures[f]
-                        if f.status == "cancelled":
-                            late.add(f)
-                            continue
-                        rows[i] = result if f.status == "finished" else _collect(kind, f, items[i])
-                        errors += bool(rows[i]["error"])
-                    if report:
-                        report(sum(r is not None for r in rows), len(items), errors)
-            except BaseException:
-                c.cancel([f for f in futures if not f.done()])
-                raise
-            finally:
-                if timer is not None:
-                    timer.cancel()
-            for f in late:  # the job's time ran out: these items get a row that says so
-                i = futures[f]
-                rows[i] = _complete(kind, {k: items[i][k] for k in _INPUTS[kind]})
-                rows[i].update(output=items[i]["output"], resumed=False,
-                               error=f"TimeoutError: not finished within the job's {timeout} s")
+            _collect_rows(kind, c, futures, items, rows, timeout, report, len(items) - len(todo))
+            for i in todo:  # not finished: the job's time ran out (or the cluster cancelled it)
+                if rows[i] is None:
+                    rows[i] = _complete(kind, {k: items[i][k] for k in _INPUTS[kind]})
+                    rows[i].update(output=items[i]["output"], resumed=False,
+                                   error=(f"TimeoutError: not finished within the job's {timeout} s"
+                                          if timeout is not None else "CancelledError: the task was cancelled"))
     frame = _typed(pd.DataFrame([_complete(kind, r) for r in rows], columns=COLUMNS[kind]))
     if out is not None:
         write_results(frame, out / "results.csv")
     return frame
 
 
-def _collect(kind: str, future: distributed.Future, item: dict[str, Any]) -> dict[str, Any]:
-    """A finished task's row; a task that failed in Dask itself (e.g. it killed its worker more often than the
-    scheduler's allowed-failures) gets an error row."""
-    if future.status == "finished":
-        return future.result()
-    row = {k: item[k] for k in _INPUTS[kind]}
+# Seconds a job waits, once its time is up and its unfinished tasks were cancelled, for them to come out of
+# as_completed before it stops waiting (a cancel that never reaches the scheduler must not hang the job).
+_CANCEL_GRACE_S = 10.0
+
+
+def _collect_rows(kind: str, c: distributed.Client, futures: dict[distributed.Future, int],
+                  items: list[dict[str, Any]], rows: list[dict[str, Any] | None], timeout: float | None,
+                  report: Any, already: int) -> list[int]:
+    """Fills rows[i] for each task as it ends; returns the indices filled. A row is decided by what arrived (the
+    task's dict, or its error), never by the future's status afterwards: a finished future whose worker then dies
+    turns "lost", and one cancelled at the deadline just after it finished turns "cancelled", yet its row is
+    already here. Each future is dropped once collected, so that a worker's death does not recompute it.
+
+    as_completed tracks each future once and fetches its row on the client's event loop as it ends. (A loop of
+    distributed.wait(FIRST_COMPLETED) over the pending set re-registered every pending future per completion:
+    O(items^2) work on that loop, which with a LocalCluster is also the scheduler's, and at 16 workers on the GPU
+    host it left the workers 28 % idle.) At the deadline a timer cancels the unfinished tasks, which then come out
+    of the iterator; should they not within _CANCEL_GRACE_S, the iterator is emptied and the job goes on."""
+    ended = distributed.as_completed(list(futures), loop=c.loop, with_results=True, raise_errors=False)
+    filled: list[int] = []
+    errors = 0
+    stop = threading.Event()
+
+    def out_of_time() -> None:
+        with contextlib.suppress(Exception):  # the job must end even if the cancel fails
+            c.cancel([f for f in list(futures) if not f.done()])
+        if not stop.wait(_CANCEL_GRACE_S):
+            ended.clear()
+
+    timer = None
+    if timeout is not None:
+        timer = threading.Timer(max(0.0, timeout), out_of_time)
+        timer.daemon = True
+        timer.start()
     try:
-        exc = future.exception()
-    except Exception as e:  # noqa: BLE001 - a cancelled future raises here
-        exc = e
-    row.update(output=item["output"], resumed=False, error=_error_text(exc) if exc else future.status)
+        for batch in ended.batches():
+            for f, result in batch:
+                i = futures.pop(f, None)
+                if i is None or rows[i] is not None:
+                    continue
+                if isinstance(result, dict):
+                    rows[i] = result
+                elif isinstance(result, tuple) and len(result) == 3 and isinstance(result[1], BaseException):
+                    rows[i] = _failed_row(kind, items[i], result[1])  # the task failed in Dask itself
+                else:
+                    continue  # cancelled: a row is made by the caller
+                filled.append(i)
+                errors += bool(rows[i]["error"])
+            if report:
+                report(already + len(filled), len(items), errors)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            c.cancel([f for f in list(futures) if not f.done()])
+        raise
+    finally:
+        stop.set()
+        if timer is not None:
+            timer.cancel()
+            timer.join(_CANCEL_GRACE_S + 5.0)  # a cancel in flight ends before the client closes
+    return filled
+
+
+def _failed_row(kind: str, item: dict[str, Any], exc: BaseException) -> dict[str, Any]:
+    """The row of a task that failed in Dask itself (e.g. it killed its worker more often than the scheduler's
+    allowed-failures)."""
+    row = {k: item[k] for k in _INPUTS[kind]}
+    row.update(output=item["output"], resumed=False, error=_error_text(exc))
     return row
 
 

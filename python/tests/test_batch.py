@@ -254,3 +254,22 @@ def test_a_job_out_of_time_gets_timeout_rows(client, pairs, tmp_path):
     late = frame[frame["error"].str.startswith("TimeoutError")]
     assert len(frame) == 6 and len(late) >= 1 and frame["matrix"][late.index[0]] is None
     assert (tmp_path / "results.csv").exists()
+
+
+def test_a_client_that_is_not_the_default_runs_the_job(pairs, tmp_path):
+    """The job follows the client it is given (its futures tracked on that client's loop), also when no default
+    client exists: a fresh process with one Client(set_as_default=False)."""
+    items, _ = pairs
+    script = (
+        "import json, logging, sys, distributed\n"
+        "from spectrasift import batch\n"
+        "items = json.loads(sys.argv[1])\n"
+        "with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None,\n"
+        "                              silence_logs=logging.ERROR) as cluster, \\\n"
+        "     distributed.Client(cluster, set_as_default=False) as c:\n"
+        "    frame = batch.register_pairs(items, client=c, backend='cpu', threads=1, timeout=120)\n"
+        "print(json.dumps(list(frame['error'])))\n")
+    done = subprocess.run([sys.executable, "-c", script, json.dumps(items[:2])], capture_output=True, text=True,
+                          timeout=TIMEOUT_S, check=False, env=dict(os.environ))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == ["", ""]
