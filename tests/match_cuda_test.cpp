@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "match_filter_test_util.hpp"
 #include "sift_device_test_util.hpp"
 #include "spectrasift/context.hpp"
 #include "spectrasift/match.hpp"
@@ -182,24 +183,18 @@ TEST(MatchCuda, U8PathFallsBackOnOtherValues) {
   }
 }
 
-// A non-byte in the train set's second chunk (rows 4096.. of U8PackJob's host packing): the query chunk and the
-// first train chunk are uploaded from the staging buffer before the verdict. The call falls back to the float
-// kernel (the CPU's bits: the u8 path would have matched a wrapped byte), and the next u8 call on the same
-// context repacks the staging buffer only after those uploads (the wait on the staging event; the CPU's bits).
+// A non-byte in a later chunk of the host packing (u8_late_fallback_sets): earlier chunks are uploaded from the
+// staging buffer before the verdict. The call falls back to the float kernel (the CPU's bits), and the next u8 call
+// on the same context repacks the staging buffer only after those uploads (the wait on the staging event; the CPU's
+// bits again).
 TEST(MatchCuda, U8PathFallsBackAfterChunksWereUploaded) {
   REQUIRE_CUDA();
   ss::Context cpu = make_context(ss::Backend::kCpu), gpu = make_context(ss::Backend::kCuda);
-  ss::Features q = random_features(2000, 61, true);
-  const ss::Features good = random_features(5000, 62, true);
-  ss::Features bad = good;
-  bad.descriptors[4500 * kDim + 9] = 1000.5f;
-  // Query 0 is train row 4500 with 255 in place of 1000.5: that row is its nearest (745.5^2 apart, a distance
-  // no byte form gives).
-  std::memcpy(&q.descriptors[0], &good.descriptors[4500 * kDim], kDim * sizeof(float));
-  q.descriptors[9] = 255.0f;
+  const ss::test::U8LateFallbackSets s = ss::test::u8_late_fallback_sets();
+  const ss::Features &q = s.query, &good = s.good, &bad = s.bad;
   const std::vector<ss::Top2> fell_back = ss::nearest_two(gpu, q, bad), then_u8 = ss::nearest_two(gpu, q, good);
   expect_same(ss::nearest_two(cpu, q, bad), fell_back, "u8 fallback after uploaded chunks");
-  EXPECT_EQ(fell_back[0].best1, 4500);
+  EXPECT_EQ(fell_back[0].best1, ss::test::U8LateFallbackSets::kBadRow);
   expect_same(ss::nearest_two(cpu, q, good), then_u8, "u8 call after a fallback");
 }
 

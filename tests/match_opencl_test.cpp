@@ -306,25 +306,18 @@ TEST(MatchOpenCL, U8PathFallsBackOnOtherValues) {
 
 TEST(MatchOpenCL, U8PathFallsBackAfterChunksWereWritten) {
   REQUIRE_OPENCL();
-  // A non-byte in the train set's second chunk (rows 4096.. of U8PackJob's host packing): the query chunk and
-  // the first train chunk are written from the staging buffer before the verdict. The call falls back to the
-  // float kernel (the CPU's bits: the u8 path would have matched a wrapped byte), and the next u8 call on the
-  // same context repacks the staging buffer only once those writes are done (the CPU's bits again).
-  ss::Features q = random_features(2000, 61, true);
-  const ss::Features good = random_features(5000, 62, true);
-  ss::Features bad = good;
-  bad.descriptors[4500 * kDim + 9] = 1000.5f;
-  // Query 0 is train row 4500 with 255 in place of 1000.5: that row is its nearest (745.5^2 apart, a distance
-  // no byte form gives).
-  std::memcpy(&q.descriptors[0], &good.descriptors[4500 * kDim], kDim * sizeof(float));
-  q.descriptors[9] = 255.0f;
+  // A non-byte in a later chunk of the host packing (u8_late_fallback_sets): earlier chunks are written from the
+  // staging buffer before the verdict. The call falls back to the float kernel (the CPU's bits), and the next u8
+  // call on the same context repacks the staging buffer only once those writes are done (the CPU's bits again).
+  const ss::test::U8LateFallbackSets s = ss::test::u8_late_fallback_sets();
+  const ss::Features &q = s.query, &good = s.good, &bad = s.bad;
   auto& st = dynamic_cast<ss::opencl::State&>(*gpu().impl().backend_impl);
   st.match_variant = 2;
   const auto fell_back = ss::nearest_two(gpu(), q, bad);
   const auto then_u8 = ss::nearest_two(gpu(), q, good);
   st.match_variant = -1;
   expect_same_top2(fell_back, ss::nearest_two(cpu(), q, bad), "u8 fallback after written chunks");
-  EXPECT_EQ(fell_back[0].best1, 4500);
+  EXPECT_EQ(fell_back[0].best1, ss::test::U8LateFallbackSets::kBadRow);
   expect_same_top2(then_u8, ss::nearest_two(cpu(), q, good), "u8 call after a fallback");
 }
 
