@@ -100,7 +100,9 @@ def add_vendor_icds():
     a temporary vendors folder lists the system's .icd files plus NVIDIA's library. Returns a note or None."""
     if os.environ.get("OCL_ICD_VENDORS"):
         return None
+    import atexit
     import ctypes
+    import shutil
     import tempfile
     try:
         ctypes.CDLL("libnvidia-opencl.so.1")
@@ -108,9 +110,14 @@ def add_vendor_icds():
         return None
     system = "/etc/OpenCL/vendors"
     icds = [f for f in (os.listdir(system) if os.path.isdir(system) else []) if f.endswith(".icd")]
-    if any(open(os.path.join(system, f)).read().strip().startswith("libnvidia-opencl") for f in icds):
+    def names_nvidia(icd):
+        with open(os.path.join(system, icd)) as f:
+            return f.read().strip().startswith("libnvidia-opencl")
+
+    if any(names_nvidia(f) for f in icds):
         return None
     folder = tempfile.mkdtemp(prefix="sift_peers_icd_")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
     for f in icds:
         os.symlink(os.path.join(system, f), os.path.join(folder, f))
     with open(os.path.join(folder, "nvidia.icd"), "w") as out:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 18's CPU-device target: SIFT on PoCL (OpenCL on the host cores) within 1.5x of our CPU backend on the same
 # cores. Times both on kleiber and elephants 1080p (upsampled and not; end to end and PoCL's device time per stage),
-# then runs sift_opencl_test on the PoCL device (bit for bit against the CPU backend). With --scaling, also PoCL at
+# then runs sift_opencl_test on the PoCL device (bit for bit against the CPU backend; exit 1 when it fails). With --scaling, also PoCL at
 # 1, 2, 4, 8 and all threads, each beside the CPU backend at as many threads, on kleiber 1080p, to see which stage
 # stops scaling (POCL_CPU_MAX_CU_COUNT is read by PoCL 4 and later, POCL_MAX_PTHREAD_COUNT by PoCL 3; both are set).
 #
@@ -43,3 +43,5 @@ if [ "$scaling" = "--scaling" ]; then
 fi
 echo "== sift_opencl_test on device $dev (bits against the CPU backend)"
 SPECTRASIFT_TEST_OPENCL_DEVICE=$dev "$build/bin/sift_opencl_test" 2>&1 | grep -E '^\[  (PASSED|FAILED)|FAILED'
+status=${PIPESTATUS[0]}  # the test's, not grep's
+[ "$status" -eq 0 ] || { echo "sift_opencl_test failed (exit $status)"; exit 1; }

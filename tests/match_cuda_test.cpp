@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "match_filter_test_util.hpp"
 #include "sift_device_test_util.hpp"
 #include "spectrasift/context.hpp"
 #include "spectrasift/match.hpp"
@@ -180,6 +181,21 @@ TEST(MatchCuda, U8PathFallsBackOnOtherValues) {
       expect_same(ss::nearest_two(cpu, a, b), ss::nearest_two(gpu, a, b), what);
     }
   }
+}
+
+// A non-byte in a later chunk of the host packing (u8_late_fallback_sets): earlier chunks are uploaded from the
+// staging buffer before the verdict. The call falls back to the float kernel (the CPU's bits), and the next u8 call
+// on the same context repacks the staging buffer only after those uploads (the wait on the staging event; the CPU's
+// bits again).
+TEST(MatchCuda, U8PathFallsBackAfterChunksWereUploaded) {
+  REQUIRE_CUDA();
+  ss::Context cpu = make_context(ss::Backend::kCpu), gpu = make_context(ss::Backend::kCuda);
+  const ss::test::U8LateFallbackSets s = ss::test::u8_late_fallback_sets();
+  const ss::Features &q = s.query, &good = s.good, &bad = s.bad;
+  const std::vector<ss::Top2> fell_back = ss::nearest_two(gpu, q, bad), then_u8 = ss::nearest_two(gpu, q, good);
+  expect_same(ss::nearest_two(cpu, q, bad), fell_back, "u8 fallback after uploaded chunks");
+  EXPECT_EQ(fell_back[0].best1, ss::test::U8LateFallbackSets::kBadRow);
+  expect_same(ss::nearest_two(cpu, q, good), then_u8, "u8 call after a fallback");
 }
 
 // A device copy (CUDA SIFT's, packed on the device) against host descriptors (uploaded as floats and packed

@@ -1,4 +1,4 @@
-// Helpers of the device matching tests (match_opencl_test.cpp, match_filter_opencl_test.cpp,
+// Helpers of the device matching tests (match_opencl_test.cpp, match_cuda_test.cpp, match_filter_opencl_test.cpp,
 // match_filter_cuda_test.cpp): random descriptors, planted ties, the bitwise comparison of match lists, and
 // the check of a device backend's match_filtered against the CPU backend and against the host filter over the
 // same device's nearest twos.
@@ -55,6 +55,25 @@ inline Features random_match_features(int n, std::uint64_t seed, bool integer) {
 inline void copy_descriptor(Features& to, std::size_t i, const Features& from, std::size_t j) {
   std::memcpy(&to.descriptors[i * Features::kDescriptorSize], &from.descriptors[j * Features::kDescriptorSize],
               Features::kDescriptorSize * sizeof(float));
+}
+
+/// The GPU u8 path's fallback after uploads (match_cuda_test, match_opencl_test): 2000 integer queries and 5000
+/// integer train descriptors `good`; `bad` is `good` with 1000.5 in row 4500, in the second chunk (rows 4096..) of
+/// U8PackJob's host packing, so the query chunk and the first train chunk are uploaded before the verdict. Query 0
+/// is train row 4500 with 255 in place of 1000.5: that row is its nearest (745.5^2 apart, a distance that no byte
+/// form gives).
+struct U8LateFallbackSets {
+  static constexpr int kBadRow = 4500;
+  Features query, good, bad;
+};
+
+inline U8LateFallbackSets u8_late_fallback_sets() {
+  U8LateFallbackSets s{random_match_features(2000, 61, true), random_match_features(5000, 62, true), {}};
+  s.bad = s.good;
+  s.bad.descriptors[std::size_t(U8LateFallbackSets::kBadRow) * Features::kDescriptorSize + 9] = 1000.5f;
+  copy_descriptor(s.query, 0, s.good, std::size_t(U8LateFallbackSets::kBadRow));
+  s.query.descriptors[9] = 255.0f;
+  return s;
 }
 
 /// The same matches, in the same order, with the same distance bits.

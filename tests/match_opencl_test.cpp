@@ -304,6 +304,23 @@ TEST(MatchOpenCL, U8PathFallsBackOnOtherValues) {
   }
 }
 
+TEST(MatchOpenCL, U8PathFallsBackAfterChunksWereWritten) {
+  REQUIRE_OPENCL();
+  // A non-byte in a later chunk of the host packing (u8_late_fallback_sets): earlier chunks are written from the
+  // staging buffer before the verdict. The call falls back to the float kernel (the CPU's bits), and the next u8
+  // call on the same context repacks the staging buffer only once those writes are done (the CPU's bits again).
+  const ss::test::U8LateFallbackSets s = ss::test::u8_late_fallback_sets();
+  const ss::Features &q = s.query, &good = s.good, &bad = s.bad;
+  auto& st = dynamic_cast<ss::opencl::State&>(*gpu().impl().backend_impl);
+  st.match_variant = 2;
+  const auto fell_back = ss::nearest_two(gpu(), q, bad);
+  const auto then_u8 = ss::nearest_two(gpu(), q, good);
+  st.match_variant = -1;
+  expect_same_top2(fell_back, ss::nearest_two(cpu(), q, bad), "u8 fallback after written chunks");
+  EXPECT_EQ(fell_back[0].best1, ss::test::U8LateFallbackSets::kBadRow);
+  expect_same_top2(then_u8, ss::nearest_two(cpu(), q, good), "u8 call after a fallback");
+}
+
 TEST(MatchOpenCL, U8PathFromDeviceCopies) {
   REQUIRE_OPENCL();
   // Device copies are packed on the device: integer values take the u8 kernel, others fall back; the device

@@ -146,7 +146,6 @@ inline void report_stage_times(const DeviceSift& d, detail::SiftDeviceStages& st
 /// them), host[kStages] for the release of the returned Features (the device copy of the descriptors).
 inline void run_stages_timed(detail::SiftDeviceStages& st, detail::ContextImpl& im, const detail::SiftImageView& v,
                              const SiftOptions& o, std::array<double, detail::SiftDeviceStages::kStages + 1>& host) {
-  using Stages = detail::SiftDeviceStages;
   using Clock = std::chrono::steady_clock;
   auto t = Clock::now();
   const auto lap = [&](int slot) {
@@ -154,30 +153,8 @@ inline void run_stages_timed(detail::SiftDeviceStages& st, detail::ContextImpl& 
     host[std::size_t(slot)] = std::chrono::duration<double, std::milli>(now - t).count();
     t = now;
   };
-  const detail::SiftPlan& plan = detail::sift_plan(im, v.width, v.height, o);
-  {
-    st.upload(plan, v);
-    lap(Stages::kUpload);
-    st.pyramid();
-    lap(Stages::kPyramid);
-    st.dog();
-    lap(Stages::kDog);
-    st.extrema();
-    lap(Stages::kExtrema);
-    st.refine();
-    lap(Stages::kRefine);
-    st.orientations();
-    lap(Stages::kOrientations);
-    st.select(nullptr);
-    lap(Stages::kSelect);
-    st.descriptors();
-    lap(Stages::kDescriptors);
-    Features f;
-    detail::SiftCounts c;
-    st.download(f, c);
-    lap(Stages::kDownload);
-  }
-  lap(Stages::kStages);
+  (void)run_stages(st, im, v, o, nullptr, nullptr, lap);  // the returned Features are released here
+  lap(detail::SiftDeviceStages::kStages);
 }
 
 /// Where the host time of a run goes, printed beside report_stage_times' device times, never asserted: per

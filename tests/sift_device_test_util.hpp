@@ -17,6 +17,7 @@
 
 #include "core/context_impl.hpp"
 #include "core/sift_backend.hpp"
+#include "core/sift_device_stages.hpp"
 #include "core/sift_plan.hpp"
 #include "spectrasift/context.hpp"
 #include "spectrasift/io.hpp"
@@ -38,21 +39,36 @@ inline detail::SiftImageView sift_view(const Image& im) {
   return detail::SiftImageView{im.data.data(), im.type, im.width, im.height, im.channels, false};
 }
 
-/// core/sift.cpp's run sequence on a set of stages.
+/// core/sift.cpp's run sequence on a set of stages. lap(stage), when given, is called right after each call
+/// (stage: its detail::SiftDeviceStages::Stage, kUpload .. kDownload; the plan is made before the upload).
 inline Features run_stages(detail::SiftStages& st, detail::ContextImpl& im, const detail::SiftImageView& v,
-                           const SiftOptions& o, const Image* mask, detail::SiftCounts* counts = nullptr) {
+                           const SiftOptions& o, const Image* mask, detail::SiftCounts* counts = nullptr,
+                           const std::function<void(int)>& lap = {}) {
+  using Stages = detail::SiftDeviceStages;
+  const auto done = [&lap](int stage) {
+    if (lap) lap(stage);
+  };
   const detail::SiftPlan& plan = detail::sift_plan(im, v.width, v.height, o);
   st.upload(plan, v);
+  done(Stages::kUpload);
   st.pyramid();
+  done(Stages::kPyramid);
   st.dog();
+  done(Stages::kDog);
   st.extrema();
+  done(Stages::kExtrema);
   st.refine();
+  done(Stages::kRefine);
   st.orientations();
+  done(Stages::kOrientations);
   st.select(mask);
+  done(Stages::kSelect);
   st.descriptors();
+  done(Stages::kDescriptors);
   Features f;
   detail::SiftCounts c;
   st.download(f, c);
+  done(Stages::kDownload);
   if (counts) *counts = c;
   return f;
 }

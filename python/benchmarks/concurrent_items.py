@@ -4,8 +4,8 @@ whether the hot path allocates (docs/performance/python.md, "Scale-out on Dask")
 
     PYTHONPATH=build/python python python/benchmarks/concurrent_items.py [N ...]   (default: 1 2)
 
-Each process makes its Context, registers data/box.png against one warp of it once, waits for a common start
-time, then registers the pair 40 times: the median time per pair and the minor page faults per pair are printed,
+Each process makes its Context, registers data/box.png against one warp of it once, waits until every process
+has done so (a barrier: on a loaded host spawning N processes takes long), then registers the pair 40 times: the median time per pair and the minor page faults per pair are printed,
 the median (least, most) over the N processes."""
 import multiprocessing as mp
 import pathlib
@@ -24,12 +24,11 @@ BOX = str(pathlib.Path(__file__).resolve().parents[2] / "data" / "box.png")
 
 def work(args):
     """In one process: its Context, one warm-up register, then the median time and minor faults per pair."""
-    fixed_path, moving_path, reps, start = args
+    fixed_path, moving_path, reps, ready = args
     ctx = ss.Context("cpu", 0, 1)
     fixed, moving = ss.read_image(fixed_path), ss.read_image(moving_path)
     ss.register(ctx, fixed, moving)
-    while time.time() < start:  # all processes start together
-        time.sleep(0.001)
+    ready.wait()  # all processes start together
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     times = []
     for _ in range(reps):
@@ -50,9 +49,12 @@ def main():
         warped = ss.warp(ctx, image, turn, *size)
     moving = pathlib.Path(folder) / "warp.pgm"
     moving.write_bytes(b"P5\n%d %d\n255\n" % size + np.ascontiguousarray(warped, np.uint8).tobytes())
+    spawn = mp.get_context("spawn")
     for n in [int(x) for x in sys.argv[1:]] or [1, 2]:
-        with mp.get_context("spawn").Pool(n) as pool:
-            results = pool.map(work, [(BOX, str(moving), 40, time.time() + 3)] * n)
+        # n items on n processes: a process waiting at the barrier takes no second item, so each takes one.
+        with spawn.Manager() as manager, spawn.Pool(n) as pool:
+            ready = manager.Barrier(n)
+            results = pool.map(work, [(BOX, str(moving), 40, ready)] * n, chunksize=1)
         ms = [r[0] for r in results]
         faults = [r[1] for r in results]
         print(f"{n:>3} processes: per pair median {statistics.median(ms):.2f} ms (least {min(ms):.2f}, most "

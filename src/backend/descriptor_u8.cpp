@@ -18,7 +18,9 @@ namespace {
 // truncation converts back to it (-0.0 does: it is 0). The vector forms test the same thing as
 // "the truncated int32 has no bit above the low 8" (negative, NaN and out-of-range conversions give high bits)
 // and "float(truncated) == value" (an ordered compare: NaN fails).
-bool pack_scalar(const float* v, std::size_t n, std::uint8_t* out, std::int32_t& norm) noexcept {
+// Norms are summed in uint32_t (wrapping, defined): for invalid values the vector forms' truncations can
+// be anything and an int32 sum could overflow; valid rows stay below 2^24, so the int32 they end as is exact.
+bool pack_scalar(const float* v, std::size_t n, std::uint8_t* out, std::uint32_t& norm) noexcept {
   bool ok = true;
   for (std::size_t k = 0; k < n; ++k) {
     const float x = v[k];
@@ -29,7 +31,7 @@ bool pack_scalar(const float* v, std::size_t n, std::uint8_t* out, std::int32_t&
     const int u = int(x);
     ok &= float(u) == x;
     out[k] = std::uint8_t(u);
-    norm += u * u;
+    norm += std::uint32_t(u * u);
   }
   return ok;
 }
@@ -38,16 +40,16 @@ bool pack_scalar(const float* v, std::size_t n, std::uint8_t* out, std::int32_t&
 
 namespace base {
 
-std::int32_t horizontal_sum(__m128i s) noexcept {
+std::uint32_t horizontal_sum(__m128i s) noexcept {
   s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
   s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
-  return _mm_cvtsi128_si32(s);
+  return std::uint32_t(_mm_cvtsi128_si32(s));
 }
 
 // SSE2 (the x86-64 baseline): n values of one row, 16 per step, then the scalar tail; the norm is added to.
 // The int32s are narrowed with signed then unsigned saturation (exact for 0..255), and the squares are summed
 // by pmaddwd on the 16-bit form (2 * 255^2 fits in int32; integer sums are exact in any order).
-bool pack_span(const float* v, std::size_t n, std::uint8_t* out, std::int32_t& norm) noexcept {
+bool pack_span(const float* v, std::size_t n, std::uint8_t* out, std::uint32_t& norm) noexcept {
   const std::size_t body = n / 16 * 16;
   __m128i high = _mm_setzero_si128();                  // OR of every truncated value
   __m128 same = _mm_castsi128_ps(_mm_set1_epi32(-1));  // AND of float(truncated) == value
@@ -105,10 +107,10 @@ bool pack_rows(const float* values, std::size_t begin, std::size_t end, std::siz
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + k),
                           _mm256_permutevar8x32_epi32(_mm256_packus_epi16(w0, w1), order));
     }
-    std::int32_t norm =
+    std::uint32_t norm =
         base::horizontal_sum(_mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1)));
     if (body < d) ok &= base::pack_span(v + body, d - body, out + body, norm);
-    norms[r] = norm;
+    norms[r] = std::int32_t(norm);
   }
   return ok && _mm256_testz_si256(high, _mm256_set1_epi32(~0xff)) && _mm256_movemask_ps(same) == 0xff;
 }
@@ -119,7 +121,7 @@ SPECTRASIFT_ISA_END
 #else  // no x86-64: the scalar form
 
 namespace base {
-bool pack_span(const float* v, std::size_t n, std::uint8_t* out, std::int32_t& norm) noexcept {
+bool pack_span(const float* v, std::size_t n, std::uint8_t* out, std::uint32_t& norm) noexcept {
   return pack_scalar(v, n, out, norm);
 }
 }  // namespace base
@@ -132,9 +134,9 @@ bool pack_rows(const float* values, std::size_t begin, std::size_t end, std::siz
                std::int32_t* norms) noexcept {
   bool ok = true;
   for (std::size_t r = begin; r < end; ++r) {
-    std::int32_t norm = 0;
+    std::uint32_t norm = 0;
     ok &= pack_span(values + r * d, d, bytes + r * d, norm);
-    norms[r] = norm;
+    norms[r] = std::int32_t(norm);
   }
   return ok;
 }

@@ -218,6 +218,9 @@ struct PackedSide {
 /// Both sides from host memory: packed on the host (the calling thread's pool) into one pinned buffer, each chunk
 /// of bytes written (non-blocking) as soon as it is packed (detail::U8PackJob), the norms last. False when a value
 /// is not an integer 0..255 (chunks already written stay enqueued; the staging buffer's reuse waits for them).
+/// The device buffers of a side's bytes are taken at its first chunk's write: the verdict is known only once
+/// every chunk is packed, and the writes that overlap the packing need their destination before it. A call
+/// whose first chunk holds a non-byte (float descriptors) allocates none; the norms' buffers follow the verdict.
 bool pack_host_sides(detail::ContextImpl& ctx, State& st, const detail::FeatureView& query,
                      const detail::FeatureView& train, PackedSide& q, PackedSide& t) {
   const std::size_t dim = std::size_t(query.dim);
@@ -231,8 +234,8 @@ bool pack_host_sides(detail::ContextImpl& ctx, State& st, const detail::FeatureV
   PinnedBuffer& pin = st.pinned("match.u8.staging", q_bytes + t_bytes + (nq + nt) * sizeof(cl_int));
   auto* base = static_cast<std::uint8_t*>(pin.host);
   auto* norms = reinterpret_cast<std::int32_t*>(base + q_bytes + t_bytes);
-  q = {st.buffer("match.u8.query", q_bytes), st.buffer("match.u8.query_norms", nq * sizeof(cl_int))};
-  t = {st.buffer("match.u8.train", t_bytes), st.buffer("match.u8.train_norms", nt * sizeof(cl_int))};
+  q = {};
+  t = {};
   detail::U8PackJob job({query.descriptors, nq, base, norms}, {train.descriptors, nt, base + q_bytes, norms + nq},
                         query.dim);
   Event last;  // the last write from the staging buffer (the queue is in order: it ends after the others)
@@ -242,22 +245,30 @@ bool pack_host_sides(detail::ContextImpl& ctx, State& st, const detail::FeatureV
     last = std::move(e);
   };
   const auto upload = [&](const detail::U8Chunk& c) {
-    write(c.side ? t.bytes : q.bytes, c.begin * dim, (c.end - c.begin) * dim,
-          base + (c.side ? q_bytes : 0) + c.begin * dim);
+    cl_mem& bytes = c.side ? t.bytes : q.bytes;
+    if (!bytes) bytes = st.buffer(c.side ? "match.u8.train" : "match.u8.query", c.side ? t_bytes : q_bytes);
+    write(bytes, c.begin * dim, (c.end - c.begin) * dim, base + (c.side ? q_bytes : 0) + c.begin * dim);
   };
   WorkPool& pool = calling_thread_pool(ctx.cpu_threads());
   bool exact = false;
   try {
     // One item per thread; the calling thread's (thread 0) also writes the chunks as they are packed. Where the
-    // workers took every item first, the second call writes them after the run.
+    // workers took every item first, the second call writes them after the run. Once a write threw, thread 0
+    // hands over no more chunks in the items it still claims (the pool runs them before it rethrows).
+    bool upload_failed = false;  // thread 0's only
     pool.run(pool.size(), 1, [&](int, int, int thread) {
-      if (thread == 0)
+      if (thread != 0 || upload_failed) return job.pack_all();
+      try {
         job.pack_and_upload(upload);
-      else
-        job.pack_all();
+      } catch (...) {
+        upload_failed = true;
+        throw;
+      }
     });
     exact = job.pack_and_upload(upload);
     if (exact) {
+      q.norms = st.buffer("match.u8.query_norms", nq * sizeof(cl_int));
+      t.norms = st.buffer("match.u8.train_norms", nt * sizeof(cl_int));
       write(q.norms, 0, nq * sizeof(cl_int), norms);
       write(t.norms, 0, nt * sizeof(cl_int), norms + nq);
     }

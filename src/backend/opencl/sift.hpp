@@ -106,6 +106,7 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   std::vector<cl_kernel> blur_tiles_;         // [r]: sift_blur_tiles built for radius r, or null (sift_blur)
   std::size_t ori_local_ = 0, ori_chunk_ = 0, ori_ex_ = 0;
   std::size_t desc_local_ = 0, desc_ex_ = 0;
+  std::size_t oriented_bound_ = ~std::size_t(0);  // select(): the oriented count read back (CPU devices), else the capacity
   std::size_t compact_local_ = 0;
   std::size_t sort_local_ = 1;                // work-items of sift_sort_local (blocks of twice as many positions)
   std::size_t groups_ = 0;                    // work-groups of the per-keypoint kernels

@@ -166,6 +166,7 @@ void SiftStagesOpenCL::select(const Image* mask) {
                                              sizeof oriented, &oriented, 0, nullptr, nullptr));
     bound = std::min<std::size_t>(std::max<std::size_t>(oriented, 1), keypoint_capacity_);
   }
+  oriented_bound_ = bound;
   positions_ = std::max(pow2_at_least(bound), 2 * sort_local_);
   const std::size_t positions = positions_;
   const cl_mem kps = st_.buffer("sift.kp", keypoint_capacity_ * sizeof(SiftKeypoint));
@@ -220,8 +221,10 @@ void SiftStagesOpenCL::descriptors() {
   SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 8, (st_.is_cpu ? desc_local_ : 1) * desc_ex_ * sizeof(float), nullptr));
   const cl_int ex_cap = cl_int(desc_ex_);
   SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 9, sizeof ex_cap, &ex_cap));
-  // CPU devices: one kept keypoint per work-item over the capacity (the kept count's bound), as the orientations.
-  const std::size_t g = st_.is_cpu ? round_up(descriptor_capacity_, desc_local_) : groups_ * desc_local_;
+  // CPU devices: one kept keypoint per work-item up to the oriented count that select() read back (the kept
+  // count's bound; the work-items past the kept count return at once, each a PoCL dispatch share).
+  const std::size_t g =
+      st_.is_cpu ? round_up(std::min(descriptor_capacity_, oriented_bound_), desc_local_) : groups_ * desc_local_;
   launch(k, 1, &g, &desc_local_, kDescriptors);
 }
 
