@@ -172,3 +172,103 @@ __global__ void __launch_bounds__(256) sift_blur_tiles(SiftBlurSource src, int w
 }
 
 }  // namespace spectrasift::cuda::kernels
+
+namespace spectrasift::cuda::kernels {
+
+// The small octaves of the pyramid in one launch. Each per-level launch above costs ~7-10 us on the H200
+// whatever the plane's size (one 64 x 32 tile is a serial chain: staging, vertical pass, barrier, horizontal
+// pass, write), so the last octaves (kleiber 1080p upsampled: 120 x 67 down to 7 x 4, 25 launches) took ~0.2 ms
+// of a ~0.9 ms pyramid for a few thousand pixels. Here one block computes every level of every trailing small
+// octave one after the other, with the plane in shared memory.
+constexpr int kSmallOctavesThreads = 1024;
+// Pixels: one block takes about n cycles per level for an n-pixel plane (n / 1024 outputs a thread, ~65
+// instructions each per pass at R = 13, 8 warps a scheduler), i.e. ~4 us at 8192 against ~8 us for a launch.
+constexpr int kSmallOctavesMaxPlane = 8192;
+constexpr int kSmallOctavesMaxLevels = 16;
+
+// The plan as the kernel needs it: octaves first .. end - 1 (first >= 1), `levels` Gaussian levels each (S + 3),
+// level S of an octave is the next one's source; level i's half kernel is taps[tap_offset[i] .. + tap_radius[i]].
+struct SiftSmallOctaves {
+  int first, end, levels, layers, tap_floats;
+  int tap_offset[kSmallOctavesMaxLevels];
+  int tap_radius[kSmallOctavesMaxLevels];
+};
+
+// Dynamic shared memory of sift_blur_small_octaves for planes of up to plane_cap pixels (floats: the taps,
+// then three planes).
+__host__ __device__ inline unsigned long long sift_blur_small_octaves_bytes(int tap_floats, int plane_cap) {
+  return (unsigned long long)(tap_floats + 3 * plane_cap) * sizeof(float);
+}
+
+// sift_blur_small_octaves: grid 1, block kSmallOctavesThreads, dynamic shared memory
+// sift_blur_small_octaves_bytes(q.tap_floats, largest plane of the set). Per octave o of the set: level 0 =
+// the even pixels of level S of octave o - 1 (read from global memory: the octave before was written by the
+// per-level launches or by this block before a barrier) into `a` and the octave's level 0; then per level i:
+// the vertical pass of `a` into `m`, the horizontal pass of `m` into `b`, written as level i and, minus `a`,
+// as DoG plane i - 1; `b` is the next level's source. Every value is sift_blur_tiles' (and sift_blur_dog's):
+// k0 * centre, then + k_t * (before_t + after_t) for t = 1 .. R in that order, vertical first, BORDER_REFLECT_101
+// (the vertical pass is per column, so reflecting the column index in the horizontal pass reads the values the
+// tiles compute at reflected columns), no contraction (--fmad=false), so the planes are the same bits.
+__global__ void __launch_bounds__(kSmallOctavesThreads)
+    sift_blur_small_octaves(const long long* info, SiftSmallOctaves q, const float* taps, float* gauss, float* dog,
+                            int plane_cap) {
+  extern __shared__ float sift_small_shared[];
+  float* k_all = sift_small_shared;
+  float* a = k_all + q.tap_floats;
+  float* m = a + plane_cap;
+  float* b = m + plane_cap;
+  const int tid = int(threadIdx.x), nt = int(blockDim.x);
+  for (int i = tid; i < q.tap_floats; i += nt) k_all[i] = taps[i];
+  for (int o = q.first; o < q.end; ++o) {
+    const int w = sift_oct_w(info, o), h = sift_oct_h(info, o), n = w * h;
+    const int pw = sift_oct_w(info, o - 1), ph = sift_oct_h(info, o - 1);
+    const float* prev = gauss + sift_oct_gauss(info, o - 1) + (size_t)q.layers * (size_t)pw * (size_t)ph;
+    float* g = gauss + sift_oct_gauss(info, o);
+    float* d = dog + sift_oct_dog(info, o);
+    __syncthreads();  // level S of the octave before is in global memory; the planes' last reads are done
+    for (int p = tid; p < n; p += nt) {
+      const int y = p / w, x = p - y * w;
+      const float v = prev[(size_t)(2 * y) * (size_t)pw + (size_t)(2 * x)];
+      a[p] = v;
+      g[p] = v;
+    }
+    __syncthreads();
+    for (int i = 1; i < q.levels; ++i) {
+      const float* k = k_all + q.tap_offset[i];
+      const int r = q.tap_radius[i];
+      for (int p = tid; p < n; p += nt) {
+        const int y = p / w, x = p - y * w;
+        float acc = k[0] * a[p];
+        if (y >= r && y + r < h) {  // no row reflects (sift_reflect101 is the identity inside the plane)
+          for (int t = 1; t <= r; ++t) acc += k[t] * (a[p - t * w] + a[p + t * w]);
+        } else {
+          for (int t = 1; t <= r; ++t)
+            acc += k[t] * (a[sift_reflect101(y - t, h) * w + x] + a[sift_reflect101(y + t, h) * w + x]);
+        }
+        m[p] = acc;
+      }
+      __syncthreads();
+      float* gi = g + (size_t)i * (size_t)n;
+      float* di = d + (size_t)(i - 1) * (size_t)n;
+      for (int p = tid; p < n; p += nt) {
+        const int y = p / w, x = p - y * w;
+        const float* row = m + y * w;
+        float acc = k[0] * row[x];
+        if (x >= r && x + r < w) {
+          for (int t = 1; t <= r; ++t) acc += k[t] * (row[x - t] + row[x + t]);
+        } else {
+          for (int t = 1; t <= r; ++t) acc += k[t] * (row[sift_reflect101(x - t, w)] + row[sift_reflect101(x + t, w)]);
+        }
+        b[p] = acc;
+        gi[p] = acc;
+        di[p] = acc - a[p];
+      }
+      __syncthreads();
+      float* s = a;
+      a = b;
+      b = s;
+    }
+  }
+}
+
+}  // namespace spectrasift::cuda::kernels
