@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -151,47 +152,125 @@ TEST(SiftOpenCL, GpuKernelFormsAgree) {
 
 // The blur forms write the same pyramid bit for bit: every Gaussian level and DoG plane of the row kernels
 // (the CPU-device form, the CPU backend's operations) against sift_blur_tiles (per radius, registers) and
-// sift_blur (runtime radius), on any device. sigma 3.2 gives radii above 16 (sift_blur beside the tiles);
-// camera.png without upsampling has octaves that are not multiples of the 64 x 32 tile.
+// sift_blur (runtime radius), on any device, with the trailing small octaves in per-level launches and in
+// one launch of sift_blur_small_octaves (with the device's local memory and with NVIDIA OpenCL's 48 KiB, which
+// starts the one launch at a smaller octave). sigma 3.2 gives radii above 16 (sift_blur beside the tiles, and
+// radii larger than the small octaves' sides: reflected more than once); camera.png without upsampling has
+// octaves that are not multiples of the 64 x 32 tile.
 TEST(SiftOpenCL, BlurFormsWriteTheSamePyramid) {
   REQUIRE_OPENCL();
   ss::Context ctx(opencl_options());
   auto& st = ss::opencl::state(ctx.impl());
   auto stages = ss::opencl::make_sift_stages(ctx.impl());
-  auto read = [&](const char* name) {
+  auto& ocl = dynamic_cast<ss::opencl::SiftStagesOpenCL&>(*stages);
+  auto read = [&](const char* name, std::size_t floats) {
     const ss::opencl::Buffer& b = st.buffers.at(name);
     std::vector<float> v(b.bytes / sizeof(float));
     EXPECT_EQ(clEnqueueReadBuffer(st.queue, b.mem, CL_TRUE, 0, v.size() * sizeof(float), v.data(), 0, nullptr, nullptr),
               CL_SUCCESS);
+    v.resize(floats);
     return v;
   };
+  const std::size_t local_mem = st.local_mem;
   ss::SiftOptions wide, flat;
   wide.sigma = 3.2;
   flat.upsample = false;
   const std::pair<const char*, ss::SiftOptions> cases[] = {{"box.png", {}}, {"box.png", wide}, {"camera.png", flat}};
+  // {blur_variant, small_octaves, local memory (0: the device's)}; the first is the reference (row kernels).
+  struct Form { int blur; int small; std::size_t local; const char* what; };
+  const Form forms[] = {{1, 0, 0, "row kernels"},
+                        {0, 0, 0, "sift_blur_tiles"},
+                        {2, 0, 0, "sift_blur"},
+                        {0, 1, 0, "sift_blur_tiles + sift_blur_small_octaves"},
+                        {2, 1, 0, "sift_blur + sift_blur_small_octaves"},
+                        {0, 1, 48 * 1024, "sift_blur_tiles + sift_blur_small_octaves in 48 KiB"}};
   for (const auto& [name, o] : cases) {
     const ss::Image im = load(name);
     const ss::detail::SiftImageView v{im.data.data(), im.type, im.width, im.height, im.channels, false};
     const ss::detail::SiftPlan& plan = ss::detail::sift_plan(ctx.impl(), v.width, v.height, o);
-    std::vector<float> gauss[3], dog[3];
-    for (int variant : {1, 0, 2}) {
-      st.blur_variant = variant;
+    const std::string label = std::string(name) + " sigma " + std::to_string(o.sigma) + (o.upsample ? "" : " no upsample");
+    std::vector<float> gauss0, dog0;
+    int small_from[2] = {plan.octaves, plan.octaves};  // the small-octave forms' first octave: device, 48 KiB
+    for (const Form& f : forms) {
+      st.blur_variant = f.blur;
+      st.small_octaves = f.small;
+      st.local_mem = f.local ? f.local : local_mem;
       run_stages(*stages, ctx.impl(), v, o, nullptr);
-      gauss[variant] = read("sift.gauss");
-      dog[variant] = read("sift.dog");
-      gauss[variant].resize(plan.gauss_floats);
-      dog[variant].resize(plan.dog_floats);
+      st.local_mem = local_mem;
+      const std::vector<float> gauss = read("sift.gauss", plan.gauss_floats), dog = read("sift.dog", plan.dog_floats);
+      if (f.small) {
+        small_from[f.local ? 1 : 0] = ocl.small_octaves_from();
+      } else {
+        EXPECT_EQ(ocl.small_octaves_from(), plan.octaves) << label << ", " << f.what;
+      }
+      if (gauss0.empty()) {
+        gauss0 = gauss;
+        dog0 = dog;
+        continue;
+      }
+      // Plane by plane: the first that differs names the octave and level.
+      std::size_t g = 0, d = 0;
+      for (int oct = 0; oct < plan.octaves; ++oct) {
+        const auto& sh = plan.octave_shape[std::size_t(oct)];
+        const std::size_t plane = std::size_t(sh.width) * std::size_t(sh.height);
+        for (int i = 0; i < plan.levels; ++i, g += plane)
+          ASSERT_EQ(std::memcmp(gauss.data() + g, gauss0.data() + g, plane * sizeof(float)), 0)
+              << label << ", " << f.what << ": octave " << oct << " (" << sh.width << " x " << sh.height
+              << ") level " << i << " differs from the row kernels'";
+        for (int i = 0; i < plan.dog_levels; ++i, d += plane)
+          ASSERT_EQ(std::memcmp(dog.data() + d, dog0.data() + d, plane * sizeof(float)), 0)
+              << label << ", " << f.what << ": octave " << oct << " (" << sh.width << " x " << sh.height
+              << ") DoG plane " << i << " differs from the row kernels'";
+      }
     }
-    st.blur_variant = -1;
-    for (int variant : {0, 2}) {
-      const std::string what = std::string(name) + " sigma " + std::to_string(o.sigma) +
-                               (o.upsample ? "" : " no upsample") +
-                               (variant == 0 ? ", sift_blur_tiles" : ", sift_blur");
-      EXPECT_EQ(std::memcmp(gauss[variant].data(), gauss[1].data(), gauss[1].size() * sizeof(float)), 0)
-          << what << ": the Gaussian levels differ from the row kernels'";
-      EXPECT_EQ(std::memcmp(dog[variant].data(), dog[1].data(), dog[1].size() * sizeof(float)), 0)
-          << what << ": the DoG planes differ from the row kernels'";
+    // The one launch took several octaves on the device, and fewer (from a later octave) in 48 KiB.
+    EXPECT_GE(small_from[0], 1) << label;
+    EXPECT_LE(small_from[0], plan.octaves - 3) << label << ": too few small octaves to test the one launch";
+    EXPECT_GT(small_from[1], small_from[0]) << label << ": 48 KiB of local memory should hold fewer octaves";
+    EXPECT_LT(small_from[1], plan.octaves) << label;
+  }
+  st.blur_variant = -1;
+  st.small_octaves = -1;
+}
+
+// The GPU extrema search finds the same candidates with every octave in its own launch and with the octaves
+// in one launch (sift_extrema loops over them; by default the small trailing octaves only): the records,
+// sorted, and the features, bit for bit.
+TEST(SiftOpenCL, ExtremaOctavesInOneLaunchFindTheSameCandidates) {
+  REQUIRE_OPENCL();
+  ss::Context ctx(opencl_options());
+  auto& st = ss::opencl::state(ctx.impl());
+  st.is_cpu = false;
+  auto stages = ss::opencl::make_sift_stages(ctx.impl());
+  ss::SiftOptions flat;
+  flat.upsample = false;
+  const std::pair<const char*, ss::SiftOptions> cases[] = {{"box.png", {}}, {"camera.png", flat}};
+  for (const auto& [name, o] : cases) {
+    const ss::Image im = load(name);
+    const ss::detail::SiftImageView v{im.data.data(), im.type, im.width, im.height, im.channels, false};
+    std::vector<std::array<int, 4>> cand[2];
+    ss::Features feats[2];
+    for (int merged : {0, 1}) {
+      st.extrema_split_groups = merged ? ~std::size_t(0) : 1;  // all octaves in one launch : each on its own
+      feats[merged] = run_stages(*stages, ctx.impl(), v, o, nullptr);
+      cl_uint count = 0;
+      ASSERT_EQ(clEnqueueReadBuffer(st.queue, st.buffers.at("sift.counters").mem, CL_TRUE, 0, sizeof count, &count, 0,
+                                    nullptr, nullptr),
+                CL_SUCCESS);
+      cand[merged].resize(count);
+      ASSERT_LE(std::size_t(count) * sizeof(cl_int4), st.buffers.at("sift.cand").bytes);
+      if (count) {
+        ASSERT_EQ(clEnqueueReadBuffer(st.queue, st.buffers.at("sift.cand").mem, CL_TRUE, 0, count * sizeof(cl_int4),
+                                      cand[merged].data(), 0, nullptr, nullptr),
+                  CL_SUCCESS);
+      }
+      std::sort(cand[merged].begin(), cand[merged].end());
     }
+    st.extrema_split_groups = 0;
+    ASSERT_FALSE(cand[0].empty()) << name;
+    EXPECT_GT(cand[0].back()[0], 1) << name << ": candidates in one octave only";
+    EXPECT_TRUE(cand[0] == cand[1]) << name << ": the candidates differ (" << cand[0].size() << " / " << cand[1].size() << ")";
+    EXPECT_TRUE(same_bits(feats[0], feats[1])) << name << ": the features differ";
   }
 }
 

@@ -286,6 +286,7 @@ std::unique_ptr<detail::BackendImpl> create_state(int device, DeviceInfo& info) 
   s->is_cpu = info.type == "cpu";
   s->max_work_group = std::size_t(info.max_work_group_size);
   s->local_mem = std::size_t(info.local_memory);
+  s->compute_units = std::size_t(std::max(info.compute_units, 1));
   s->global_mem = std::size_t(info.global_memory);
   s->max_alloc = std::size_t(device_value<cl_ulong>(s->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE));
   s->host_staging = !s->is_cpu;

@@ -5,6 +5,7 @@
 #include "backend/opencl/sift.hpp"
 
 #include <string>
+#include <vector>
 
 #include "numeric/sift_keypoint.h"
 #include "spectrasift/error.hpp"
@@ -119,6 +120,13 @@ void SiftStagesOpenCL::prepare(const detail::SiftPlan& p, const detail::SiftImag
   const cl_mem taps = st_.buffer("sift.taps", p.taps.size() * sizeof(float));
   SPECTRASIFT_CL_CHECK(
       clEnqueueWriteBuffer(st_.queue, taps, CL_TRUE, 0, p.taps.size() * sizeof(float), p.taps.data(), 0, nullptr, nullptr));
+  // Kernel i's (offset, radius) in the taps, for sift_blur_small_octaves.
+  std::vector<cl_int> table;
+  for (int i = 0; i < p.levels; ++i)
+    table.insert(table.end(), {cl_int(p.tap_offset[std::size_t(i)]), cl_int(p.tap_radius[std::size_t(i)])});
+  const cl_mem tt = st_.buffer("sift.tap_table", table.size() * sizeof(cl_int));
+  SPECTRASIFT_CL_CHECK(
+      clEnqueueWriteBuffer(st_.queue, tt, CL_TRUE, 0, table.size() * sizeof(cl_int), table.data(), 0, nullptr, nullptr));
   if (!st_.is_cpu) size_blur_tiles();  // CPU devices blur without tiles
   group_sizes();
   mark_prepared(p);

@@ -52,6 +52,10 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   /// staged on GPUs from kStagedUploadMin bytes in split_upload's chunks; sift_upload.cpp).
   void force_staged_upload(std::size_t chunk) noexcept { forced_chunk_ = chunk; }
 
+  /// The first octave of the last pyramid() that sift_blur_small_octaves computed (the plan's octave count:
+  /// none; tests check the small-octave cases exist).
+  int small_octaves_from() const noexcept { return small_from_; }
+
   /// Behave as on a device without cl_khr_fp64 (tests: the errors of the inputs that need doubles).
   void assume_no_fp64() noexcept { fp64_ = false; }
 
@@ -88,6 +92,8 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   void blur(cl_mem src, cl_mem dst, std::size_t src_off, std::size_t dst_off, int w, int h, int kernel_index,
             cl_long dog_off = -1);
   void size_blur_tiles();
+  int small_octaves_first();            // the first octave sift_blur_small_octaves computes (p.octaves: none)
+  void blur_small_octaves(int first);   // its launch
   static std::size_t blur_tile_bytes(std::size_t tx, std::size_t ty, int r) {
     return (2 * ty + 2 * std::size_t(r)) * (tx + 2 * std::size_t(r)) * sizeof(float);
   }
@@ -104,6 +110,8 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   std::size_t blur_tx_ = 0, blur_ty_ = 0;     // tile of the separable blur
   int blur_r_ = -1;                           // the largest radius the tiles were sized for
   std::vector<cl_kernel> blur_tiles_;         // [r]: sift_blur_tiles built for radius r, or null (sift_blur)
+  int small_from_ = 0;                        // small_octaves_from()
+  std::size_t small_fixed_local_ = ~std::size_t(0);  // sift_blur_small_octaves' local memory besides its planes
   std::size_t ori_local_ = 0, ori_chunk_ = 0, ori_ex_ = 0;
   std::size_t desc_local_ = 0, desc_ex_ = 0;
   std::size_t oriented_bound_ = ~std::size_t(0);  // select(): the oriented count read back (CPU devices), else the capacity

@@ -1,6 +1,6 @@
 // OpenCL SIFT scale space and candidates (see sift.hpp): the pyramid (upsample or base blur, separable
-// blurs in local-memory tiles that also write the DoG planes, downsample), the extrema with their count read
-// back, and the refinement.
+// blurs in local-memory tiles that also write the DoG planes, downsample; on GPUs the trailing small octaves
+// in one launch), the extrema with their count read back, and the refinement.
 #include <algorithm>
 #include <cmath>
 
@@ -24,6 +24,13 @@ std::size_t tiles_local_bytes(int r) {
 bool tiled_blur(const State& st) {
   return st.blur_variant == 0 || st.blur_variant == 2 || (st.blur_variant < 0 && !st.is_cpu);
 }
+
+// sift_blur_small_octaves (kernels/sift_blur.cl) takes an octave whose plane has at most this many pixels:
+// its one work-group computes every pixel of every level serially in rounds of N work-items, which at this
+// size still costs less than the octave's downsample and blur launches (~8 us each on NVIDIA, whatever the
+// size) it replaces.
+constexpr std::size_t kSmallOctaveMaxPlane = 16384;
+constexpr std::size_t kSmallOctaveMaxGroup = 1024;
 
 }  // namespace
 
@@ -114,6 +121,53 @@ void SiftStagesOpenCL::blur(cl_mem src, cl_mem dst, std::size_t src_off, std::si
   launch(kb, 2, g, l, kPyramid);
 }
 
+// The first octave of the trailing ones that sift_blur_small_octaves computes in one launch, or p.octaves
+// when none: the longest suffix of octaves 1 .. (never octave 0, which has the upsample or the base blur) whose
+// planes have at most kSmallOctaveMaxPlane pixels and fit local memory three times with the taps (the planes
+// shrink with o: the first one decides). On NVIDIA OpenCL (48 KiB of local memory) that is planes of up to
+// ~4000 pixels (60 x 33 at 1080p upsampled, not 120 x 67).
+int SiftStagesOpenCL::small_octaves_first() {
+  const detail::SiftPlan& p = *plan_;
+  const bool on = tiled_blur(st_) && (st_.small_octaves > 0 || (st_.small_octaves < 0 && !st_.is_cpu));
+  if (!on || p.octaves < 2) return p.octaves;
+  if (small_fixed_local_ == ~std::size_t(0)) {
+    // CL_KERNEL_LOCAL_MEM_SIZE counts the __local arguments as last set (a previous launch's planes): set both
+    // to one float first, and take what the kernel needs besides them (none declared; what the driver adds).
+    cl_kernel k = kernel("sift_blur_small_octaves");
+    SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 11, sizeof(float), nullptr));
+    SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 12, sizeof(float), nullptr));
+    const std::size_t lm = st_.limits(k).local_mem;
+    small_fixed_local_ = lm > 2 * sizeof(float) ? lm - 2 * sizeof(float) : 0;
+  }
+  const std::size_t avail = st_.local_mem > small_fixed_local_ ? st_.local_mem - small_fixed_local_ : 0;
+  const std::size_t taps = p.taps.size() * sizeof(float);
+  int first = p.octaves;
+  for (int o = p.octaves - 1; o >= 1; --o) {
+    const std::size_t plane = std::size_t(octave_info_[4 * std::size_t(o)]) * std::size_t(octave_info_[4 * std::size_t(o) + 1]);
+    if (plane > kSmallOctaveMaxPlane || 3 * plane * sizeof(float) + taps > avail) break;
+    first = o;
+  }
+  return first;
+}
+
+// Octaves first .. p.octaves - 1 (level 0 from octave first - 1's level S, every level and DoG plane) in one
+// launch of one work-group (kernels/sift_blur.cl).
+void SiftStagesOpenCL::blur_small_octaves(int first) {
+  const detail::SiftPlan& p = *plan_;
+  cl_kernel k = kernel("sift_blur_small_octaves");
+  const cl_mem gauss = levels();
+  const cl_mem dog = st_.buffer("sift.dog", p.dog_floats * sizeof(float));
+  const cl_mem taps = st_.buffer("sift.taps", p.taps.size() * sizeof(float));
+  const cl_mem table = st_.buffer("sift.tap_table", 2 * std::size_t(p.levels) * sizeof(cl_int));
+  const cl_int cap = cl_int(octave_info_[4 * std::size_t(first)] * octave_info_[4 * std::size_t(first) + 1]);
+  set_args(k, gauss, dog, octave_table(), taps, table, cl_int(p.taps.size()), first, p.octaves, p.layers, p.levels,
+           cap);
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 11, 3 * std::size_t(cap) * sizeof(float), nullptr));
+  SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 12, p.taps.size() * sizeof(float), nullptr));
+  const std::size_t n = st_.work_group_1d(k, kSmallOctaveMaxGroup);
+  launch(k, 1, &n, &n, kPyramid);
+}
+
 void SiftStagesOpenCL::pyramid() {
   const detail::SiftPlan& p = *plan_;
   if (p.octaves == 0) return;
@@ -121,7 +175,9 @@ void SiftStagesOpenCL::pyramid() {
   const cl_mem grey = st_.buffer("sift.grey", std::size_t(p.input_width) * std::size_t(p.input_height) * sizeof(float));
   const cl_mem gauss = levels();
   const cl_mem dog = st_.buffer("sift.dog", p.dog_floats * sizeof(float));
-  for (int o = 0; o < p.octaves; ++o) {
+  const int small = small_octaves_first();  // octaves small .. p.octaves - 1 in one launch
+  small_from_ = small;
+  for (int o = 0; o < small; ++o) {
     const int w = int(octave_info_[4 * std::size_t(o)]), h = int(octave_info_[4 * std::size_t(o) + 1]);
     const std::size_t plane = std::size_t(w) * std::size_t(h);
     const std::size_t g0 = std::size_t(octave_info_[4 * std::size_t(o) + 2]);
@@ -150,6 +206,7 @@ void SiftStagesOpenCL::pyramid() {
            d0 + cl_long(i - 1) * cl_long(plane));
     if (o == 0) flush();  // the largest octave runs while the others are queued
   }
+  if (small < p.octaves) blur_small_octaves(small);
   flush();
 }
 
@@ -165,19 +222,29 @@ std::size_t SiftStagesOpenCL::extrema() {
   // CPU devices take the row-run form (kernels/sift_extrema.cl), GPUs a work-item per pixel.
   constexpr std::size_t kRun = 64;  // SIFT_EXTREMA_RUN
   cl_kernel k = kernel(st_.is_cpu ? "sift_extrema_rows" : "sift_extrema");
+  const std::size_t lx = st_.work_group_1d(k, 64);
+  const std::size_t l[3] = {lx, 1, 1};
+  // GPUs: an octave whose launch has fewer work-groups than this would leave most of the device idle for a
+  // launch's latency; it and the smaller octaves after it go in one launch (sift_extrema loops over them).
+  const std::size_t split = st_.extrema_split_groups ? st_.extrema_split_groups : 2 * st_.compute_units;
   for (int attempt = 0; attempt < 2; ++attempt) {
     const cl_mem cand = st_.buffer("sift.cand", candidate_capacity_ * sizeof(cl_int4));
     const cl_uint cap = cl_uint(candidate_capacity_);
     for (int o = 0; o < p.octaves; ++o) {
       const int w = int(octave_info_[4 * std::size_t(o)]), h = int(octave_info_[4 * std::size_t(o) + 1]);
       if (w <= 2 * p.border || h <= 2 * p.border) continue;
-      set_args(k, dog, info, o, p.border, p.prefilter_threshold, counters, cand, cap);
-      const std::size_t lx = st_.work_group_1d(k, 64);
-      const std::size_t l[3] = {lx, 1, 1};
       const std::size_t cols = std::size_t(w - 2 * p.border);
       const std::size_t g[3] = {round_up(st_.is_cpu ? (cols + kRun - 1) / kRun : cols, lx),
                                 std::size_t(h - 2 * p.border), std::size_t(p.layers)};
+      if (st_.is_cpu) {
+        set_args(k, dog, info, o, p.border, p.prefilter_threshold, counters, cand, cap);
+        launch(k, 3, g, l, kExtrema);
+        continue;
+      }
+      const bool rest = g[0] / lx * g[1] * g[2] < split;  // this octave and the later (smaller) ones
+      set_args(k, dog, info, o, rest ? p.octaves : o + 1, p.border, p.prefilter_threshold, counters, cand, cap);
       launch(k, 3, g, l, kExtrema);
+      if (rest) break;
     }
     cl_uint count = 0;  // read-back 1: the candidate count
     SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(st_.queue, counters, CL_TRUE, 0, sizeof count, &count, 0, nullptr, nullptr));

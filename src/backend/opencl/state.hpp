@@ -101,6 +101,7 @@ struct State final : detail::BackendImpl {
   bool is_cpu = false;               ///< PoCL and other CPU devices take their own kernel variants
   std::size_t max_work_group = 0;
   std::size_t local_mem = 0;
+  std::size_t compute_units = 1;              ///< CL_DEVICE_MAX_COMPUTE_UNITS
   std::size_t global_mem = 0;
   std::size_t max_alloc = 0;                  ///< CL_DEVICE_MAX_MEM_ALLOC_SIZE
   /// Streamed uploads go through pinned host staging (GPU default) or straight from the caller's memory
@@ -128,6 +129,15 @@ struct State final : detail::BackendImpl {
   /// (sift_blur_tiles per radius, sift_blur above radius 16), 1 = rows, 2 = sift_blur only. All give the same
   /// bits; the tests run the tiled forms on PoCL.
   int blur_variant = -1;
+  /// Whether the tiled (GPU) blur computes the trailing small octaves in one launch of
+  /// sift_blur_small_octaves (one work-group, the planes in local memory; sift_pyramid.cpp): -1 = by device
+  /// (GPUs), 0 = never, 1 = where they fit (tests force it on PoCL with blur_variant 0 or 2). The row
+  /// kernels (blur_variant 1, CPU devices) never take it. The same bits either way.
+  int small_octaves = -1;
+  /// The GPU extrema search (sift_extrema) launches an octave on its own while its launch has at least this
+  /// many work-groups, the remaining octaves in one launch (0: 2 x compute_units). Tests set it huge to search
+  /// every octave in one launch. The same candidates either way (their order is never used).
+  std::size_t extrema_split_groups = 0;
   std::size_t program_builds = 0;             ///< builds from source so far (the caches are tested with it)
   std::size_t program_binary_loads = 0;       ///< programs created from a binary of the disk cache
   /// Named and pinned buffers created (or re-created to grow) so far: a steady run of one image size adds

@@ -6,8 +6,9 @@
  * operations in its order (k0 * centre, then + k_i * (before_i + after_i) for i = 1..R), borders by
  * BORDER_REFLECT_101, so that the levels are the CPU's bits. GPUs: sift_blur, both passes in one launch
  * through local memory, the tile shape (TX, TY) chosen by the host from the work-group limit and the
- * device's local memory, or (radius up to 16) sift_blur_tiles, the same values from registers. CPU devices:
- * sift_blur_rows, a work-item per row, both passes in one launch. */
+ * device's local memory, or (radius up to 16) sift_blur_tiles, the same values from registers; the trailing
+ * small octaves (planes that fit local memory three times) in one launch of sift_blur_small_octaves, one
+ * work-group. CPU devices: sift_blur_rows, a work-item per row, both passes in one launch. */
 
 /* Strict numerics as in sift.cl: this file is also a program of its own (sift_blur_tiles). */
 #pragma OPENCL FP_CONTRACT OFF
@@ -142,6 +143,82 @@ __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void sift_blur_tiles(
       dst[dst_off + o] = v;
       if (dog_off >= 0) dog[dog_off + o] = v - in[(t + SIFT_BLUR_R) * SIFT_IN_COLS + c + SIFT_BLUR_R];
     }
+  }
+}
+#endif
+
+#ifndef SIFT_BLUR_R
+/* sift_blur_small_octaves (GPUs, sift.cl's program only: it needs sift_device.h's octave table): the trailing
+ * small octaves o_first .. octaves - 1 of the pyramid in ONE launch, instead of a downsample and levels - 1
+ * blur launches per octave. A small octave's launch is one or a few work-groups whose serial chain (staging,
+ * vertical pass, barrier, horizontal pass, write) costs the same ~7-10 us on NVIDIA whatever the plane's
+ * size: 5 octaves x 5 launches at 1080p upsampled (docs/performance/sift.md, issue 18).
+ * Global (N), work-group (N): ONE work-group (N from the kernel's and the device's work-group limits, up to
+ * 1024) that computes every level of every one of those octaves in order, the whole plane in local memory:
+ * `planes` holds three planes of cap floats (cap: the plane of octave o_first, the largest; the host checks
+ * 3 cap + n_taps floats fit the device's local memory), `a` the source level, `m` the vertical pass, `b` the
+ * new level (a and b swap per level); `ktaps` the plan's taps (n_taps floats, tap_table[2 i] the offset and
+ * tap_table[2 i + 1] the radius R of kernel i, the plan's tap_offset / tap_radius). Per octave o:
+ *   level 0: the even pixels of level S (`layers`) of octave o - 1 (sift_downsample's values), into the level
+ *     buffer and `a`; octave o - 1 was written by this work-group for o > o_first, hence the barrier with the
+ *     global fence at the end of every octave;
+ *   levels i = 1 .. levels - 1: the vertical pass of a into m, barrier, the horizontal pass of m into b and the
+ *     level buffer, the DoG plane i - 1 = b - a into the DoG buffer, barrier, swap a and b.
+ * The bits of sift_blur / sift_blur_tiles: the same taps and the same float operations in the same order
+ * (k0 * centre, then + k_i * (before_i + after_i) for i = 1..R, vertical first, horizontal over the vertical
+ * results, FP_CONTRACT off, borders by sift_reflect101). The tiles compute the vertical pass at reflected
+ * columns too; it is per column, so computing it at the real columns and reflecting the column index in the
+ * horizontal pass reads the same values. The DoG is the tiles' level i - staged level i - 1: the same
+ * subtraction of the same floats. */
+__kernel void sift_blur_small_octaves(__global float* gauss, __global float* dog, __global const long* info,
+                                      __global const float* taps, __global const int* tap_table, int n_taps,
+                                      int o_first, int octaves, int layers, int levels, int cap,
+                                      __local float* planes, __local float* ktaps) {
+  const int lid = get_local_id(0), n = get_local_size(0);
+  for (int t = lid; t < n_taps; t += n) ktaps[t] = taps[t];
+  __local float* a = planes;
+  __local float* m = planes + cap;
+  __local float* b = planes + 2 * cap;
+  for (int o = o_first; o < octaves; ++o) {
+    const int w = sift_oct_w(info, o), h = sift_oct_h(info, o), pw = sift_oct_w(info, o - 1);
+    const int plane = w * h;
+    __global float* g = gauss + sift_oct_gauss(info, o);
+    __global float* d = dog + sift_oct_dog(info, o);
+    __global const float* prev =
+        gauss + sift_oct_gauss(info, o - 1) + (size_t)layers * (size_t)pw * (size_t)sift_oct_h(info, o - 1);
+    for (int p = lid; p < plane; p += n) {
+      const int y = p / w, x = p - y * w;
+      const float v = prev[(size_t)(2 * y) * (size_t)pw + (size_t)(2 * x)];
+      g[p] = v;
+      a[p] = v;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);  /* also the taps, at the first octave */
+    for (int i = 1; i < levels; ++i) {
+      __local const float* k = ktaps + tap_table[2 * i];
+      const int r = tap_table[2 * i + 1];
+      for (int p = lid; p < plane; p += n) {
+        const int y = p / w, x = p - y * w;
+        float acc = k[0] * a[p];
+        for (int t = 1; t <= r; ++t)
+          acc += k[t] * (a[sift_reflect101(y - t, h) * w + x] + a[sift_reflect101(y + t, h) * w + x]);
+        m[p] = acc;
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+      for (int p = lid; p < plane; p += n) {
+        const int y = p / w, x = p - y * w;
+        __local const float* row = m + y * w;
+        float acc = k[0] * m[p];
+        for (int t = 1; t <= r; ++t) acc += k[t] * (row[sift_reflect101(x - t, w)] + row[sift_reflect101(x + t, w)]);
+        b[p] = acc;
+        g[(size_t)i * (size_t)plane + (size_t)p] = acc;
+        d[(size_t)(i - 1) * (size_t)plane + (size_t)p] = acc - a[p];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);  /* the next vertical pass reads b; the next horizontal one overwrites a */
+      __local float* s = a;
+      a = b;
+      b = s;
+    }
+    barrier(CLK_GLOBAL_MEM_FENCE);  /* level S of octave o, written above, is read by octave o + 1 */
   }
 }
 #endif

@@ -1,24 +1,31 @@
 /* sift_extrema.cl — the candidate search of one octave, written as compact records with an atomic counter.
  * (Part of the sift.cl program.) */
 
-/* sift_extrema: global (w - 2B, h - 2B, S) (B = the plan's border), any work-group shape; one work-item per
- * interior pixel of DoG layers 1..S. A pixel that passes numeric/sift_extrema.h's test takes a slot from
- * the counter and writes (octave index, layer, row, column) there when the slot is below capacity; the
- * counter ends at the true count, which the host reads back (a count above capacity: grow, run again).
- * The slots are in arrival order, which no result depends on: the select stage sorts to canonical order. */
-__kernel void sift_extrema(__global const float* dog, __global const long* info, int octave, int border, float thr,
-                           __global volatile uint* counters, __global int4* candidates, uint capacity) {
-  const int w = sift_oct_w(info, octave), h = sift_oct_h(info, octave);
+/* sift_extrema (GPUs): global (w - 2B, h - 2B, S) of octave `octave` (B = the plan's border), any work-group
+ * shape; one work-item per interior pixel of DoG layers 1..S, for each octave octave .. octave_end - 1 in turn
+ * (the host launches the large octaves one by one, octave_end = octave + 1, and the trailing small ones, whose
+ * own launches would be a few work-groups each and cost a launch's latency, in one launch sized for the first
+ * of them: the later octaves are smaller, their columns and rows are checked per octave). A pixel that passes
+ * numeric/sift_extrema.h's test takes a slot from the counter and writes (octave index, layer, row, column)
+ * there when the slot is below capacity; the counter ends at the true count, which the host reads back (a
+ * count above capacity: grow, run again). The slots are in arrival order, which no result depends on: the
+ * select stage sorts to canonical order. */
+__kernel void sift_extrema(__global const float* dog, __global const long* info, int octave, int octave_end,
+                           int border, float thr, __global volatile uint* counters, __global int4* candidates,
+                           uint capacity) {
   const int c = border + (int)get_global_id(0);
   const int r = border + (int)get_global_id(1);
   const int layer = 1 + (int)get_global_id(2);
-  if (c >= w - border || r >= h - border) return;
-  const size_t plane = (size_t)w * (size_t)h;
-  __global const float* cur = dog + sift_oct_dog(info, octave) + (size_t)layer * plane + (size_t)r * (size_t)w + c;
-  if (fabs(cur[0]) <= thr) return;  /* most pixels: the test below fails on its first condition */
-  if (!sift_is_extremum_global(cur - plane, cur, cur + plane, w, thr)) return;
-  const uint slot = atomic_inc(&counters[SIFT_COUNT_CANDIDATES]);
-  if (slot < capacity) candidates[slot] = (int4)(octave, layer, r, c);
+  for (int o = octave; o < octave_end; ++o) {
+    const int w = sift_oct_w(info, o), h = sift_oct_h(info, o);
+    if (c >= w - border || r >= h - border) continue;
+    const size_t plane = (size_t)w * (size_t)h;
+    __global const float* cur = dog + sift_oct_dog(info, o) + (size_t)layer * plane + (size_t)r * (size_t)w + c;
+    if (fabs(cur[0]) <= thr) continue;  /* most pixels: the test below fails on its first condition */
+    if (!sift_is_extremum_global(cur - plane, cur, cur + plane, w, thr)) continue;
+    const uint slot = atomic_inc(&counters[SIFT_COUNT_CANDIDATES]);
+    if (slot < capacity) candidates[slot] = (int4)(o, layer, r, c);
+  }
 }
 
 /* sift_extrema_rows (CPU devices): global (ceil((w - 2B) / SIFT_EXTREMA_RUN), h - 2B, S), any work-group
