@@ -390,7 +390,11 @@ TEST(SiftCuda, SelectPathsGiveTheSameFeatures) {
   REQUIRE_CUDA();
   OwnStages small, multi;
   multi.cuda().set_select_small(false);
-  for (const char* name : {"box.png", "graf1_gray.png", "camera.png"}) {
+  ss::SiftOptions dense;  // graf1 at a low contrast threshold: 4,483 features, more than the 4,096 of the first form
+  dense.contrast_threshold = 0.01;
+  const std::pair<const char*, ss::SiftOptions> cases[] = {
+      {"box.png", {}}, {"graf1_gray.png", {}}, {"camera.png", {}}, {"graf1_gray.png", dense}};
+  for (const auto& [name, base] : cases) {
     const ss::Image im = load(name);
     ss::Image mask = ss::Image::allocate(im.width, im.height, 1, ss::PixelType::kU8);
     for (int y = 0; y < im.height; ++y)
@@ -398,12 +402,18 @@ TEST(SiftCuda, SelectPathsGiveTheSameFeatures) {
         mask.data[std::size_t(y) * std::size_t(im.width) + std::size_t(x)] = (x / 37 + y / 29) % 3 ? 255 : 0;
     for (int cap : {0, 300}) {
       for (const ss::Image* m : {static_cast<const ss::Image*>(nullptr), static_cast<const ss::Image*>(&mask)}) {
-        ss::SiftOptions o;
+        ss::SiftOptions o = base;
         o.max_features = cap;
         const ss::Features a = run_stages(*small.stages, small.ctx.impl(), sift_view(im), o, m);
+        EXPECT_TRUE(small.cuda().last_select_was_small()) << name;
         const ss::Features b = run_stages(*multi.stages, multi.ctx.impl(), sift_view(im), o, m);
-        const std::string what = std::string(name) + " max_features " + std::to_string(cap) + (m ? " mask" : "");
+        EXPECT_FALSE(multi.cuda().last_select_was_small()) << name;
+        const std::string what = std::string(name) + " contrast " + std::to_string(o.contrast_threshold) +
+                                 " max_features " + std::to_string(cap) + (m ? " mask" : "");
         ASSERT_FALSE(b.keypoints.empty()) << what;
+        if (o.contrast_threshold < 0.02 && cap == 0 && !m) {
+          EXPECT_GT(a.keypoints.size(), 4096u) << what;
+        }
         EXPECT_TRUE(same_bits(a, b)) << what;
         expect_agreement(cpu_sift(im, o, m), a, what);
       }

@@ -82,6 +82,8 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   /// Tests: whether select() may run the whole stage in one block for small counts (default true; false: the
   /// multi-launch path always).
   void set_select_small(bool on) noexcept { select_small_allowed_ = on; }
+  /// Tests: whether the last run's select stage ran in one block (kernels::sift_select_small).
+  bool last_select_was_small() const noexcept;
   /// The descriptor kernel: kWalkers = kernels::sift_descriptor (a block of 36 walkers per keypoint),
   /// kStaged = kernels::sift_descriptor_staged (a warp per keypoint, each sample computed once). The same bits
   /// either way; kStaged runs the walkers where the device's shared memory cannot hold its bands.

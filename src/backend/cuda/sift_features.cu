@@ -167,8 +167,11 @@ void SiftStagesCuda::select(const Image* mask) {
   if (select_small_ && select_small_allowed_) {
     // The whole stage in one block when the oriented count is small (decided on the device); the launches
     // below then return at once. When the buffers cannot hold more records than it takes, they are not queued.
+    // The key prefixes' scale: coordinates (input pixels) times it fall in [0, 2^18).
+    const kernels::SiftSelectKeys keys{float(1 << 18) / float(std::max(p.input_width, p.input_height) + 1),
+                                       p.layers <= 15 ? 1 : 0};
     kernels::sift_select_small<<<1, kernels::kSelectSmallThreads, std::size_t(kernels::kSelectSmallShared),
-                                 st_.compute>>>(kps, count_slots, cap, p.max_features, m, kept);
+                                 st_.compute>>>(kps, count_slots, cap, p.max_features, m, keys, kept);
     SPECTRASIFT_CUDA_CHECK_LAUNCH();
     if (keypoint_capacity_ <= kernels::kSelectSmallPositions) return;
   }
@@ -215,6 +218,10 @@ void SiftStagesCuda::descriptors() {
   }
   SPECTRASIFT_CUDA_CHECK_LAUNCH();
   pack_features();  // for read-back 2 (sift_download.cu)
+}
+
+bool SiftStagesCuda::last_select_was_small() const noexcept {
+  return select_small_ && select_small_allowed_ && counters_[kernels::kCountSelectSmall] == 1;
 }
 
 std::size_t SiftStagesCuda::staged_descriptor_shared() const noexcept {
