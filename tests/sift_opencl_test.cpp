@@ -274,6 +274,97 @@ TEST(SiftOpenCL, ExtremaOctavesInOneLaunchFindTheSameCandidates) {
   }
 }
 
+// The select stage's two paths keep the same features bit for bit: sift_select_small (the whole stage in one
+// work-group, the order as 32-bit words of a key prefix and a record index in local memory; forced on PoCL
+// with State::select_small = 1) and the multi-launch sorts and compactions, with and without the cap and a mask.
+// Forms: the GPU host path (is_cpu false: the host's bound is the keypoint capacity, so the multi-launch
+// kernels are queued behind the one work-group and must return at once when the capacity exceeds its
+// positions, and are not queued below), the CPU-device host path (the oriented count read back: not queued),
+// and the GPU path in 16 KiB of local memory (2,048 positions: graf1's records exceed them, the one work-group
+// sets its slot to 0 and the multi-launch kernels run). graf1 at a low contrast threshold has 4,483 features.
+TEST(SiftOpenCL, SelectPathsGiveTheSameFeatures) {
+  REQUIRE_OPENCL();
+  struct Form {
+    std::unique_ptr<ss::Context> ctx;
+    ss::opencl::State* st = nullptr;
+    std::unique_ptr<ss::detail::SiftStages> stages;
+    ss::opencl::SiftStagesOpenCL& ocl() { return dynamic_cast<ss::opencl::SiftStagesOpenCL&>(*stages); }
+  };
+  auto make = [](bool gpu, int select_small) {
+    Form f;
+    f.ctx = std::make_unique<ss::Context>(opencl_options());
+    f.st = &ss::opencl::state(f.ctx->impl());
+    if (gpu) f.st->is_cpu = false;
+    f.st->select_small = select_small;
+    f.stages = ss::opencl::make_sift_stages(f.ctx->impl());
+    return f;
+  };
+  Form multi = make(true, 0), small = make(true, 1), cpu_form = make(false, 1), narrow = make(true, 1);
+  const std::size_t narrow_local = 16 * 1024;
+  auto run = [](Form& f, const ss::Image& im, const ss::SiftOptions& o, const ss::Image* m, std::size_t local = 0) {
+    const std::size_t saved = f.st->local_mem;
+    if (local) f.st->local_mem = local;
+    ss::Features r = run_stages(*f.stages, f.ctx->impl(), sift_view(im), o, m);
+    f.st->local_mem = saved;
+    return r;
+  };
+  ss::SiftOptions dense;
+  dense.contrast_threshold = 0.01;
+  const std::pair<const char*, ss::SiftOptions> cases[] = {
+      {"box.png", {}}, {"graf1_gray.png", {}}, {"camera.png", {}}, {"graf1_gray.png", dense}};
+  bool queued_and_skipped = false, not_queued = false, narrow_fell_back = false, narrow_small = false;
+  for (const auto& [name, base] : cases) {
+    const ss::Image im = load(name);
+    ss::Image mask = ss::Image::allocate(im.width, im.height, 1, ss::PixelType::kU8);
+    for (int y = 0; y < im.height; ++y)
+      for (int x = 0; x < im.width; ++x)
+        mask.data[std::size_t(y) * std::size_t(im.width) + std::size_t(x)] = (x / 37 + y / 29) % 3 ? 255 : 0;
+    for (int cap : {0, 300}) {
+      for (const ss::Image* m : {static_cast<const ss::Image*>(nullptr), static_cast<const ss::Image*>(&mask)}) {
+        ss::SiftOptions o = base;
+        o.max_features = cap;
+        const std::string what = std::string(name) + " contrast " + std::to_string(o.contrast_threshold) +
+                                 " max_features " + std::to_string(cap) + (m ? " mask" : "");
+        const ss::Features ref = run(multi, im, o, m);
+        EXPECT_FALSE(multi.ocl().last_select_was_small()) << what;
+        ASSERT_FALSE(ref.keypoints.empty()) << what;
+        if (o.contrast_threshold < 0.02 && cap == 0 && !m) {
+          EXPECT_GT(ref.keypoints.size(), 4096u) << what;
+        }
+        if (cap > 0) {
+          EXPECT_LE(ref.keypoints.size(), std::size_t(cap) + 30) << what;
+        }
+        // The GPU host path: the multi-launch kernels queued (and returning at once) when the capacity exceeds
+        // the positions ("sift.order_a" exists after the run: select() creates it only for them; erased before).
+        ASSERT_EQ(small.ocl().select_small_positions(), 8192u);
+        small.st->buffers.erase("sift.order_a");
+        cpu_form.st->buffers.erase("sift.order_a");
+        const ss::Features a = run(small, im, o, m);
+        EXPECT_TRUE(small.ocl().last_select_was_small()) << what;
+        EXPECT_TRUE(same_bits(a, ref)) << what << ": one work-group (GPU host path) differs from the multi-launch path";
+        (small.st->buffers.count("sift.order_a") ? queued_and_skipped : not_queued) = true;
+        const ss::Features b = run(cpu_form, im, o, m);
+        EXPECT_TRUE(cpu_form.ocl().last_select_was_small()) << what;
+        EXPECT_EQ(cpu_form.st->buffers.count("sift.order_a"), 0u) << what << ": the count was known, nothing to queue";
+        EXPECT_TRUE(same_bits(b, ref)) << what << ": one work-group (CPU host path) differs from the multi-launch path";
+        // 2,048 positions in 16 KiB: the one work-group takes box, not graf1.
+        const ss::Features c = run(narrow, im, o, m, narrow_local);
+        (narrow.ocl().last_select_was_small() ? narrow_small : narrow_fell_back) = true;
+        EXPECT_TRUE(same_bits(c, ref)) << what << ": 16 KiB of local memory: differs from the multi-launch path";
+        expect_agreement(cpu_sift(im, o, m), a, what);
+      }
+    }
+  }
+  EXPECT_TRUE(queued_and_skipped) << "no case queued the multi-launch kernels behind the one work-group";
+  EXPECT_TRUE(not_queued) << "no case left the multi-launch kernels unqueued";
+  EXPECT_TRUE(narrow_fell_back) << "no case exceeded the 2,048 positions of 16 KiB";
+  EXPECT_TRUE(narrow_small) << "no case fit the 2,048 positions of 16 KiB";
+  narrow.st->local_mem = narrow_local;
+  EXPECT_EQ(narrow.ocl().select_small_positions(), 2048u);
+  narrow.st->local_mem = 1024;
+  EXPECT_EQ(narrow.ocl().select_small_positions(), 0u) << "1 KiB of local memory holds no useful order";
+}
+
 // Buffers too small for a run grow and the stages run again, with the same result.
 TEST(SiftOpenCL, BuffersGrowAndRunAgain) {
   REQUIRE_OPENCL();
