@@ -79,6 +79,7 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   void finish_profile() override;  // stage_ms_ from the profiling events (launches and transfers)
   void read_counters() override;
   void clear_feature_counters() override;
+  bool select_again() override;  // sift_features.cpp: the one work-group queued alone fell back
   // sift_upload.cpp: bytes of the caller's memory into dst (directly, or staged through pinned memory).
   void write_input(cl_mem dst, const void* src, std::size_t bytes);
   // sift_download.cpp
@@ -121,6 +122,8 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   std::size_t desc_local_ = 0, desc_ex_ = 0;
   std::size_t oriented_bound_ = ~std::size_t(0);  // select(): the oriented count read back (CPU devices), else the capacity
   std::size_t compact_local_ = 0;
+  bool select_deferred_ = false;    // select() queued sift_select_small alone on a guess (select_again checks it)
+  bool select_multi_now_ = false;   // select_again(): the next select() runs the multi-launch path on the count read
   std::size_t select_small_local_ = 0;        // work-items of sift_select_small (select_small_positions())
   std::size_t select_small_fixed_ = ~std::size_t(0);  // its local memory besides `shared` (measured once)
   std::size_t sort_local_ = 1;                // work-items of sift_sort_local (blocks of twice as many positions)

@@ -190,13 +190,20 @@ void SiftStagesOpenCL::select(const Image* mask) {
   // return at once (the capacity is 2x the candidates: 9 of the 15 launches of a sort at kleiber 1080p), are
   // not launched; each costs a PoCL dispatch over every core. The device queue runs on the host's own cores,
   // so the wait costs no overlap the GPU path would keep.
+  // After select_again(): the oriented count download() just read, the same tight bound.
   std::size_t bound = keypoint_capacity_;
-  if (st_.is_cpu) {
+  const bool exact = st_.is_cpu || select_multi_now_;
+  if (select_multi_now_) {
+    bound = std::min<std::size_t>(std::max<std::size_t>(counters_[kCountOriented], 1), keypoint_capacity_);
+  } else if (st_.is_cpu) {
     cl_uint oriented = 0;
     SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(st_.queue, counters, CL_TRUE, kCountOriented * sizeof(cl_uint),
                                              sizeof oriented, &oriented, 0, nullptr, nullptr));
     bound = std::min<std::size_t>(std::max<std::size_t>(oriented, 1), keypoint_capacity_);
   }
+  const bool multi_only = select_multi_now_;
+  select_multi_now_ = false;
+  select_deferred_ = false;
   oriented_bound_ = bound;
   positions_ = std::max(pow2_at_least(bound), 2 * sort_local_);
   const std::size_t positions = positions_;
@@ -212,18 +219,26 @@ void SiftStagesOpenCL::select(const Image* mask) {
   const cl_mem m = st_.buffer("sift.mask", 4);
   const cl_uint cap = cl_uint(keypoint_capacity_);
   const cl_mem kept = st_.buffer("sift.kept", keypoint_capacity_ * sizeof(SiftKeypoint));
-  if (const std::size_t small = select_small_positions()) {
-    // The whole stage in one work-group when the oriented count is at most `small` (decided on the device);
-    // the launches below then return at once. When the host's bound on the count (the keypoint capacity; on
-    // CPU devices the count read back) is within it, they are not queued. The key prefixes' scale:
-    // coordinates (input pixels) times it fall in [0, 2^19); the canonical prefix only where layers fit 4 bits.
+  const std::size_t small = multi_only ? 0 : select_small_positions();
+  if (small && !(exact && bound > small)) {
+    // The whole stage in one work-group when the oriented count is at most `small` (decided on the device,
+    // which sets counters[SIFT_COUNT_SELECT_SMALL]); the launches below then return at once. They are not
+    // queued when the host's bound on the count is within `small` (the keypoint capacity; on CPU devices the
+    // count read back), nor when it queues the one work-group alone on a guess (State::select_small_defer; by
+    // default when the candidates are at most 2 x small: at kleiber 1080p upsampled 6,528 candidates give
+    // 2,427 oriented records, and the capacity 13,056 would queue 48 launches that return at once, each a
+    // launch's fixed cost on NVIDIA). A wrong guess costs one more round: download() reads the slot 0, and
+    // select_again() has the multi-launch path run on the count read. The key prefixes' scale: coordinates
+    // (input pixels) times it fall in [0, 2^19); the canonical prefix only where layers fit 4 bits.
     cl_kernel k = kernel("sift_select_small");
     const float coord_scale = float(1 << 19) / float(std::max(p.input_width, p.input_height) + 1);
     set_args(k, kps, counters, cap, cl_uint(small), p.max_features, m, mask_type_, mask_w_, mask_h_, coord_scale,
              cl_int(p.layers <= 15 ? 1 : 0), kept);
     SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 12, (small + select_small_local_) * sizeof(cl_int), nullptr));
     launch(k, 1, &select_small_local_, &select_small_local_, kSelect);
-    if (bound <= small) {
+    const bool defer = st_.select_small_defer > 0 || (st_.select_small_defer < 0 && candidates_ <= 2 * small);
+    if (bound <= small || defer) {
+      select_deferred_ = bound > small;
       flush();
       return;
     }
@@ -252,6 +267,15 @@ void SiftStagesOpenCL::select(const Image* mask) {
   set_args(gather, a, kps, counters, cap, kept);
   launch_1d(gather, keypoint_capacity_, 256, kSelect);
   flush();
+}
+
+// download(): the one work-group was queued alone on a guess and found more oriented records than its positions
+// (its counter slot is 0): the next select() runs the multi-launch path, sized to the count just read.
+bool SiftStagesOpenCL::select_again() {
+  if (!select_deferred_ || counters_[SIFT_COUNT_SELECT_SMALL] != 0) return false;
+  select_deferred_ = false;
+  select_multi_now_ = true;
+  return true;
 }
 
 void SiftStagesOpenCL::descriptors() {
