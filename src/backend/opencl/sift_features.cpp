@@ -1,6 +1,6 @@
 // OpenCL SIFT per-keypoint stages (see sift.hpp): orientations (one work-group per refined point), select
-// (device sorts and compactions of an index array: duplicates, cap, mask, canonical order) and descriptors
-// (one work-group per kept keypoint).
+// (device sorts and compactions of an index array: duplicates, cap, mask, canonical order; on GPUs the whole
+// stage in one work-group first when the count is small) and descriptors (one work-group per kept keypoint).
 #include <algorithm>
 #include <cmath>
 

@@ -274,7 +274,8 @@ uint sift_select_small_compact(__local int* ord, __local int* scan, __global con
  * When the oriented count n = min(counters[SIFT_COUNT_ORIENTED], capacity) is at most P: the select stage of
  * the multi-launch kernels above on the n records kp, the unique and kept counts into counters, the kept
  * records in canonical order into kept, and counters[SIFT_COUNT_SELECT_SMALL] = 1 (the multi-launch kernels
- * queued after it then return at once); otherwise only counters[SIFT_COUNT_SELECT_SMALL] = 0. Every barrier
+ * queued after it then return at once, where the host queued them: see select() in sift_features.cpp);
+ * otherwise only counters[SIFT_COUNT_SELECT_SMALL] = 0. Every barrier
  * is reached by all work-items: the early return and the cap's sort depend only on values every work-item
  * reads alike (n, the scan's total). */
 __kernel void sift_select_small(__global const SiftKeypoint* kp, __global uint* counters, uint capacity, uint positions,
