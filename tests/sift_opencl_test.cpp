@@ -274,6 +274,120 @@ TEST(SiftOpenCL, ExtremaOctavesInOneLaunchFindTheSameCandidates) {
   }
 }
 
+// The select stage's two paths keep the same features bit for bit: sift_select_small (the whole stage in one
+// work-group, the order as 32-bit words of a key prefix and a record index in local memory; forced on PoCL
+// with State::select_small = 1) and the multi-launch sorts and compactions, with and without the cap and a mask,
+// and agree with the CPU backend. The forms, each against the multi-launch path (GPU host path):
+//  - GPU host path, default: the one work-group queued alone (the capacity is within its 8,192 positions, or
+//    the candidates within twice them: every case here), so the multi-launch kernels are never queued;
+//  - GPU host path, State::select_small_defer = 0: the multi-launch kernels queued behind it when the capacity
+//    (2 x the candidates) exceeds its positions, returning at once on its counter slot;
+//  - the CPU-device host path (the oriented count read back: never queued);
+//  - 16 KiB of local memory (2,048 positions: box fits, graf1 does not), the multi-launch kernels queued behind
+//    (defer 0: the device's slot 0 lets them run) and not queued (defer 1: download() sees the slot 0 and
+//    select_again() runs the multi-launch path).
+// "sift.order_a" exists after a run only when the multi-launch path was queued (erased before each run).
+// graf1 at a low contrast threshold has 4,483 features.
+TEST(SiftOpenCL, SelectPathsGiveTheSameFeatures) {
+  REQUIRE_OPENCL();
+  struct Form {
+    std::unique_ptr<ss::Context> ctx;
+    ss::opencl::State* st = nullptr;
+    std::unique_ptr<ss::detail::SiftStages> stages;
+    std::size_t local = 0;  // local memory (0: the device's)
+    ss::opencl::SiftStagesOpenCL& ocl() { return dynamic_cast<ss::opencl::SiftStagesOpenCL&>(*stages); }
+    ss::Features run(const ss::Image& im, const ss::SiftOptions& o, const ss::Image* m) {
+      const std::size_t saved = st->local_mem;
+      if (local) st->local_mem = local;
+      st->buffers.erase("sift.order_a");
+      ss::Features r = run_stages(*stages, ctx->impl(), sift_view(im), o, m);
+      st->local_mem = saved;
+      return r;
+    }
+    bool queued() const { return st->buffers.count("sift.order_a") != 0; }
+  };
+  auto make = [](bool gpu, int select_small, int defer, std::size_t local) {
+    Form f;
+    f.ctx = std::make_unique<ss::Context>(opencl_options());
+    f.st = &ss::opencl::state(f.ctx->impl());
+    if (gpu) f.st->is_cpu = false;
+    f.st->select_small = select_small;
+    f.st->select_small_defer = defer;
+    f.local = local;
+    f.stages = ss::opencl::make_sift_stages(f.ctx->impl());
+    return f;
+  };
+  const std::size_t narrow_local = 16 * 1024;
+  Form multi = make(true, 0, -1, 0), small = make(true, 1, -1, 0), behind = make(true, 1, 0, 0),
+       cpu_form = make(false, 1, -1, 0), narrow_behind = make(true, 1, 0, narrow_local),
+       narrow_again = make(true, 1, 1, narrow_local);
+  ss::SiftOptions dense;
+  dense.contrast_threshold = 0.01;
+  const std::pair<const char*, ss::SiftOptions> cases[] = {
+      {"box.png", {}}, {"graf1_gray.png", {}}, {"camera.png", {}}, {"graf1_gray.png", dense}};
+  bool behind_queued = false, behind_alone = false, narrow_fell_back = false, narrow_small = false;
+  for (const auto& [name, base] : cases) {
+    const ss::Image im = load(name);
+    ss::Image mask = ss::Image::allocate(im.width, im.height, 1, ss::PixelType::kU8);
+    for (int y = 0; y < im.height; ++y)
+      for (int x = 0; x < im.width; ++x)
+        mask.data[std::size_t(y) * std::size_t(im.width) + std::size_t(x)] = (x / 37 + y / 29) % 3 ? 255 : 0;
+    for (int cap : {0, 300}) {
+      for (const ss::Image* m : {static_cast<const ss::Image*>(nullptr), static_cast<const ss::Image*>(&mask)}) {
+        ss::SiftOptions o = base;
+        o.max_features = cap;
+        const std::string what = std::string(name) + " contrast " + std::to_string(o.contrast_threshold) +
+                                 " max_features " + std::to_string(cap) + (m ? " mask" : "");
+        const ss::Features ref = multi.run(im, o, m);
+        EXPECT_FALSE(multi.ocl().last_select_was_small()) << what;
+        EXPECT_TRUE(multi.queued()) << what;
+        ASSERT_FALSE(ref.keypoints.empty()) << what;
+        if (o.contrast_threshold < 0.02 && cap == 0 && !m) {
+          EXPECT_GT(ref.keypoints.size(), 4096u) << what;
+        }
+        if (cap > 0) {
+          EXPECT_LE(ref.keypoints.size(), std::size_t(cap) + 30) << what;
+        }
+        ASSERT_EQ(small.ocl().select_small_positions(), 8192u);
+        const ss::Features a = small.run(im, o, m);
+        EXPECT_TRUE(small.ocl().last_select_was_small()) << what;
+        EXPECT_FALSE(small.queued()) << what << ": the default queued the multi-launch kernels";
+        EXPECT_TRUE(same_bits(a, ref)) << what << ": one work-group (GPU host path) differs from the multi-launch path";
+        const ss::Features b = behind.run(im, o, m);
+        EXPECT_TRUE(behind.ocl().last_select_was_small()) << what;
+        (behind.queued() ? behind_queued : behind_alone) = true;
+        EXPECT_TRUE(same_bits(b, ref)) << what << ": one work-group, the multi-launch kernels behind it, differs";
+        const ss::Features c = cpu_form.run(im, o, m);
+        EXPECT_TRUE(cpu_form.ocl().last_select_was_small()) << what;
+        EXPECT_FALSE(cpu_form.queued()) << what << ": the count was known, nothing to queue";
+        EXPECT_TRUE(same_bits(c, ref)) << what << ": one work-group (CPU host path) differs from the multi-launch path";
+        // 2,048 positions in 16 KiB: the one work-group takes box, not graf1.
+        for (Form* f : {&narrow_behind, &narrow_again}) {
+          const ss::Features d = f->run(im, o, m);
+          const bool ran = f->ocl().last_select_was_small();
+          (ran ? narrow_small : narrow_fell_back) = true;
+          if (f->st->select_small_defer == 1) {  // queued only for the rerun
+            EXPECT_EQ(f->queued(), !ran) << what << ": 16 KiB, defer 1";
+          } else if (!ran) {
+            EXPECT_TRUE(f->queued()) << what << ": 16 KiB, defer 0: fell back with nothing queued";
+          }
+          EXPECT_TRUE(same_bits(d, ref)) << what << ": 16 KiB, defer " << f->st->select_small_defer
+                                         << ": differs from the multi-launch path";
+        }
+        expect_agreement(cpu_sift(im, o, m), a, what);
+      }
+    }
+  }
+  EXPECT_TRUE(behind_queued) << "no case queued the multi-launch kernels behind the one work-group";
+  EXPECT_TRUE(behind_alone) << "no case had a capacity within the one work-group's positions";
+  EXPECT_TRUE(narrow_fell_back) << "no case exceeded the 2,048 positions of 16 KiB";
+  EXPECT_TRUE(narrow_small) << "no case fit the 2,048 positions of 16 KiB";
+  narrow_again.st->local_mem = narrow_local;
+  EXPECT_EQ(narrow_again.ocl().select_small_positions(), 2048u);
+  narrow_again.st->local_mem = 1024;
+  EXPECT_EQ(narrow_again.ocl().select_small_positions(), 0u) << "1 KiB of local memory holds no useful order";
+}
+
 // Buffers too small for a run grow and the stages run again, with the same result.
 TEST(SiftOpenCL, BuffersGrowAndRunAgain) {
   REQUIRE_OPENCL();
@@ -317,6 +431,56 @@ TEST(SiftOpenCL, DISABLED_StageTimes) {
   auto& stages = dynamic_cast<ss::opencl::SiftStagesOpenCL&>(*d.stages);
   ss::test::report_stage_times(kOpenCLSift, stages, d.ctx->impl(), 7);
   ss::test::report_host_times(kOpenCLSift, stages, d.ctx->impl(), 7);
+}
+
+// The select stage's device time (profiling events) and the run's wall time, medians of 11 after a warm-up,
+// the forms' runs interleaved: the multi-launch path (State::select_small = 0), sift_select_small queued
+// alone (select_small 1, select_small_defer 1: on GPUs the default for these counts) and sift_select_small
+// with the multi-launch kernels queued behind it (defer 0: they return at once), for the timing images (graf1,
+// box and SPECTRASIFT_SIFT_TIMING_IMAGES'), with the counts that decide the path. Reported, never asserted.
+// Run with --gtest_also_run_disabled_tests --gtest_filter=*SelectTimes*.
+TEST(SiftOpenCL, DISABLED_SelectTimes) {
+  REQUIRE_OPENCL();
+  ss::Context ctx(opencl_options());
+  auto& st = ss::opencl::state(ctx.impl());
+  auto stages = ss::opencl::make_sift_stages(ctx.impl());
+  auto& ocl = dynamic_cast<ss::opencl::SiftStagesOpenCL&>(*stages);
+  ocl.set_profiling(true);
+  using Stages = ss::detail::SiftDeviceStages;
+  struct Form { int small, defer; const char* what; };
+  const Form forms[] = {{0, -1, "multi-launch"}, {1, 1, "one work-group alone"}, {1, 0, "one work-group + queued"}};
+  for (const std::string& path : ss::test::timing_images()) {
+    const ss::Image im = ss::read_image(path);
+    for (bool upsample : {true, false}) {
+      ss::SiftOptions o;
+      o.upsample = upsample;
+      std::vector<double> ms[3], wall[3];
+      ss::detail::SiftCounts counts;
+      bool small_ran = false;
+      for (int rep = 0; rep < 12; ++rep) {
+        for (int f = 0; f < 3; ++f) {
+          st.select_small = forms[f].small;
+          st.select_small_defer = forms[f].defer;
+          const auto t0 = std::chrono::steady_clock::now();
+          (void)run_stages(ocl, ctx.impl(), sift_view(im), o, nullptr, &counts);
+          const auto t1 = std::chrono::steady_clock::now();
+          if (f == 1) small_ran = ocl.last_select_was_small();
+          if (rep == 0) continue;
+          ms[f].push_back(ocl.stage_ms()[std::size_t(Stages::kSelect)]);
+          wall[f].push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+        }
+      }
+      std::printf("[ sift-ocl ] select %s upsample %d: candidates %zu, oriented %zu, kept %zu; one work-group %zu "
+                  "positions, %s; select ms (run wall ms):",
+                  path.c_str(), int(upsample), counts.candidates, counts.oriented, counts.kept,
+                  ocl.select_small_positions(), small_ran ? "ran" : "fell back");
+      for (int f = 0; f < 3; ++f)
+        std::printf(" %s %.3f (%.2f)", forms[f].what, ss::test::median_of(ms[f]), ss::test::median_of(wall[f]));
+      std::printf("\n");
+    }
+  }
+  st.select_small = -1;
+  st.select_small_defer = -1;
 }
 
 // The transfers alone, host wall time, direct against staged (State::host_staging; sift_upload.cpp and

@@ -83,6 +83,11 @@ void SiftDeviceStages::download(Features& out, SiftCounts& counts) {
     descriptors();
     read_counters();
   }
+  if (select_again()) {
+    select(nullptr);  // as above: the mask stays in force
+    descriptors();
+    read_counters();
+  }
   const std::size_t kept = counters_[SIFT_COUNT_KEPT];
   counts.candidates = candidates_;
   counts.refined = counters_[SIFT_COUNT_REFINED];

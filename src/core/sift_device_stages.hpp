@@ -47,6 +47,10 @@ class SiftDeviceStages : public SiftStages {
   virtual void read_features(Features& out, std::size_t kept) = 0;
   /// The end of a run: stage_ms_ from the run's events when profile_run_, then log_stage_times.
   virtual void finish_profile() = 0;
+  /// Called by download() on the counters just read: true when select() left the stage undone and must run
+  /// again (with descriptors()) now that the counts are known. OpenCL: its one-work-group select was queued
+  /// alone on a guess that the oriented count fits it, and the device found more (sift_features.cpp).
+  virtual bool select_again() { return false; }
 
   /// The start of a run (upload()): the plan and the per-run state reset; returns the image's bytes (the
   /// memory check and the upload size).

@@ -104,22 +104,22 @@ SPECTRASIFT_FN void sift_compare_exchange(SPECTRASIFT_CONST_GLOBAL SiftKeypoint*
   }
 }
 
-/* The keep flag of position i < n of the sorted order `order` of n records. pass 0 (order sorted by
- * SIFT_ORDER_DUPLICATES): not a duplicate of the record before it. pass 1 (the unique records, sorted by
- * response when max_features > 0): response >= the max_features-th largest response (when there are more)
- * and the mask set at the record's rounded position (mask_type: -1 none, 0 u8, 1 u16, 2 f32; mask_w x
- * mask_h pixels). */
-SPECTRASIFT_FN int sift_select_flag(SPECTRASIFT_CONST_GLOBAL int* order, SPECTRASIFT_CONST_GLOBAL SiftKeypoint* kp,
-                                    unsigned int i, unsigned int n, int pass, int max_features,
+/* The keep flag of record r (an index into kp) at its position of a sorted order, given the records the flag
+ * reads besides it: prev, the record at the position before (pass 0; -1 at position 0) and cut, the record at
+ * position max_features - 1 (pass 1 when the order holds more than max_features records; else -1). pass 0:
+ * not a duplicate of prev. pass 1: response >= cut's response (when cut >= 0) and the mask set at the
+ * record's rounded position (mask_type: -1 none, 0 u8, 1 u16, 2 f32; mask_w x mask_h pixels). Taking
+ * record indices rather than the order lets an order in local (shared) memory use it too
+ * (backend/opencl/kernels/sift_select.cl's sift_select_small). */
+SPECTRASIFT_FN int sift_select_keep(SPECTRASIFT_CONST_GLOBAL SiftKeypoint* kp, int r, int prev, int cut, int pass,
                                     SPECTRASIFT_CONST_GLOBAL unsigned char* mask, int mask_type, int mask_w,
                                     int mask_h) {
-  const SiftKeypoint k = kp[order[i]];
+  const SiftKeypoint k = kp[r];
   int flag = 1;
   if (pass == 0) {
-    flag = i == 0 || !sift_is_duplicate(kp[order[i - 1]], k);
+    flag = prev < 0 || !sift_is_duplicate(kp[prev], k);
   } else {
-    if (max_features > 0 && n > (unsigned int)max_features)
-      flag = sift_response_kept(k.response, kp[order[max_features - 1]].response);
+    if (cut >= 0) flag = sift_response_kept(k.response, kp[cut].response);
     if (flag && mask_type >= 0) {
       const size_t m = (size_t)sift_mask_coord(k.y, mask_h) * (size_t)mask_w + (size_t)sift_mask_coord(k.x, mask_w);
       if (mask_type == 0) flag = mask[m] != 0;
@@ -128,6 +128,19 @@ SPECTRASIFT_FN int sift_select_flag(SPECTRASIFT_CONST_GLOBAL int* order, SPECTRA
     }
   }
   return flag;
+}
+
+/* The keep flag of position i < n of the sorted order `order` of n records. pass 0 (order sorted by
+ * SIFT_ORDER_DUPLICATES): not a duplicate of the record before it. pass 1 (the unique records, sorted by
+ * response when max_features > 0): response >= the max_features-th largest response (when there are more)
+ * and the mask set at the record's rounded position (sift_select_keep). */
+SPECTRASIFT_FN int sift_select_flag(SPECTRASIFT_CONST_GLOBAL int* order, SPECTRASIFT_CONST_GLOBAL SiftKeypoint* kp,
+                                    unsigned int i, unsigned int n, int pass, int max_features,
+                                    SPECTRASIFT_CONST_GLOBAL unsigned char* mask, int mask_type, int mask_w,
+                                    int mask_h) {
+  const int prev = pass == 0 && i > 0 ? order[i - 1] : -1;
+  const int cut = pass == 1 && max_features > 0 && n > (unsigned int)max_features ? order[max_features - 1] : -1;
+  return sift_select_keep(kp, order[i], prev, cut, pass, mask, mask_type, mask_w, mask_h);
 }
 
 #endif /* SPECTRASIFT_NUMERIC_SIFT_SELECT_H */

@@ -158,10 +158,12 @@ void SiftStagesOpenCL::finish_profile() {
   log_stage_times("opencl");
 }
 
+// The slots a run's feature stages fill: oriented, unique, kept and the one-work-group select's flag.
 void SiftStagesOpenCL::clear_feature_counters() {
+  static_assert(SIFT_COUNT_SELECT_SMALL == SIFT_COUNT_ORIENTED + 3, "the slots cleared are contiguous");
   const cl_uint zero = 0;
   SPECTRASIFT_CL_CHECK(clEnqueueFillBuffer(st_.queue, counter_buffer(), &zero, sizeof zero,
-                                           SIFT_COUNT_ORIENTED * sizeof zero, 3 * sizeof zero, 0, nullptr, nullptr));
+                                           SIFT_COUNT_ORIENTED * sizeof zero, 4 * sizeof zero, 0, nullptr, nullptr));
 }
 
 std::unique_ptr<detail::SiftStages> make_sift_stages(detail::ContextImpl& ctx) {

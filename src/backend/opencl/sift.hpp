@@ -56,6 +56,11 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   /// none; tests check the small-octave cases exist).
   int small_octaves_from() const noexcept { return small_from_; }
 
+  /// Tests: whether the last run's select stage ran in one work-group (sift_select_small set its counter slot).
+  bool last_select_was_small() const noexcept { return counters_[SIFT_COUNT_SELECT_SMALL] == 1; }
+  /// The positions sift_select_small handles with the State's switch and local memory now (0: not run).
+  std::size_t select_small_positions();
+
   /// Behave as on a device without cl_khr_fp64 (tests: the errors of the inputs that need doubles).
   void assume_no_fp64() noexcept { fp64_ = false; }
 
@@ -74,6 +79,7 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   void finish_profile() override;  // stage_ms_ from the profiling events (launches and transfers)
   void read_counters() override;
   void clear_feature_counters() override;
+  bool select_again() override;  // sift_features.cpp: the one work-group queued alone fell back
   // sift_upload.cpp: bytes of the caller's memory into dst (directly, or staged through pinned memory).
   void write_input(cl_mem dst, const void* src, std::size_t bytes);
   // sift_download.cpp
@@ -116,6 +122,10 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   std::size_t desc_local_ = 0, desc_ex_ = 0;
   std::size_t oriented_bound_ = ~std::size_t(0);  // select(): the oriented count read back (CPU devices), else the capacity
   std::size_t compact_local_ = 0;
+  bool select_deferred_ = false;    // select() queued sift_select_small alone on a guess (select_again checks it)
+  bool select_multi_now_ = false;   // select_again(): the next select() runs the multi-launch path on the count read
+  std::size_t select_small_local_ = 0;        // work-items of sift_select_small (select_small_positions())
+  std::size_t select_small_fixed_ = ~std::size_t(0);  // its local memory besides `shared` (measured once)
   std::size_t sort_local_ = 1;                // work-items of sift_sort_local (blocks of twice as many positions)
   std::size_t groups_ = 0;                    // work-groups of the per-keypoint kernels
   std::vector<std::pair<int, Event>> events_;

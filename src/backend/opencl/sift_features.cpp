@@ -1,6 +1,6 @@
 // OpenCL SIFT per-keypoint stages (see sift.hpp): orientations (one work-group per refined point), select
-// (device sorts and compactions of an index array: duplicates, cap, mask, canonical order) and descriptors
-// (one work-group per kept keypoint).
+// (device sorts and compactions of an index array: duplicates, cap, mask, canonical order; on GPUs the whole
+// stage in one work-group first when the count is small) and descriptors (one work-group per kept keypoint).
 #include <algorithm>
 #include <cmath>
 
@@ -21,6 +21,9 @@ std::size_t pow2_at_least(std::size_t n) {
 constexpr int kCountOriented = 2, kCountUnique = 3, kCountKept = 4;
 // Orders of sift_sort_step (kernels/sift_select.cl).
 constexpr int kOrderDuplicates = 0, kOrderResponse = 1, kOrderCanonical = 2;
+// sift_select_small (kernels/sift_select.cl): the most positions (SIFT_SELECT_SMALL_MAX_POSITIONS, its 13-bit
+// index), the most per work-item (SIFT_SELECT_SMALL_PER_MAX), and the fewest worth running it for.
+constexpr std::size_t kSelectSmallMaxPositions = 8192, kSelectSmallPerMax = 16, kSelectSmallMinPositions = 2048;
 
 }  // namespace
 
@@ -150,6 +153,34 @@ void SiftStagesOpenCL::compact(cl_mem in, int in_slot, int out_slot, cl_mem out)
   launch(k, 1, &compact_local_, &compact_local_, kSelect);
 }
 
+// The positions P of sift_select_small (kernels/sift_select.cl) with the State's switch (by default on GPUs
+// only) and local memory now, or 0 when it is not run: the largest power of two up to 8,192 (its 13-bit record
+// index) whose P + L ints (the order's words and the scan of L work-items) fit the device's local memory less
+// the kernel's own, and at most 16 positions per work-item. NVIDIA OpenCL's 48 KiB gives 8,192 with L = 1024.
+// Below 2,048 positions the one work-group would rarely take the stage (kleiber 1080p has 2,411 oriented
+// records), so the multi-launch path alone runs.
+std::size_t SiftStagesOpenCL::select_small_positions() {
+  const bool on = st_.select_small > 0 || (st_.select_small < 0 && !st_.is_cpu);
+  if (!on) return 0;
+  cl_kernel k = kernel("sift_select_small");
+  if (select_small_fixed_ == ~std::size_t(0)) {
+    // CL_KERNEL_LOCAL_MEM_SIZE counts the __local argument as last set: set it to one int first.
+    SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 12, sizeof(cl_int), nullptr));
+    const std::size_t lm = st_.limits(k).local_mem;
+    select_small_fixed_ = lm > sizeof(cl_int) ? lm - sizeof(cl_int) : 0;
+  }
+  std::size_t l = 1;
+  const std::size_t allowed = std::min<std::size_t>(st_.work_group_1d(k, 1024), 1024);
+  while (l * 2 <= allowed) l *= 2;
+  std::size_t positions = std::min<std::size_t>(kSelectSmallMaxPositions, l * kSelectSmallPerMax);
+  while (positions >= kSelectSmallMinPositions &&
+         (positions + l) * sizeof(cl_int) + select_small_fixed_ > st_.local_mem)
+    positions /= 2;
+  if (positions < kSelectSmallMinPositions || positions < l) return 0;
+  select_small_local_ = l;
+  return positions;
+}
+
 void SiftStagesOpenCL::select(const Image* mask) {
   if (candidates_ == 0) return;
   const detail::SiftPlan& p = *plan_;
@@ -159,20 +190,24 @@ void SiftStagesOpenCL::select(const Image* mask) {
   // return at once (the capacity is 2x the candidates: 9 of the 15 launches of a sort at kleiber 1080p), are
   // not launched; each costs a PoCL dispatch over every core. The device queue runs on the host's own cores,
   // so the wait costs no overlap the GPU path would keep.
+  // After select_again(): the oriented count download() just read, the same tight bound.
   std::size_t bound = keypoint_capacity_;
-  if (st_.is_cpu) {
+  const bool exact = st_.is_cpu || select_multi_now_;
+  if (select_multi_now_) {
+    bound = std::min<std::size_t>(std::max<std::size_t>(counters_[kCountOriented], 1), keypoint_capacity_);
+  } else if (st_.is_cpu) {
     cl_uint oriented = 0;
     SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(st_.queue, counters, CL_TRUE, kCountOriented * sizeof(cl_uint),
                                              sizeof oriented, &oriented, 0, nullptr, nullptr));
     bound = std::min<std::size_t>(std::max<std::size_t>(oriented, 1), keypoint_capacity_);
   }
+  const bool multi_only = select_multi_now_;
+  select_multi_now_ = false;
+  select_deferred_ = false;
   oriented_bound_ = bound;
   positions_ = std::max(pow2_at_least(bound), 2 * sort_local_);
   const std::size_t positions = positions_;
   const cl_mem kps = st_.buffer("sift.kp", keypoint_capacity_ * sizeof(SiftKeypoint));
-  const cl_mem a = st_.buffer("sift.order_a", positions * sizeof(cl_int));
-  const cl_mem b = st_.buffer("sift.order_b", positions * sizeof(cl_int));
-  const cl_mem keep = st_.buffer("sift.keep", positions * sizeof(cl_int));
   if (mask) {
     const std::size_t bytes = mask->data.size();
     const cl_mem m = st_.buffer("sift.mask", bytes);
@@ -183,6 +218,35 @@ void SiftStagesOpenCL::select(const Image* mask) {
   }
   const cl_mem m = st_.buffer("sift.mask", 4);
   const cl_uint cap = cl_uint(keypoint_capacity_);
+  const cl_mem kept = st_.buffer("sift.kept", keypoint_capacity_ * sizeof(SiftKeypoint));
+  const std::size_t small = multi_only ? 0 : select_small_positions();
+  if (small && !(exact && bound > small)) {
+    // The whole stage in one work-group when the oriented count is at most `small` (decided on the device,
+    // which sets counters[SIFT_COUNT_SELECT_SMALL]); the launches below then return at once. They are not
+    // queued when the host's bound on the count is within `small` (the keypoint capacity; on CPU devices the
+    // count read back), nor when it queues the one work-group alone on a guess (State::select_small_defer; by
+    // default when the candidates are at most 2 x small: at kleiber 1080p upsampled 6,528 candidates give
+    // 2,427 oriented records, and the capacity 13,056 would queue 48 launches that return at once, each a
+    // launch's fixed cost on NVIDIA). A wrong guess costs one more round: download() reads the slot 0, and
+    // select_again() has the multi-launch path run on the count read. The key prefixes' scale: coordinates
+    // (input pixels) times it fall in [0, 2^19); the canonical prefix only where layers fit 4 bits.
+    cl_kernel k = kernel("sift_select_small");
+    const float coord_scale = float(1 << 19) / float(std::max(p.input_width, p.input_height) + 1);
+    set_args(k, kps, counters, cap, cl_uint(small), p.max_features, m, mask_type_, mask_w_, mask_h_, coord_scale,
+             cl_int(p.layers <= 15 ? 1 : 0), kept);
+    SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 12, (small + select_small_local_) * sizeof(cl_int), nullptr));
+    launch(k, 1, &select_small_local_, &select_small_local_, kSelect);
+    const bool defer = st_.select_small_defer > 0 || (st_.select_small_defer < 0 && candidates_ <= 2 * small);
+    if (bound <= small || defer) {
+      select_deferred_ = bound > small;
+      flush();
+      return;
+    }
+  }
+  // The multi-launch path's buffers (created only when it is queued).
+  const cl_mem a = st_.buffer("sift.order_a", positions * sizeof(cl_int));
+  const cl_mem b = st_.buffer("sift.order_b", positions * sizeof(cl_int));
+  const cl_mem keep = st_.buffer("sift.keep", positions * sizeof(cl_int));
   cl_kernel init = kernel("sift_select_init");
   set_args(init, a, counters, cap, cl_uint(positions));
   launch_1d(init, positions, 256, kSelect);
@@ -199,11 +263,19 @@ void SiftStagesOpenCL::select(const Image* mask) {
   compact(b, kCountUnique, kCountKept, a);
   // 4. the canonical order, and the kept records gathered in it
   sort(a, kCountKept, kOrderCanonical);
-  const cl_mem kept = st_.buffer("sift.kept", keypoint_capacity_ * sizeof(SiftKeypoint));
   cl_kernel gather = kernel("sift_select_gather");
   set_args(gather, a, kps, counters, cap, kept);
   launch_1d(gather, keypoint_capacity_, 256, kSelect);
   flush();
+}
+
+// download(): the one work-group was queued alone on a guess and found more oriented records than its positions
+// (its counter slot is 0): the next select() runs the multi-launch path, sized to the count just read.
+bool SiftStagesOpenCL::select_again() {
+  if (!select_deferred_ || counters_[SIFT_COUNT_SELECT_SMALL] != 0) return false;
+  select_deferred_ = false;
+  select_multi_now_ = true;
+  return true;
 }
 
 void SiftStagesOpenCL::descriptors() {

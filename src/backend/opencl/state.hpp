@@ -134,6 +134,16 @@ struct State final : detail::BackendImpl {
   /// (GPUs), 0 = never, 1 = where they fit (tests force it on PoCL with blur_variant 0 or 2). The row
   /// kernels (blur_variant 1, CPU devices) never take it. The same bits either way.
   int small_octaves = -1;
+  /// Whether SIFT's select stage runs sift_select_small first (the whole stage in one work-group when the
+  /// oriented count fits its local memory; sift_features.cpp): -1 = by device (GPUs), 0 = never, 1 = where
+  /// the device's local memory holds enough positions (tests force it on PoCL). The same bits either way.
+  int select_small = -1;
+  /// When the host's bound on the oriented count (the keypoint capacity, 2 x the candidates) exceeds
+  /// sift_select_small's positions: -1 = queue it alone when the candidates are at most twice its positions
+  /// (the oriented count is then most likely within them; the rare miss runs the multi-launch path from
+  /// download() once the count is read), else with the multi-launch kernels behind it; 0 = always with them
+  /// (they return at once when it did the stage); 1 = always alone. Tests force each. The same bits either way.
+  int select_small_defer = -1;
   /// The GPU extrema search (sift_extrema) launches an octave on its own while its launch has at least this
   /// many work-groups, the remaining octaves in one launch (0: 2 x compute_units). Tests set it huge to search
   /// every octave in one launch. The same candidates either way (their order is never used).
