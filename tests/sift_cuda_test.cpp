@@ -386,6 +386,8 @@ TEST(SiftCuda, BatchFromPageLockedMemory) {
 
 // The select stage's two paths (the whole stage in one block for small counts, kernels/sift_select_small.cuh,
 // and the multi-launch sorts and compactions) keep the same features, with and without the cap and a mask.
+std::string shared_photo(const char* name);
+
 TEST(SiftCuda, SelectPathsGiveTheSameFeatures) {
   REQUIRE_CUDA();
   OwnStages small, multi;
@@ -419,6 +421,25 @@ TEST(SiftCuda, SelectPathsGiveTheSameFeatures) {
       }
     }
   }
+  // The block queued alone on a guess (set_select_defer(1)): right on graf1, wrong on elephants 4K (120k oriented
+  // records, the multi-launch path in a second round); the multi-launch path's bits either way.
+  small.cuda().set_select_defer(1);
+  struct Guess {
+    std::string name;
+    ss::Image image;
+    bool right;  // the oriented count fits the block
+  };
+  std::vector<Guess> guesses;
+  guesses.push_back({"graf1_gray.png", load("graf1_gray.png"), true});
+  if (const std::string photo = shared_photo("elephants_3840x2160.jpg"); !photo.empty())
+    guesses.push_back({photo, ss::read_image(photo), false});
+  for (const auto& [name, im, right] : guesses) {
+    const ss::Features a = run_stages(*small.stages, small.ctx.impl(), sift_view(im), {}, nullptr);
+    const ss::Features b = run_stages(*multi.stages, multi.ctx.impl(), sift_view(im), {}, nullptr);
+    EXPECT_EQ(small.cuda().last_select_was_small(), right) << name;
+    EXPECT_TRUE(same_bits(a, b)) << name << " (queued alone on a guess)";
+  }
+  small.cuda().set_select_defer(-1);
 }
 
 // A photo of the shared data folder (kleiber_1920x1080.jpg, ...): in $SPECTRASIFT_TEST_PHOTOS when it is set

@@ -82,6 +82,10 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   /// Tests: whether select() may run the whole stage in one block for small counts (default true; false: the
   /// multi-launch path always).
   void set_select_small(bool on) noexcept { select_small_allowed_ = on; }
+  /// Tests: whether select() queues the one-block kernel alone when the buffers could hold more records than it
+  /// takes: -1 (default) when the candidates are at most twice its positions, 0 never, 1 always (a wrong guess
+  /// runs the multi-launch path in a second round, select_again()). The same bits either way.
+  void set_select_defer(int mode) noexcept { select_defer_ = mode; }
   /// Tests: whether the last run's select stage ran in one block (kernels::sift_select_small).
   bool last_select_was_small() const noexcept;
   /// The descriptor kernel: kWalkers = kernels::sift_descriptor (a block of 36 walkers per keypoint),
@@ -111,6 +115,7 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   const long long* octave_table();  // "sift.info": octave_info_
   unsigned int* counters();         // "sift.counters": kernels::kCounters slots
   void read_counters() override;    // counters() -> counters_ (synchronises the compute stream)
+  bool select_again() override;     // a guess of select() was wrong: run the multi-launch path (download())
   void clear_feature_counters() override;
   void mark(Stage stage);           // a stage starts (timing runs only)
   void finish_profile() override;
@@ -167,6 +172,9 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   bool desc_staged_fits_ = false;  // the device's shared memory holds sift_descriptor_staged's bands
   bool select_small_ = false;      // the device runs kernels::sift_select_small (enough shared memory)
   bool select_small_allowed_ = true;  // set_select_small
+  int select_defer_ = -1;             // set_select_defer
+  bool select_deferred_ = false;      // this run's select() queued the block alone on a guess
+  bool select_multi_now_ = false;     // the next select() runs the multi-launch path only (select_again)
   std::size_t memory_limit_ = 0, shared_limit_ = 0;
   // Timing: events in order, the stage each one starts.
   std::unique_ptr<EventSet> events_;

@@ -164,9 +164,16 @@ void SiftStagesCuda::select(const Image* mask) {
   const kernels::SiftMask m{static_cast<const unsigned char*>(buffer("sift.mask", 4)), mask_type_, mask_w_, mask_h_};
   const unsigned cap = unsigned(keypoint_capacity_);
   auto* kept = static_cast<SiftKeypoint*>(buffer("sift.kept", keypoint_capacity_ * sizeof(SiftKeypoint)));
-  if (select_small_ && select_small_allowed_) {
+  const bool multi_only = select_multi_now_;
+  select_multi_now_ = false;
+  select_deferred_ = false;
+  if (select_small_ && select_small_allowed_ && !multi_only) {
     // The whole stage in one block when the oriented count is small (decided on the device); the launches
-    // below then return at once. When the buffers cannot hold more records than it takes, they are not queued.
+    // below then return at once. They are not queued when the buffers cannot hold more records than it takes,
+    // nor when the block is queued alone on a guess (set_select_defer; by default when the candidates are at
+    // most 2 x its positions: kleiber 1080p upsampled has ~6,500 candidates and 2,411 oriented records, and a
+    // capacity that would queue ~22 launches returning at once, ~50 us). A wrong guess costs one more round:
+    // download() reads the slot 0 and select_again() has the multi-launch path run.
     // The key prefixes' scale: coordinates (input pixels) times it fall in [0, 2^18).
     const kernels::SiftSelectKeys keys{float(1 << 18) / float(std::max(p.input_width, p.input_height) + 1),
                                        p.layers <= 15 ? 1 : 0};
@@ -174,6 +181,10 @@ void SiftStagesCuda::select(const Image* mask) {
                                  st_.compute>>>(kps, count_slots, cap, p.max_features, m, keys, kept);
     SPECTRASIFT_CUDA_CHECK_LAUNCH();
     if (keypoint_capacity_ <= kernels::kSelectSmallPositions) return;
+    if (select_defer_ > 0 || (select_defer_ < 0 && candidates_ <= 2 * std::size_t(kernels::kSelectSmallPositions))) {
+      select_deferred_ = true;
+      return;
+    }
   }
   kernels::sift_select_init<<<blocks_for(positions_, 256), 256, 0, st_.compute>>>(a, count_slots, cap, unsigned(positions_));
   SPECTRASIFT_CUDA_CHECK_LAUNCH();
@@ -218,6 +229,15 @@ void SiftStagesCuda::descriptors() {
   }
   SPECTRASIFT_CUDA_CHECK_LAUNCH();
   pack_features();  // for read-back 2 (sift_download.cu)
+}
+
+// download(): the block was queued alone on a guess and found more oriented records than its positions (the
+// counter slot it sets is 0): the next select() runs the multi-launch path.
+bool SiftStagesCuda::select_again() {
+  if (!select_deferred_ || counters_[kernels::kCountSelectSmall] != 0) return false;
+  select_deferred_ = false;
+  select_multi_now_ = true;
+  return true;
 }
 
 bool SiftStagesCuda::last_select_was_small() const noexcept {

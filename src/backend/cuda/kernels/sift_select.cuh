@@ -17,9 +17,9 @@ constexpr int kOrderResponse = SIFT_ORDER_RESPONSE;      // response descending 
 constexpr int kOrderCanonical = SIFT_ORDER_CANONICAL;    // sift_canonical_before
 
 // Set to 1 by sift_select_small (sift_select_small.cuh) when it ran the whole stage: every kernel below and in
-// sift_sort.cuh then returns at once. A slot of the counters that numeric/sift_device.h leaves free (CUDA only;
-// the upload zeroes every slot).
-constexpr int kCountSelectSmall = 5;
+// sift_sort.cuh then returns at once. numeric/sift_device.h's slot, which OpenCL's one-work-group select sets the
+// same way (the upload zeroes every slot).
+constexpr int kCountSelectSmall = SIFT_COUNT_SELECT_SMALL;
 static_assert(kCountSelectSmall > kCountKept && kCountSelectSmall < kCounters, "a free counter slot");
 
 // The comparisons (sift_pow2_at_least, sift_index_before, sift_compare_exchange) and the keep flag of a
