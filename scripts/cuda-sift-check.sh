@@ -20,11 +20,12 @@ run "$bin/match_cuda_test"
 run "$bin/sift_test" --gtest_filter='Sift.EveryGpuBackendRunsSift'
 if [ "$sanitizer" = 1 ] && command -v compute-sanitizer >/dev/null; then
   filter='SiftCuda.PublicApiRunsTheDeviceStages:SiftCuda.BuffersGrowAndRunAgain:SiftCuda.UploadPathsGiveTheSameFeatures'
-  filter="$filter:SiftCuda.DescriptorFormsGiveTheSameFeatures"
+  filter="$filter:SiftCuda.DescriptorFormsGiveTheSameFeatures:SiftCuda.SmallOctavesWriteTheSamePyramid"
+  filter="$filter:SiftCuda.SelectPathsGiveTheSameFeatures"
   run compute-sanitizer --tool memcheck --error-exitcode 1 "$bin/sift_cuda_test" --gtest_filter="$filter"
-  # Racecheck without the 1080p photo case of DescriptorFormsGiveTheSameFeatures (the test images cover both forms).
+  # Racecheck without the photo cases (the test images cover every form).
   run env SPECTRASIFT_TEST_PHOTOS=none compute-sanitizer --tool racecheck --error-exitcode 1 "$bin/sift_cuda_test" \
-    --gtest_filter='SiftCuda.PublicApiRunsTheDeviceStages:SiftCuda.DescriptorFormsGiveTheSameFeatures'
+    --gtest_filter='SiftCuda.PublicApiRunsTheDeviceStages:SiftCuda.DescriptorFormsGiveTheSameFeatures:SiftCuda.SmallOctavesWriteTheSamePyramid:SiftCuda.SelectPathsGiveTheSameFeatures'
 fi
 PHOTOS=${PHOTOS:-}
 for d in shared/data/photos ../shared/data/photos; do [ -z "$PHOTOS" ] && [ -d "$d" ] && PHOTOS=$d; done
