@@ -119,8 +119,10 @@ void SiftStagesCuda::finish_profile() {
   log_stage_times("cuda");
 }
 
+// The slots of orientations and select: oriented, unique, kept and the one-block select's flag.
 void SiftStagesCuda::clear_feature_counters() {
-  SPECTRASIFT_CUDA_CHECK(cudaMemsetAsync(counters() + kernels::kCountOriented, 0, 3 * sizeof(unsigned int), st_.compute));
+  static_assert(SIFT_COUNT_SELECT_SMALL == kernels::kCountOriented + 3, "the four slots are consecutive");
+  SPECTRASIFT_CUDA_CHECK(cudaMemsetAsync(counters() + kernels::kCountOriented, 0, 4 * sizeof(unsigned int), st_.compute));
 }
 
 std::unique_ptr<detail::SiftStages> make_sift_stages(detail::ContextImpl& ctx) {

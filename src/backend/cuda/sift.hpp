@@ -88,6 +88,8 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   void set_select_defer(int mode) noexcept { select_defer_ = mode; }
   /// Tests: whether the last run's select stage ran in one block (kernels::sift_select_small).
   bool last_select_was_small() const noexcept;
+  /// Tests: whether the last run's select() queued the one-block kernel alone on a guess (set_select_defer).
+  bool last_select_deferred() const noexcept { return select_guessed_; }
   /// The descriptor kernel: kWalkers = kernels::sift_descriptor (a block of 36 walkers per keypoint),
   /// kStaged = kernels::sift_descriptor_staged (a warp per keypoint, each sample computed once). The same bits
   /// either way; kStaged runs the walkers where the device's shared memory cannot hold its bands.
@@ -173,7 +175,8 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   bool select_small_ = false;      // the device runs kernels::sift_select_small (enough shared memory)
   bool select_small_allowed_ = true;  // set_select_small
   int select_defer_ = -1;             // set_select_defer
-  bool select_deferred_ = false;      // this run's select() queued the block alone on a guess
+  bool select_deferred_ = false;      // this run's select() queued the block alone on a guess (until select_again)
+  bool select_guessed_ = false;       // the same, kept for last_select_deferred()
   bool select_multi_now_ = false;     // the next select() runs the multi-launch path only (select_again)
   std::size_t memory_limit_ = 0, shared_limit_ = 0;
   // Timing: events in order, the stage each one starts.

@@ -12,6 +12,7 @@
 #include "backend/cuda/kernels/sift_select.cuh"
 #include "backend/cuda/kernels/sift_select_small.cuh"
 #include "backend/cuda/kernels/sift_sort.cuh"
+#include "backend/cuda/shared_opt_in.hpp"
 #include "backend/cuda/sift.hpp"
 #include "backend/cuda/state.hpp"
 #include "spectrasift/error.hpp"
@@ -43,11 +44,8 @@ template <class Kernel> std::size_t static_shared(Kernel k) {
   return a.sharedSizeBytes;
 }
 
-// Opts a kernel in to `bytes` of dynamic shared memory when that is above the default 48 KiB.
-template <class Kernel> void allow_shared(Kernel k, std::size_t bytes) {
-  if (bytes > 48 * 1024)
-    SPECTRASIFT_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
-}
+// Opts a kernel in to `bytes` of dynamic shared memory when that is above the default 48 KiB (never lowers it).
+template <class Kernel> void allow_shared(Kernel k, std::size_t bytes) { raise_dynamic_shared(k, bytes); }
 
 }  // namespace
 
@@ -167,6 +165,7 @@ void SiftStagesCuda::select(const Image* mask) {
   const bool multi_only = select_multi_now_;
   select_multi_now_ = false;
   select_deferred_ = false;
+  if (!multi_only) select_guessed_ = false;  // a new run's select (select_again's keeps the run's flag)
   if (select_small_ && select_small_allowed_ && !multi_only) {
     // The whole stage in one block when the oriented count is small (decided on the device); the launches
     // below then return at once. They are not queued when the buffers cannot hold more records than it takes,
@@ -183,6 +182,7 @@ void SiftStagesCuda::select(const Image* mask) {
     if (keypoint_capacity_ <= kernels::kSelectSmallPositions) return;
     if (select_defer_ > 0 || (select_defer_ < 0 && candidates_ <= 2 * std::size_t(kernels::kSelectSmallPositions))) {
       select_deferred_ = true;
+      select_guessed_ = true;
       return;
     }
   }

@@ -13,6 +13,7 @@
 #include "backend/cuda/kernels/sift_convert.cuh"
 #include "backend/cuda/kernels/sift_extrema.cuh"
 #include "backend/cuda/kernels/sift_refine.cuh"
+#include "backend/cuda/shared_opt_in.hpp"
 #include "backend/cuda/sift.hpp"
 #include "backend/cuda/state.hpp"
 #include "spectrasift/error.hpp"
@@ -96,10 +97,7 @@ void SiftStagesCuda::size_blur_tiles() {
                       " (sigma or octave_layers too large for this device; use the cpu backend)",
                   "cuda");
   }
-  const std::size_t bytes = blur_tile_bytes(tx, ty, r);
-  if (bytes > 48 * 1024)
-    SPECTRASIFT_CUDA_CHECK(
-        cudaFuncSetAttribute(kernels::sift_blur_dog, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+  raise_dynamic_shared(kernels::sift_blur_dog, blur_tile_bytes(tx, ty, r));
   blur_tx_ = tx;
   blur_ty_ = ty;
   blur_r_ = r;
@@ -176,9 +174,7 @@ void SiftStagesCuda::launch_pyramid(const float* grey, float* gauss, float* dog,
     }
     const int cap = small_octaves_plane(small_first);  // octaves shrink: the first plane is the largest
     const std::size_t bytes = std::size_t(kernels::sift_blur_small_octaves_bytes(q.tap_floats, cap));
-    if (bytes > 48 * 1024)  // a function attribute, not a launch: allowed during the graph's capture
-      SPECTRASIFT_CUDA_CHECK(cudaFuncSetAttribute(kernels::sift_blur_small_octaves,
-                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+    raise_dynamic_shared(kernels::sift_blur_small_octaves, bytes);  // a function attribute: allowed while capturing
     kernels::sift_blur_small_octaves<<<1, kernels::kSmallOctavesThreads,
                                        bytes, st_.compute>>>(
         info, q, taps, gauss, dog, cap);

@@ -139,7 +139,9 @@ int SiftStagesOpenCL::small_octaves_first() {
     const std::size_t lm = st_.limits(k).local_mem;
     small_fixed_local_ = lm > 2 * sizeof(float) ? lm - 2 * sizeof(float) : 0;
   }
-  const std::size_t avail = st_.local_mem > small_fixed_local_ ? st_.local_mem - small_fixed_local_ : 0;
+  // 64 bytes of slack: a driver may align each __local argument (the fixed part was measured with 4-byte ones).
+  const std::size_t used = small_fixed_local_ + 64;
+  const std::size_t avail = st_.local_mem > used ? st_.local_mem - used : 0;
   const std::size_t taps = p.taps.size() * sizeof(float);
   int first = p.octaves;
   for (int o = p.octaves - 1; o >= 1; --o) {
