@@ -274,9 +274,9 @@ SPECTRASIFT_AS_VARIANTS(SIFT_DEFINE_DESCRIPTOR_CELL_SAMPLE)
 #undef SIFT_DEFINE_DESCRIPTOR_CELL_SAMPLE
 
 /* The staged form (CUDA, backend/cuda/kernels/sift_descriptor_staged.cuh): every sample of the window is
- * computed once, in parallel, into a record (code, rf, cf, of, mag) and listed, in sample order, for each inner
- * cell it gives shares to; then the owner of each inner cell walks its list and adds the shares the records
- * give to its cell (sift_descriptor_cell_shares). Only the d x d inner cells have owners: finalize never reads the outer ring
+ * computed once, in parallel, into a record (code, rf, cf, of, mag); then the owner of each inner cell walks
+ * its box (sift_descriptor_owner_box) in sample order and adds the shares the records give to its cell
+ * (sift_descriptor_cell_shares). Only the d x d inner cells have owners: finalize never reads the outer ring
  * of the accumulator. Each entry gets the same shares in the same order as from a walker: the same bits.
  *
  * No integer negation may reach an integer max or min chain in these helpers or the kernel: ptxas of CUDA
@@ -312,6 +312,17 @@ SPECTRASIFT_FN SiftDescriptorBands sift_descriptor_bands(SiftDescriptorFrame f, 
   b.rows = b.width > 0 ? chunk / b.width : 1;
   b.bands = b.width > 0 && b.i_last >= b.i_first ? (b.i_last - b.i_first + b.rows) / b.rows : 0;
   return b;
+}
+
+/* The box of the owner of cell (qr, qc): sift_descriptor_cell_span inside the staged window w (which lies
+ * inside +-radius, so the walker's box and this one hold the same samples that give shares). */
+SPECTRASIFT_FN void sift_descriptor_owner_box(SiftDescriptorFrame f, SiftDescriptorBands w, int qr, int qc, int* i_lo,
+                                              int* i_hi, int* j_lo, int* j_hi) {
+  sift_descriptor_cell_span(f, qr, qc, i_lo, i_hi, j_lo, j_hi);
+  *i_lo = sift_max_i(w.i_first, *i_lo);
+  *i_hi = sift_min_i(w.i_last, *i_hi);
+  *j_lo = sift_max_i(w.j_first, *j_lo);
+  *j_hi = sift_min_i(w.j_last, *j_hi);
 }
 
 /* The record of sample (i, j): returns its code, base cell (r0 + 1) (d + 2) + (c0 + 1) of the accumulator

@@ -78,8 +78,7 @@ void SiftStagesCuda::size_feature_kernels() {
   // where the device cannot hold them, descriptors() runs the walkers (the same bits).
   desc_chunk_ = std::max(desc_ex_, 128);
   const std::size_t staged_dynamic = staged_descriptor_shared();
-  desc_staged_fits_ = static_shared(kernels::sift_descriptor_staged) + staged_dynamic <= avail &&
-                      desc_chunk_ <= 32767;  // the cells' lists hold 16-bit sample indices
+  desc_staged_fits_ = static_shared(kernels::sift_descriptor_staged) + staged_dynamic <= avail;
   if (desc_staged_fits_) allow_shared(kernels::sift_descriptor_staged, staged_dynamic);
   // The one-block select (kernels/sift_select_small.cuh) where the device's shared memory holds its records.
   select_small_ = std::size_t(kernels::kSelectSmallShared) + static_shared(kernels::sift_select_small) <= avail;

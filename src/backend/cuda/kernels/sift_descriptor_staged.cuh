@@ -6,19 +6,13 @@
 // The fixed reduction order of DESIGN.md: every accumulator entry is the float sum of its shares in sample
 // order (rows ascending, then columns), as the CPU backend adds them, without float atomics. One warp per
 // keypoint, staged: the window is taken in bands of whole rows; the 32 lanes compute each sample of the band
-// once (bins, gradient, atan2, weight: sift_descriptor_stage_sample) into a record in shared memory, and append
-// the sample's index to the list of each inner cell it gives shares to (at most 4 of the 16; a ballot per cell
-// and 32 samples keeps every list in sample order). After __syncwarp, lane t (t < 16) owns the 10 entries of
-// inner cell t (a column of the warp's shared accumulator: a dynamic index without the 8-way select of a
-// register array) and walks its list, adding the two shares each record gives its cell
+// once (bins, gradient, atan2, weight: sift_descriptor_stage_sample) into a record in shared memory; after
+// __syncwarp, lane t (t < 16) owns the 10 entries of inner cell t (a column of the warp's shared accumulator:
+// a dynamic index without the 8-way select of a register array) and walks its box of the band
+// (sift_descriptor_owner_box) in sample order, adding the two shares each record gives its cell
 // (sift_descriptor_cell_shares). Then the two norms in the CPU's index order by lane 0, and the rest of the
 // finalisation by all lanes. Warps are independent: no block-wide barrier. The window's extent and bands are
 // sift_descriptor_bands' (the grid's bounding square, off the plane's outer ring).
-//
-// The lists replaced the owners' walks of their boxes (sift_descriptor_owner_box: the rotated 2 x 2-cell
-// square's bounding box, about 2.6 times the samples that give the cell shares at 45 degrees, each a test in
-// lockstep with the other owners); the owner phase was most of the kernel's instructions on the largest
-// windows. The same samples in the same order reach each entry, so the bits are unchanged.
 //
 // ptxas 13.0 on sm_90 drops the negation of max(max(a, -b), c) (and min): no integer negation may feed a
 // max/min chain here (the helpers' comment in numeric/sift_descriptor.h; the ctest
@@ -34,36 +28,16 @@ constexpr int kDescrOwners = SIFT_DESCR_WIDTH * SIFT_DESCR_WIDTH;     // inner c
 constexpr int kDescrAcc = (SIFT_DESCR_HIST_BINS + 2) * kDescrOwners;  // their entries
 
 // The dynamic shared memory of one warp, in float4 units: recs[chunk] (rf, cf, of, mag), codes[chunk],
-// ex[ex_cap] (the window weights), lists[kDescrOwners][chunk] (16-bit sample indices of the band).
+// ex[ex_cap] (the window weights).
 __host__ __device__ inline int sift_descriptor_warp_float4s(int chunk, int ex_cap) {
-  return (5 * chunk + ex_cap + kDescrOwners * chunk / 2 + 3) / 4;
-}
-
-// The inner cells (owner t = (qr - 1) d + qc - 1, qr and qc in 1 .. d) that a record with code >= 0 gives
-// shares to, as bits: cells (R + dr, C + dc), dr and dc in {0, 1}, of its base cell (R, C) = (r0 + 1, c0 + 1),
-// where they are inner (sift_descriptor_cell_shares returns 1 for exactly these).
-__device__ inline unsigned int sift_descriptor_owner_bits(int code) {
-  const int d = SIFT_DESCR_WIDTH;
-  const int cell = code / SIFT_DESCR_HIST_BINS;
-  const int R = cell / (d + 2), C = cell % (d + 2);
-  unsigned int bits = 0;
-#pragma unroll
-  for (int dr = 0; dr < 2; ++dr) {
-#pragma unroll
-    for (int dc = 0; dc < 2; ++dc) {
-      const int qr = R + dr, qc = C + dc;
-      if (qr >= 1 && qr <= d && qc >= 1 && qc <= d) bits |= 1u << ((qr - 1) * d + (qc - 1));
-    }
-  }
-  return bits;
+  return (5 * chunk + ex_cap + 3) / 4;
 }
 
 // sift_descriptor_staged: grid G (the host's cap on blocks), block 32 kDescrWarps threads; warp w of block g
 // takes kept keypoints g kDescrWarps + w, + G kDescrWarps, ... (the live count is read on the device). Dynamic
 // shared memory (host-sized): kDescrWarps sift_descriptor_warp_float4s(chunk, ex_cap) float4s, with ex_cap >= 2R
-// + 1 for the plan's largest window radius R and ex_cap <= chunk <= 32767 (a band holds at least one window row;
-// the lists hold 16-bit indices). deg2rad = float(pi / 180) from the host. Launch bounds: 8 blocks (32 warps)
-// an SM.
+// + 1 for the plan's largest window radius R and chunk >= ex_cap (a band holds at least one window row).
+// deg2rad = float(pi / 180) from the host. Launch bounds: 8 blocks (32 warps) an SM.
 __global__ void __launch_bounds__(32 * kDescrWarps, 8)
     sift_descriptor_staged(const float* gauss, const long long* info, const SiftKeypoint* kps,
                            const unsigned int* counters, unsigned int capacity, float deg2rad, int root_sift,
@@ -75,12 +49,9 @@ __global__ void __launch_bounds__(32 * kDescrWarps, 8)
   float4* recs = sift_descriptor_smem + warp * sift_descriptor_warp_float4s(chunk, ex_cap);
   int* codes = reinterpret_cast<int*>(recs + chunk);
   float* ex = reinterpret_cast<float*>(codes + chunk);
-  unsigned short* lists = reinterpret_cast<unsigned short*>(ex + ex_cap);
-  unsigned short* my_list = lists + lane * chunk;  // lanes < 16: the owner's list
   float* acc = acc_all[warp];
   float* out = out_all[warp];
   const int d = SIFT_DESCR_WIDTH;
-  const unsigned int below = (1u << lane) - 1u;  // the lanes before this one
   const unsigned int count = min(counters[kCountKept], capacity);
   for (unsigned int p = blockIdx.x * kDescrWarps + warp; p < count; p += gridDim.x * kDescrWarps) {
     const SiftKeypoint kp = kps[p];
@@ -89,48 +60,35 @@ __global__ void __launch_bounds__(32 * kDescrWarps, 8)
     for (int k = lane; k <= 2 * f.radius; k += 32) ex[k] = sift_descriptor_weight(f, k - f.radius);
     const SiftDescriptorBands w = sift_descriptor_bands(f, chunk);
     const int qr = lane / d + 1, qc = lane % d + 1;  // the inner cell of owner lane < 16
+    int i_lo, i_hi, j_lo, j_hi;
+    sift_descriptor_owner_box(f, w, qr, qc, &i_lo, &i_hi, &j_lo, &j_hi);
     for (int k = lane; k < kDescrAcc; k += 32) acc[k] = 0.0f;
     __syncwarp();
     for (int band = 0; band < w.bands; ++band) {
       const int i0 = w.i_first + band * w.rows;
       const int n = min(w.rows, w.i_last - i0 + 1) * w.width;
-      int filled[kDescrOwners];  // the lists' lengths, the same in every lane
-#pragma unroll
-      for (int t = 0; t < kDescrOwners; ++t) filled[t] = 0;
-      for (int base = 0; base < n; base += 32) {  // every lane runs every round: the ballots need the whole warp
-        const int s = base + lane;
-        unsigned int owners = 0;
-        if (s < n) {
-          float rf = 0.0f, cf = 0.0f, of = 0.0f, mag = 0.0f;
-          const int code = sift_descriptor_stage_sample_local(f, img, ex, i0 + s / w.width, w.j_first + s % w.width,
-                                                             &rf, &cf, &of, &mag);
-          codes[s] = code;
-          recs[s] = make_float4(rf, cf, of, mag);
-          if (code >= 0) owners = sift_descriptor_owner_bits(code);
-        }
-#pragma unroll
-        for (int t = 0; t < kDescrOwners; ++t) {
-          const unsigned int takes = (owners >> t) & 1u;
-          const unsigned int m = __ballot_sync(0xffffffffu, takes);
-          if (takes) lists[t * chunk + filled[t] + __popc(m & below)] = (unsigned short)s;
-          filled[t] += __popc(m);
-        }
+      for (int s = lane; s < n; s += 32) {
+        float rf = 0.0f, cf = 0.0f, of = 0.0f, mag = 0.0f;
+        codes[s] = sift_descriptor_stage_sample_local(f, img, ex, i0 + s / w.width, w.j_first + s % w.width, &rf,
+                                                      &cf, &of, &mag);
+        recs[s] = make_float4(rf, cf, of, mag);
       }
-      int mine = 0;  // this owner's list length
-#pragma unroll
-      for (int t = 0; t < kDescrOwners; ++t) mine = lane == t ? filled[t] : mine;
       __syncwarp();
-      // The owner's list, in sample order (lanes past 15 have none).
-      for (int k = 0; k < mine; ++k) {
-        const int s = my_list[k];
-        const float4 r = recs[s];
-        int o0 = 0;
-        float s0 = 0.0f, s1 = 0.0f;
-        if (!sift_descriptor_cell_shares(codes[s], qr, qc, r.x, r.y, r.z, r.w, &o0, &s0, &s1)) continue;
-        acc[o0 * kDescrOwners + lane] += s0;  // the owner's column: no other lane touches it
-        acc[(o0 + 1) * kDescrOwners + lane] += s1;
+      // The owner's box in this band, in sample order (no lane past 15 has rows to walk).
+      const int r_lo = max(i_lo, i0);
+      const int r_hi = lane < kDescrOwners ? min(i_hi, i0 + w.rows - 1) : r_lo - 1;
+      for (int i = r_lo; i <= r_hi; ++i) {
+        const int s_row = (i - i0) * w.width - w.j_first;
+        for (int j = j_lo; j <= j_hi; ++j) {
+          const float4 r = recs[s_row + j];
+          int o0 = 0;
+          float s0 = 0.0f, s1 = 0.0f;
+          if (!sift_descriptor_cell_shares(codes[s_row + j], qr, qc, r.x, r.y, r.z, r.w, &o0, &s0, &s1)) continue;
+          acc[o0 * kDescrOwners + lane] += s0;  // the owner's column: no other lane touches it
+          acc[(o0 + 1) * kDescrOwners + lane] += s1;
+        }
       }
-      __syncwarp();  // the records and lists are rewritten by the next band
+      __syncwarp();  // the records are rewritten by the next band
     }
     for (int k = lane; k < kDescrLen; k += 32) out[k] = sift_descriptor_inner_entry_local(acc, k);
     __syncwarp();
