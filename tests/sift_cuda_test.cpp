@@ -277,39 +277,6 @@ TEST(SiftCuda, BlurFormsGiveTheSameFeatures) {
   }
 }
 
-// The trailing small octaves in one launch (kernels::sift_blur_small_octaves) write every Gaussian level and
-// DoG plane with the bits of the per-level launches. Each form runs on its own stages object (fresh buffers),
-// the one-launch form first, so that no plane it failed to write could hold the other form's values.
-TEST(SiftCuda, SmallOctavesWriteTheSamePyramid) {
-  REQUIRE_CUDA();
-  ss::SiftOptions wide, flat;
-  wide.sigma = 3.2;  // radii above 16
-  flat.upsample = false;
-  const std::pair<const char*, ss::SiftOptions> cases[] = {
-      {"box.png", {}}, {"graf1_gray.png", wide}, {"camera.png", flat}};
-  for (const auto& [name, o] : cases) {
-    const ss::Image im = load(name);
-    OwnStages one_launch, per_level;
-    per_level.cuda().set_small_octaves(false);
-    std::vector<float> g1, d1, g2, d2;
-    const ss::Features f1 = run_stages(*one_launch.stages, one_launch.ctx.impl(), sift_view(im), o, nullptr);
-    ASSERT_GE(one_launch.cuda().small_octaves_first(), 1) << name;
-    ASSERT_LT(one_launch.cuda().small_octaves_first(), one_launch.cuda().plan_octaves()) << name << ": no small octave";
-    one_launch.cuda().read_pyramid(g1, d1);
-    const ss::Features f2 = run_stages(*per_level.stages, per_level.ctx.impl(), sift_view(im), o, nullptr);
-    EXPECT_EQ(per_level.cuda().small_octaves_first(), per_level.cuda().plan_octaves()) << name;
-    per_level.cuda().read_pyramid(g2, d2);
-    ASSERT_EQ(g1.size(), g2.size());
-    ASSERT_EQ(d1.size(), d2.size());
-    std::size_t gauss_diff = 0, dog_diff = 0;
-    for (std::size_t i = 0; i < g1.size(); ++i) gauss_diff += std::memcmp(&g1[i], &g2[i], sizeof(float)) != 0;
-    for (std::size_t i = 0; i < d1.size(); ++i) dog_diff += std::memcmp(&d1[i], &d2[i], sizeof(float)) != 0;
-    EXPECT_EQ(gauss_diff, 0u) << name << ": Gaussian values that differ, of " << g1.size();
-    EXPECT_EQ(dog_diff, 0u) << name << ": DoG values that differ, of " << d1.size();
-    EXPECT_TRUE(same_bits(f1, f2)) << name;
-  }
-}
-
 TEST(SiftCuda, PublicApiRunsTheDeviceStages) {
   REQUIRE_CUDA();
   OwnStages own;

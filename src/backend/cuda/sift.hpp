@@ -67,18 +67,6 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
     blur_tiles_ = on;
     pyramid_generation_ = 0;
   }
-  /// Tests: true (default) = the trailing small octaves of the pyramid in one launch
-  /// (kernels::sift_blur_small_octaves), false = one launch per level for every octave. The same bits either
-  /// way; the pyramid graph is captured again.
-  void set_small_octaves(bool on) noexcept {
-    small_octaves_ = on;
-    pyramid_generation_ = 0;
-  }
-  /// The first octave the one-launch small-octave kernel computes for the current plan (plan_octaves(): none).
-  int small_octaves_first() const;
-  int plan_octaves() const noexcept;  // octaves of the current plan
-  /// Tests: every Gaussian level and every DoG plane of the last run, as the device holds them (synchronises).
-  void read_pyramid(std::vector<float>& gauss, std::vector<float>& dog);
   /// Tests: whether select() may run the whole stage in one block for small counts (default true; false: the
   /// multi-launch path always).
   void set_select_small(bool on) noexcept { select_small_allowed_ = on; }
@@ -139,9 +127,7 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   };
   void blur(const BlurSource& src, float* dst, int w, int h, int kernel_index, const float* taps, float* dog,
             float* level0);
-  // every launch of pyramid()
-  void launch_pyramid(const float* grey, float* gauss, float* dog, const float* taps, const long long* info);
-  int small_octaves_plane(int octave) const noexcept;  // pixels of the octave's plane
+  void launch_pyramid(const float* grey, float* gauss, float* dog, const float* taps);  // every launch of pyramid()
   // sift_features.cu
   void size_feature_kernels();
   std::size_t staged_descriptor_shared() const noexcept;  // dynamic shared memory of sift_descriptor_staged
@@ -161,12 +147,11 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   // plan, the tile and these buffers), replayed for every image of that plan.
   CUgraphExec_st* pyramid_graph_ = nullptr;
   unsigned long long pyramid_generation_ = 0;
-  std::array<const void*, 5> pyramid_buffers_{};  // grey, gauss, dog, taps, info the graph was captured with
+  std::array<const void*, 4> pyramid_buffers_{};  // grey, gauss, dog, taps the graph was captured with
   // Launch geometry (from the device's limits and the plan).
   int blur_tx_ = 0, blur_ty_ = 0;  // output tile of sift_blur_dog
   int blur_r_ = -1;                // the largest radius the tile was sized for
   bool blur_tiles_ = true;         // set_blur_tiles()
-  bool small_octaves_ = true;      // set_small_octaves()
   int ori_chunk_ = 0, ori_ex_ = 0, desc_ex_ = 0;
   int blocks_ = 0;                 // block cap of the per-keypoint kernels
   DescriptorForm descriptor_form_ = kDefaultDescriptorForm;  // set_descriptor_form()

@@ -130,15 +130,12 @@ void SiftStagesCuda::blur(const BlurSource& src, float* dst, int w, int h, int k
 
 // Launches per octave: level 0 (octave 0: the upsample and kernel 0's blur; later octaves: none, the
 // downsample is read by level 1's blur, which also writes level 0), then one blur launch per level
-// 1 .. S + 2, each also writing the DoG plane below it; the trailing small octaves in one launch
-// (small_octaves_first()). So dog() has nothing left to do. Only the plan, the blur tile and the five buffers
-// enter the launches (no buffer is looked up or grown here), so that
+// 1 .. S + 2, each also writing the DoG plane below it. So dog() has nothing left to do. Only the plan, the
+// blur tile and the four buffers enter the launches (no buffer is looked up or grown here), so that
 // pyramid() can capture them as a graph.
-void SiftStagesCuda::launch_pyramid(const float* grey, float* gauss, float* dog, const float* taps,
-                                    const long long* info) {
+void SiftStagesCuda::launch_pyramid(const float* grey, float* gauss, float* dog, const float* taps) {
   const detail::SiftPlan& p = *plan_;
-  const int small_first = small_octaves_first();
-  for (int o = 0; o < small_first; ++o) {
+  for (int o = 0; o < p.octaves; ++o) {
     const int w = int(octave_info_[4 * std::size_t(o)]), h = int(octave_info_[4 * std::size_t(o) + 1]);
     const std::size_t plane = std::size_t(w) * std::size_t(h);
     float* g0 = gauss + octave_info_[4 * std::size_t(o) + 2];
@@ -161,51 +158,6 @@ void SiftStagesCuda::launch_pyramid(const float* grey, float* gauss, float* dog,
       blur({g0 + std::size_t(i - 1) * plane, w, 1}, g0 + std::size_t(i) * plane, w, h, i, taps,
            d0 + std::size_t(i - 1) * plane, nullptr);
   }
-  if (small_first < p.octaves) {  // the trailing small octaves in one block (kernels::sift_blur_small_octaves)
-    kernels::SiftSmallOctaves q{};
-    q.first = small_first;
-    q.end = p.octaves;
-    q.levels = p.levels;
-    q.layers = p.layers;
-    q.tap_floats = int(p.taps.size());
-    for (int i = 0; i < p.levels; ++i) {
-      q.tap_offset[i] = p.tap_offset[std::size_t(i)];
-      q.tap_radius[i] = p.tap_radius[std::size_t(i)];
-    }
-    const int cap = small_octaves_plane(small_first);  // octaves shrink: the first plane is the largest
-    const std::size_t bytes = std::size_t(kernels::sift_blur_small_octaves_bytes(q.tap_floats, cap));
-    raise_dynamic_shared(kernels::sift_blur_small_octaves, bytes);  // a function attribute: allowed while capturing
-    kernels::sift_blur_small_octaves<<<1, kernels::kSmallOctavesThreads,
-                                       bytes, st_.compute>>>(
-        info, q, taps, gauss, dog, cap);
-    SPECTRASIFT_CUDA_CHECK_LAUNCH();
-  }
-}
-
-int SiftStagesCuda::plan_octaves() const noexcept { return plan_ ? plan_->octaves : 0; }
-
-// The pixels of octave o's plane.
-int SiftStagesCuda::small_octaves_plane(int o) const noexcept {
-  return int(octave_info_[4 * std::size_t(o)] * octave_info_[4 * std::size_t(o) + 1]);
-}
-
-// The first octave of the trailing run that kernels::sift_blur_small_octaves computes in one launch: the longest
-// suffix of octaves 1 .. (never octave 0: the upsample or base blur) whose planes have at most
-// kSmallOctavesMaxPlane pixels and fit the block's shared memory three times with the taps; p.octaves when
-// none does, when the plan has more levels than the kernel's table, or when set_small_octaves(false).
-int SiftStagesCuda::small_octaves_first() const {
-  const detail::SiftPlan& p = *plan_;
-  if (!small_octaves_ || p.levels > kernels::kSmallOctavesMaxLevels) return p.octaves;
-  const std::size_t avail = shared_memory_per_block();
-  int first = p.octaves;
-  for (int o = p.octaves - 1; o >= 1; --o) {
-    const int n = small_octaves_plane(o);
-    if (n > kernels::kSmallOctavesMaxPlane ||
-        kernels::sift_blur_small_octaves_bytes(int(p.taps.size()), n) > avail)
-      break;
-    first = o;
-  }
-  return first;
 }
 
 // The launches of launch_pyramid() as a CUDA graph: captured (relaxed mode: nothing but launches happens
@@ -221,8 +173,7 @@ void SiftStagesCuda::pyramid() {
   float* gauss = levels();
   float* dog = dog_planes();
   const float* taps = static_cast<const float*>(buffer("sift.taps", p.taps.size() * sizeof(float)));
-  const long long* info = octave_table();
-  const std::array<const void*, 5> used{grey, gauss, dog, taps, info};
+  const std::array<const void*, 4> used{grey, gauss, dog, taps};
   if (!pyramid_graph_ || pyramid_generation_ != prepared_generation_ || pyramid_buffers_ != used) {
     if (pyramid_graph_) {
       SPECTRASIFT_CUDA_CHECK(cudaGraphExecDestroy(pyramid_graph_));
@@ -231,7 +182,7 @@ void SiftStagesCuda::pyramid() {
     SPECTRASIFT_CUDA_CHECK(cudaStreamBeginCapture(st_.compute, cudaStreamCaptureModeRelaxed));
     cudaGraph_t graph = nullptr;
     try {
-      launch_pyramid(grey, gauss, dog, taps, info);
+      launch_pyramid(grey, gauss, dog, taps);
     } catch (...) {
       if (cudaStreamEndCapture(st_.compute, &graph) == cudaSuccess && graph) cudaGraphDestroy(graph);
       throw;
@@ -247,15 +198,6 @@ void SiftStagesCuda::pyramid() {
   SPECTRASIFT_CUDA_CHECK(cudaGraphLaunch(pyramid_graph_, st_.compute));
 }
 
-void SiftStagesCuda::read_pyramid(std::vector<float>& gauss, std::vector<float>& dog) {
-  const detail::SiftPlan& p = *plan_;
-  gauss.assign(p.gauss_floats, 0.0f);
-  dog.assign(p.dog_floats, 0.0f);
-  SPECTRASIFT_CUDA_CHECK(cudaStreamSynchronize(st_.compute));
-  SPECTRASIFT_CUDA_CHECK(cudaMemcpy(gauss.data(), levels(), gauss.size() * sizeof(float), cudaMemcpyDeviceToHost));
-  SPECTRASIFT_CUDA_CHECK(cudaMemcpy(dog.data(), dog_planes(), dog.size() * sizeof(float), cudaMemcpyDeviceToHost));
-}
-
 // Fused into pyramid() (each level's blur writes the DoG plane below it): nothing to do, no time recorded.
 void SiftStagesCuda::dog() {}
 
@@ -269,29 +211,17 @@ std::size_t SiftStagesCuda::extrema() {
   for (int attempt = 0; attempt < 2; ++attempt) {
     auto* cand = static_cast<int4*>(buffer("sift.cand", candidate_capacity_ * sizeof(int4)));
     const unsigned cap = unsigned(std::min<std::size_t>(candidate_capacity_, 0xffffffffu));
-    // Blocks of 128 columns, each walking kExtremaRowsPerBlock rows (strided by grid.y): one block per row
-    // and layer made ~390k blocks of 64 threads at 1080p upsampled, bound by block scheduling. An octave
-    // whose grid has fewer than 2 blocks per SM and every octave after it go in one launch (a launch of a
-    // small octave costs ~10 us, mostly latency; kleiber 1080p upsampled: 6 launches fewer).
-    const auto grid_of = [&](int o) {
+    for (int o = 0; o < p.octaves; ++o) {
       const int w = int(octave_info_[4 * std::size_t(o)]), h = int(octave_info_[4 * std::size_t(o) + 1]);
-      const unsigned rows = unsigned(std::max(h - 2 * p.border, 1));
-      return dim3(blocks_for(std::size_t(std::max(w - 2 * p.border, 1)), kExtremaThreads),
-                  std::min((rows + kExtremaRowsPerBlock - 1) / kExtremaRowsPerBlock, 65535u), unsigned(p.layers));
-    };
-    const std::size_t few_blocks = 2 * std::size_t(st_.props.multiProcessorCount);
-    for (int o = 0; o < p.octaves;) {
-      const int w = int(octave_info_[4 * std::size_t(o)]), h = int(octave_info_[4 * std::size_t(o) + 1]);
-      if (w <= 2 * p.border || h <= 2 * p.border) {  // no interior; later octaves are smaller still
-        break;
-      }
-      const dim3 grid = grid_of(o);
-      const bool rest = std::size_t(grid.x) * grid.y * grid.z < few_blocks;
-      const int end = rest ? p.octaves : o + 1;
+      if (w <= 2 * p.border || h <= 2 * p.border) continue;
+      // Blocks of 128 columns, each walking kExtremaRowsPerBlock rows (strided by grid.y): one block per row
+      // and layer made ~390k blocks of 64 threads at 1080p upsampled, bound by block scheduling.
+      const unsigned rows = unsigned(h - 2 * p.border);
+      const dim3 grid(blocks_for(std::size_t(w - 2 * p.border), kExtremaThreads),
+                      std::min((rows + kExtremaRowsPerBlock - 1) / kExtremaRowsPerBlock, 65535u), unsigned(p.layers));
       kernels::sift_extrema<<<grid, dim3(kExtremaThreads, 1, 1), 0, st_.compute>>>(
-          dog, info, o, end, p.border, p.prefilter_threshold, count_slots, cand, cap);
+          dog, info, o, p.border, p.prefilter_threshold, count_slots, cand, cap);
       SPECTRASIFT_CUDA_CHECK_LAUNCH();
-      o = end;
     }
     read_counters();  // read-back 1: the candidate count
     candidates_ = counters_[kernels::kCountCandidates];
