@@ -237,7 +237,11 @@ TEST(SiftOpenCL, BlurFormsWriteTheSamePyramid) {
     // The one launch took several octaves on the device, and fewer (from a later octave) in 48 KiB.
     EXPECT_GE(small_from[0], 1) << label;
     EXPECT_LE(small_from[0], plan.octaves - 3) << label << ": too few small octaves to test the one launch";
-    EXPECT_GT(small_from[1], small_from[0]) << label << ": 48 KiB of local memory should hold fewer octaves";
+    if (local_mem > 48 * 1024) {  // NVIDIA OpenCL's own local memory is 48 KiB: the same octaves there
+      EXPECT_GT(small_from[1], small_from[0]) << label << ": 48 KiB of local memory should hold fewer octaves";
+    } else {
+      EXPECT_EQ(small_from[1], small_from[0]) << label;
+    }
     EXPECT_LT(small_from[1], plan.octaves) << label;
   }
   st.blur_variant = -1;
@@ -359,7 +363,10 @@ TEST(SiftOpenCL, SelectPathsGiveTheSameFeatures) {
         if (cap > 0) {
           EXPECT_LE(ref.keypoints.size(), std::size_t(cap) + 30) << what;
         }
-        ASSERT_EQ(small.ocl().select_small_positions(), 8192u);
+        // 8,192 where the work-group size and local memory allow (PoCL); NVIDIA OpenCL gave 4,096 on the H200.
+        const std::size_t positions = small.ocl().select_small_positions();
+        ASSERT_GE(positions, 4096u);
+        if (positions < 8192u && o.contrast_threshold < 0.02) continue;  // the dense case exceeds 4,096 records
         const ss::Features a = small.run(im, o, m);
         EXPECT_TRUE(small.ocl().last_select_was_small()) << what;
         EXPECT_FALSE(small.queued()) << what << ": the default queued the multi-launch kernels";
