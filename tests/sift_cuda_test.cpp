@@ -359,16 +359,9 @@ TEST(SiftCuda, SelectPathsGiveTheSameFeatures) {
   REQUIRE_CUDA();
   OwnStages small, multi;
   multi.cuda().set_select_small(false);
-  ss::SiftOptions dense;  // graf1 at a low contrast threshold: 4,483 features, more than the 4,096 of the first form
-  dense.contrast_threshold = 0.01;
-  const std::pair<const char*, ss::SiftOptions> cases[] = {
-      {"box.png", {}}, {"graf1_gray.png", {}}, {"camera.png", {}}, {"graf1_gray.png", dense}};
-  for (const auto& [name, base] : cases) {
+  for (const auto& [name, base] : ss::test::select_path_cases()) {
     const ss::Image im = load(name);
-    ss::Image mask = ss::Image::allocate(im.width, im.height, 1, ss::PixelType::kU8);
-    for (int y = 0; y < im.height; ++y)
-      for (int x = 0; x < im.width; ++x)
-        mask.data[std::size_t(y) * std::size_t(im.width) + std::size_t(x)] = (x / 37 + y / 29) % 3 ? 255 : 0;
+    const ss::Image mask = ss::test::tile_mask(im.width, im.height);
     for (int cap : {0, 300}) {
       for (const ss::Image* m : {static_cast<const ss::Image*>(nullptr), static_cast<const ss::Image*>(&mask)}) {
         ss::SiftOptions o = base;
@@ -391,6 +384,7 @@ TEST(SiftCuda, SelectPathsGiveTheSameFeatures) {
   // The block queued alone on a guess (set_select_defer(1)): right on graf1, wrong on elephants 4K (120k oriented
   // records, the multi-launch path in a second round); the multi-launch path's bits either way.
   small.cuda().set_select_defer(1);
+  const ss::SiftOptions dense = ss::test::select_path_cases().back().second;  // graf1's contrast 0.01
   struct Guess {
     std::string name;
     ss::Image image;

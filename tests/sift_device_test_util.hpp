@@ -13,6 +13,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/context_impl.hpp"
@@ -197,6 +198,23 @@ inline Image band_mask(int width, int height) {
   for (int y = 0; y < height; ++y)
     for (int x = 0; x < width; ++x) mask.data[std::size_t(y) * std::size_t(width) + std::size_t(x)] = (x + y) % 300 < 170;
   return mask;
+}
+
+/// The mask of the select-path tests: tiles of 37 x 29 pixels, two of three set.
+inline Image tile_mask(int width, int height) {
+  Image mask = Image::allocate(width, height, 1, PixelType::kU8);
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width; ++x)
+      mask.data[std::size_t(y) * std::size_t(width) + std::size_t(x)] = (x / 37 + y / 29) % 3 ? 255 : 0;
+  return mask;
+}
+
+/// The images and options of the select-path tests (one-block/work-group select against the multi-launch path):
+/// the test images at the defaults, and graf1 at contrast 0.01 (4,483 features: more records than 4,096).
+inline std::vector<std::pair<const char*, SiftOptions>> select_path_cases() {
+  SiftOptions dense;
+  dense.contrast_threshold = 0.01;
+  return {{"box.png", {}}, {"graf1_gray.png", {}}, {"camera.png", {}}, {"graf1_gray.png", dense}};
 }
 
 /// A device backend's SIFT as the shared checks below call it: detect_and_compute on its context.

@@ -336,17 +336,10 @@ TEST(SiftOpenCL, SelectPathsGiveTheSameFeatures) {
   Form multi = make(true, 0, -1, 0), small = make(true, 1, -1, 0), behind = make(true, 1, 0, 0),
        cpu_form = make(false, 1, -1, 0), narrow_behind = make(true, 1, 0, narrow_local),
        narrow_again = make(true, 1, 1, narrow_local);
-  ss::SiftOptions dense;
-  dense.contrast_threshold = 0.01;
-  const std::pair<const char*, ss::SiftOptions> cases[] = {
-      {"box.png", {}}, {"graf1_gray.png", {}}, {"camera.png", {}}, {"graf1_gray.png", dense}};
   bool behind_queued = false, behind_alone = false, narrow_fell_back = false, narrow_small = false;
-  for (const auto& [name, base] : cases) {
+  for (const auto& [name, base] : ss::test::select_path_cases()) {
     const ss::Image im = load(name);
-    ss::Image mask = ss::Image::allocate(im.width, im.height, 1, ss::PixelType::kU8);
-    for (int y = 0; y < im.height; ++y)
-      for (int x = 0; x < im.width; ++x)
-        mask.data[std::size_t(y) * std::size_t(im.width) + std::size_t(x)] = (x / 37 + y / 29) % 3 ? 255 : 0;
+    const ss::Image mask = ss::test::tile_mask(im.width, im.height);
     for (int cap : {0, 300}) {
       for (const ss::Image* m : {static_cast<const ss::Image*>(nullptr), static_cast<const ss::Image*>(&mask)}) {
         ss::SiftOptions o = base;
