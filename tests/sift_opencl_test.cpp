@@ -325,7 +325,7 @@ TEST(SiftOpenCL, SelectPathsGiveTheSameFeatures) {
     Form f;
     f.ctx = std::make_unique<ss::Context>(opencl_options());
     f.st = &ss::opencl::state(f.ctx->impl());
-    if (gpu) f.st->is_cpu = false;
+    f.st->is_cpu = !gpu;  // the host path's choice (a GPU's guess, or a CPU device's count read back)
     f.st->select_small = select_small;
     f.st->select_small_defer = defer;
     f.local = local;
@@ -362,7 +362,11 @@ TEST(SiftOpenCL, SelectPathsGiveTheSameFeatures) {
         if (positions < 8192u && o.contrast_threshold < 0.02) continue;  // the dense case exceeds 4,096 records
         const ss::Features a = small.run(im, o, m);
         EXPECT_TRUE(small.ocl().last_select_was_small()) << what;
-        EXPECT_FALSE(small.queued()) << what << ": the default queued the multi-launch kernels";
+        // The default's guess (candidates within 2 x the positions) holds for every case at 8,192 positions; at
+        // NVIDIA's 4,096, graf1's candidates exceed 8,192 and the multi-launch kernels are rightly queued behind.
+        if (positions >= 8192u) {
+          EXPECT_FALSE(small.queued()) << what << ": the default queued the multi-launch kernels";
+        }
         EXPECT_TRUE(same_bits(a, ref)) << what << ": one work-group (GPU host path) differs from the multi-launch path";
         const ss::Features b = behind.run(im, o, m);
         EXPECT_TRUE(behind.ocl().last_select_was_small()) << what;
