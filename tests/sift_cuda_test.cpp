@@ -253,11 +253,13 @@ TEST(SiftCuda, PrefetchIsCountedInTheMemoryCheck) {
   EXPECT_TRUE(same_bits(second, cuda_sift(im)));
 }
 
-// The per-radius blur (sift_blur_tiles<R>, radius 1 .. 16) and the runtime-radius sift_blur_dog give the same
-// features bit for bit (the OpenCL test BlurFormsWriteTheSamePyramid compares the planes of the same two
-// algorithms on PoCL): upsampled, sigma 3.2 (radii above 16 beside the tiles) and without upsampling.
+// The blur forms (SiftStagesCuda::BlurForm: the runtime-radius sift_blur_dog, round 2's sift_blur_tiles_r2<R> and
+// the default sift_blur_tiles<R>, radius 1 .. 16) give the same features bit for bit (the OpenCL test
+// BlurFormsWriteTheSamePyramid compares the planes of the same algorithms on PoCL): upsampled, sigma 3.2 (radii
+// above 16 beside the tiles) and without upsampling.
 TEST(SiftCuda, BlurFormsGiveTheSameFeatures) {
   REQUIRE_CUDA();
+  using BlurForm = ss::cuda::SiftStagesCuda::BlurForm;
   OwnStages own;
   ss::SiftOptions wide, flat;
   wide.sigma = 3.2;
@@ -267,14 +269,74 @@ TEST(SiftCuda, BlurFormsGiveTheSameFeatures) {
   for (const auto& [name, o] : cases) {
     const ss::Image im = load(name);
     const ss::detail::SiftImageView v{im.data.data(), im.type, im.width, im.height, im.channels, false};
-    own.cuda().set_blur_tiles(false);
+    own.cuda().set_blur_form(BlurForm::kRuntimeRadius);
     const ss::Features runtime_radius = run_stages(*own.stages, own.ctx.impl(), v, o, nullptr);
-    own.cuda().set_blur_tiles(true);
+    own.cuda().set_blur_form(BlurForm::kTilesRound2);
+    const ss::Features round2 = run_stages(*own.stages, own.ctx.impl(), v, o, nullptr);
+    own.cuda().set_blur_form(BlurForm::kTiles);
     const ss::Features tiles = run_stages(*own.stages, own.ctx.impl(), v, o, nullptr);
     EXPECT_FALSE(tiles.keypoints.empty()) << name;
-    EXPECT_TRUE(same_bits(tiles, runtime_radius)) << name << " sigma " << o.sigma << ": the blur forms differ";
+    EXPECT_TRUE(same_bits(round2, runtime_radius)) << name << " sigma " << o.sigma << ": round 2's tiles differ";
+    EXPECT_TRUE(same_bits(tiles, runtime_radius)) << name << " sigma " << o.sigma << ": the tiles differ";
     expect_agreement(cpu_sift(im, o), tiles, std::string(name) + " (sift_blur_tiles)");
   }
+}
+
+// The blur forms write the same pyramid bit for bit: every Gaussian level and DoG plane of sift_blur_tiles<R>
+// and sift_blur_tiles_r2<R> against the runtime-radius sift_blur_dog (reference). The cases mix the paths of
+// sift_blur_tiles<R>: graf1 upsampled (1600 x 1280: mostly interior tiles, float4 staging and stores), box
+// (648 x 446 upsampled; octaves from 162 x 111 on have widths that are not multiples of 4 and planes that are not
+// 16-byte aligned: the scalar paths), box with sigma 3.2 (radii above 16 beside the tiles), HappyFish (518 x 388
+// upsampled: every row pitch off the float4 grid) and camera without upsampling (512 x 512, the downsample).
+// Before each form the planes are filled with NaN bits, so that a tile a form failed to write shows.
+TEST(SiftCuda, BlurFormsWriteTheSamePyramid) {
+  REQUIRE_CUDA();
+  using BlurForm = ss::cuda::SiftStagesCuda::BlurForm;
+  OwnStages own;
+  ss::SiftOptions wide, flat;
+  wide.sigma = 3.2;
+  flat.upsample = false;
+  const std::pair<const char*, ss::SiftOptions> cases[] = {{"graf1_gray.png", {}},
+                                                           {"box.png", {}},
+                                                           {"box.png", wide},
+                                                           {"HappyFish_cv2_rgb.png", {}},
+                                                           {"camera.png", flat}};
+  const std::pair<BlurForm, const char*> forms[] = {{BlurForm::kRuntimeRadius, "sift_blur_dog"},
+                                                    {BlurForm::kTilesRound2, "sift_blur_tiles_r2"},
+                                                    {BlurForm::kTiles, "sift_blur_tiles"}};
+  for (const auto& [name, o] : cases) {
+    const ss::Image im = load(name);
+    const ss::detail::SiftImageView v{im.data.data(), im.type, im.width, im.height, im.channels, false};
+    const ss::detail::SiftPlan& plan = ss::detail::sift_plan(own.ctx.impl(), v.width, v.height, o);
+    const std::string label = std::string(name) + " sigma " + std::to_string(o.sigma) + (o.upsample ? "" : " no upsample");
+    std::vector<float> gauss0, dog0;
+    for (const auto& [form, what] : forms) {
+      if (!gauss0.empty()) {
+        ss::cuda::bench::fill_buffer(own.ctx, "sift.gauss", 0xff);
+        ss::cuda::bench::fill_buffer(own.ctx, "sift.dog", 0xff);
+      }
+      own.cuda().set_blur_form(form);
+      (void)run_stages(*own.stages, own.ctx.impl(), v, o, nullptr);
+      const std::vector<float> gauss = ss::cuda::bench::read_float_buffer(own.ctx, "sift.gauss", plan.gauss_floats);
+      const std::vector<float> dog = ss::cuda::bench::read_float_buffer(own.ctx, "sift.dog", plan.dog_floats);
+      if (gauss0.empty()) {
+        gauss0 = gauss;
+        dog0 = dog;
+        continue;
+      }
+      const auto first_difference = [](const std::vector<float>& a, const std::vector<float>& b) {
+        for (std::size_t i = 0; i < a.size(); ++i)
+          if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0) return i;
+        return a.size();
+      };
+      const std::size_t g = first_difference(gauss0, gauss), d = first_difference(dog0, dog);
+      EXPECT_EQ(g, gauss.size()) << label << ", " << what << ": Gaussian levels differ first at float " << g << " ("
+                                 << (g < gauss.size() ? gauss[g] : 0.f) << " against " << (g < gauss.size() ? gauss0[g] : 0.f)
+                                 << ")";
+      EXPECT_EQ(d, dog.size()) << label << ", " << what << ": DoG planes differ first at float " << d;
+    }
+  }
+  own.cuda().set_blur_form(BlurForm::kTiles);
 }
 
 TEST(SiftCuda, PublicApiRunsTheDeviceStages) {
@@ -486,9 +548,13 @@ TEST(SiftCuda, DISABLED_StageTimes) {
   REQUIRE_CUDA();
   OwnStages own;
   ss::cuda::SiftStagesCuda& cuda = own.cuda();
+  using BlurForm = ss::cuda::SiftStagesCuda::BlurForm;
+  // The last form is the default's descriptors with round 2's blur (sift_blur_tiles_r2<R>): the pyramid stage A/B.
   const std::vector<ss::test::StageTimesForm> forms = {
-      {"walkers", [&cuda] { cuda.set_descriptor_form(Form::kWalkers); }},
-      {"staged", [&cuda] { cuda.set_descriptor_form(Form::kStaged); }}};
+      {"walkers", [&cuda] { cuda.set_descriptor_form(Form::kWalkers); cuda.set_blur_form(BlurForm::kTiles); }},
+      {"staged", [&cuda] { cuda.set_descriptor_form(Form::kStaged); cuda.set_blur_form(BlurForm::kTiles); }},
+      {"staged, blur round 2",
+       [&cuda] { cuda.set_descriptor_form(Form::kStaged); cuda.set_blur_form(BlurForm::kTilesRound2); }}};
   ss::test::report_stage_times(kCudaSift, cuda, own.ctx.impl(), 11, forms);
 }
 

@@ -49,6 +49,27 @@ double device_copy_gbps(Context& ctx, std::size_t bytes, int reps) {
   return 2.0 * double(bytes) / (median(t) * 1e6);
 }
 
+std::vector<float> read_float_buffer(Context& ctx, const std::string& name, std::size_t floats) {
+  State& st = state(ctx.impl());
+  st.activate();
+  const auto it = st.buffers.find(name);
+  if (it == st.buffers.end() || it->second.bytes < floats * sizeof(float))
+    throw Error(ErrorCode::kInvalidArgument, "read_float_buffer: no buffer " + name + " of that size", "cuda");
+  std::vector<float> v(floats);
+  SPECTRASIFT_CUDA_CHECK(cudaDeviceSynchronize());
+  SPECTRASIFT_CUDA_CHECK(cudaMemcpy(v.data(), it->second.ptr, floats * sizeof(float), cudaMemcpyDeviceToHost));
+  return v;
+}
+
+void fill_buffer(Context& ctx, const std::string& name, unsigned char byte) {
+  State& st = state(ctx.impl());
+  st.activate();
+  const auto it = st.buffers.find(name);
+  if (it == st.buffers.end()) throw Error(ErrorCode::kInvalidArgument, "fill_buffer: no buffer " + name, "cuda");
+  SPECTRASIFT_CUDA_CHECK(cudaDeviceSynchronize());
+  SPECTRASIFT_CUDA_CHECK(cudaMemset(it->second.ptr, byte, it->second.bytes));
+}
+
 void set_score_block_bytes(Context& ctx, std::size_t bytes) { state(ctx.impl()).tuning.score_block_bytes = bytes; }
 
 void set_fused_best(Context& ctx, bool on) { state(ctx.impl()).tuning.fused_best = on; }

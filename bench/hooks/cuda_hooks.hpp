@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "core/spectral_backend.hpp"
 #include "spectrasift/context.hpp"
@@ -57,6 +58,13 @@ double pinned_upload_ms(Context& ctx, std::size_t bytes, int reps);
 /// caller that keeps its images pinned hands to detect_and_compute (tests of the direct upload path).
 void* pinned_host_alloc(Context& ctx, std::size_t bytes);
 void pinned_host_free(void* p);
+
+/// Tests: the first `floats` floats of the context's named device buffer (e.g. "sift.gauss", "sift.dog"), read
+/// after the device has finished its work; throws when the buffer is missing or smaller.
+std::vector<float> read_float_buffer(Context& ctx, const std::string& name, std::size_t floats);
+/// Tests: every byte of the context's named device buffer set to `byte` (0xff: NaN floats), so that a plane a
+/// kernel failed to write cannot keep an earlier run's values.
+void fill_buffer(Context& ctx, const std::string& name, unsigned char byte);
 
 /// The device compute alone: the whole cube is uploaded once (as one chunk) and the kernels of
 /// spectral matching run `reps` times over it; median milliseconds. `result` (sized as for

@@ -61,10 +61,13 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   /// (0: the device's own).
   void set_device_memory_limit(std::size_t bytes) noexcept { memory_limit_ = bytes; }
   void set_shared_memory_limit(std::size_t bytes) noexcept { shared_limit_ = bytes; }
-  /// Tests: false = every level through sift_blur_dog (the runtime-radius kernel), true (default) = the
-  /// per-radius sift_blur_tiles<R> up to radius 16. The same bits either way; the pyramid graph is captured again.
-  void set_blur_tiles(bool on) noexcept {
-    blur_tiles_ = on;
+  /// The blur kernel of the levels of radius 1 .. 16 (larger radii always take sift_blur_dog): kRuntimeRadius =
+  /// every level through sift_blur_dog, kTilesRound2 = the per-radius sift_blur_tiles_r2<R> (kept for A/B runs),
+  /// kTiles (default) = sift_blur_tiles<R> (float4 staging and write-out in the blocks away from the borders).
+  enum class BlurForm { kRuntimeRadius, kTilesRound2, kTiles };
+  /// Tests and timing: the blur form. The same bits in every form; the pyramid graph is captured again.
+  void set_blur_form(BlurForm f) noexcept {
+    blur_form_ = f;
     pyramid_generation_ = 0;
   }
   /// Tests: whether select() may run the whole stage in one block for small counts (default true; false: the
@@ -151,7 +154,7 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   // Launch geometry (from the device's limits and the plan).
   int blur_tx_ = 0, blur_ty_ = 0;  // output tile of sift_blur_dog
   int blur_r_ = -1;                // the largest radius the tile was sized for
-  bool blur_tiles_ = true;         // set_blur_tiles()
+  BlurForm blur_form_ = BlurForm::kTiles;  // set_blur_form()
   int ori_chunk_ = 0, ori_ex_ = 0, desc_ex_ = 0;
   int blocks_ = 0;                 // block cap of the per-keypoint kernels
   DescriptorForm descriptor_form_ = kDefaultDescriptorForm;  // set_descriptor_form()

@@ -38,13 +38,19 @@ constexpr unsigned kExtremaRowsPerBlock = 8;
 dim3 plane_grid(int w, int h) { return dim3(blocks_for(std::size_t(w), 32), blocks_for(std::size_t(h), 8)); }
 const dim3 kPlaneBlock(32, 8);
 
-// sift_blur_tiles<1> .. sift_blur_tiles<kBlurTilesMaxRadius>, indexed by radius - 1.
+// sift_blur_tiles<1> .. sift_blur_tiles<kBlurTilesMaxRadius> (and the round-2 forms sift_blur_tiles_r2<R>),
+// indexed by radius - 1.
 using BlurTilesKernel = void (*)(kernels::SiftBlurSource, int, int, const float*, float*, float*, float*);
 template <int... I>
 constexpr std::array<BlurTilesKernel, sizeof...(I)> blur_tiles_kernels(std::integer_sequence<int, I...>) {
   return {&kernels::sift_blur_tiles<I + 1>...};
 }
+template <int... I>
+constexpr std::array<BlurTilesKernel, sizeof...(I)> blur_tiles_r2_kernels(std::integer_sequence<int, I...>) {
+  return {&kernels::sift_blur_tiles_r2<I + 1>...};
+}
 constexpr auto kBlurTiles = blur_tiles_kernels(std::make_integer_sequence<int, kernels::kBlurTilesMaxRadius>());
+constexpr auto kBlurTilesR2 = blur_tiles_r2_kernels(std::make_integer_sequence<int, kernels::kBlurTilesMaxRadius>());
 
 // Dynamic shared memory of sift_blur_dog for an output tile tx x ty and radius r: taps, in, mid.
 std::size_t blur_tile_bytes(int tx, int ty, int r) {
@@ -104,7 +110,8 @@ void SiftStagesCuda::size_blur_tiles() {
 }
 
 // One level: dst = blur of the source with kernel `kernel_index`; dog and level0 as sift_blur_dog says.
-// Radius 1 .. 16: sift_blur_tiles<radius> (the same bits from registers), else sift_blur_dog.
+// Radius 1 .. 16: sift_blur_tiles<radius> (the same bits from registers; sift_blur_tiles_r2<radius> or
+// sift_blur_dog under set_blur_form), else sift_blur_dog.
 void SiftStagesCuda::blur(const BlurSource& src, float* dst, int w, int h, int kernel_index, const float* taps,
                           float* dog, float* level0) {
   const detail::SiftPlan& p = *plan_;
@@ -116,10 +123,11 @@ void SiftStagesCuda::blur(const BlurSource& src, float* dst, int w, int h, int k
     throw Error(ErrorCode::kUnsupported, "sift: an octave of " + std::to_string(h) + " rows is too tall for the CUDA blur",
                 "cuda");
   const kernels::SiftBlurSource s{src.data, src.pitch, src.step};
-  if (blur_tiles_ && r >= 1 && r <= kernels::kBlurTilesMaxRadius) {  // the radius as a constant (sift_blur_tiles<R>)
+  if (blur_form_ != BlurForm::kRuntimeRadius && r >= 1 && r <= kernels::kBlurTilesMaxRadius) {  // R a constant
     const dim3 tiles(blocks_for(std::size_t(w), unsigned(kernels::kBlurTileW)),
                      blocks_for(std::size_t(h), unsigned(kernels::kBlurTileH)));
-    kBlurTiles[std::size_t(r - 1)]<<<tiles, dim3(32, 8), 0, st_.compute>>>(s, w, h, k, dst, dog, level0);
+    const auto& table = blur_form_ == BlurForm::kTilesRound2 ? kBlurTilesR2 : kBlurTiles;
+    table[std::size_t(r - 1)]<<<tiles, dim3(32, 8), 0, st_.compute>>>(s, w, h, k, dst, dog, level0);
     SPECTRASIFT_CUDA_CHECK_LAUNCH();
     return;
   }

@@ -85,8 +85,10 @@ __global__ void sift_blur_dog(SiftBlurSource src, int w, int h, const float* k, 
   }
 }
 
-// sift_blur_tiles<R>: the same values as sift_blur_dog for a radius R fixed at compile time (1 .. 16; the host
-// picks the instance by the level's radius, larger radii take sift_blur_dog), and the CUDA form of
+// sift_blur_tiles_r2<R>: round 2 of the per-radius blur (docs/performance/sift.md "GPU blur, round 2"), kept
+// unchanged for A/B runs (SiftStagesCuda::set_blur_form(BlurForm::kTilesRound2)); sift_blur_tiles<R> below is the
+// default and gives the same bits. The same values as sift_blur_dog for a radius R fixed at compile time (1 .. 16;
+// the host picks the instance by the level's radius, larger radii take sift_blur_dog), and the CUDA form of
 // backend/opencl/kernels/sift_blur.cl's sift_blur_tiles. With R known the loops unroll, the taps live in
 // registers, and each thread computes a run of consecutive outputs from a window of values it reads from
 // shared memory once (register blocking), instead of reading 2R + 1 shared values per output and pass.
@@ -103,7 +105,7 @@ __global__ void sift_blur_dog(SiftBlurSource src, int w, int h, const float* k, 
 constexpr int kBlurTileW = 64, kBlurTileH = 32, kBlurTilesMaxRadius = 16;
 
 template <int R>
-__global__ void __launch_bounds__(256) sift_blur_tiles(SiftBlurSource src, int w, int h, const float* taps, float* dst,
+__global__ void __launch_bounds__(256) sift_blur_tiles_r2(SiftBlurSource src, int w, int h, const float* taps, float* dst,
                                                        float* dog, float* level0) {
   constexpr int kVRun = 16, kHRun = 8;
   constexpr int kCols = kBlurTileW + 2 * R, kRows = kBlurTileH + 2 * R;
@@ -165,6 +167,151 @@ __global__ void __launch_bounds__(256) sift_blur_tiles(SiftBlurSource src, int w
       const size_t o = (size_t)y * (size_t)w + (size_t)x;
       dst[o] = v;
       const float centre = in[(t + R) * kCols + c + R];
+      if (dog) dog[o] = v - centre;
+      if (level0) level0[o] = centre;
+    }
+  }
+}
+
+// sift_blur_tiles<R> (round 3, issue 19): the values of sift_blur_tiles_r2<R> (the same taps, the same float
+// operations in the same order for every output) with fewer non-FP instructions. The H200 profile of round 2
+// (ncu, octave 0 of kleiber 1080p upsampled, R = 5) spent 45 % of the warp instructions and 65 % of the stall
+// samples in the staging (a reflect loop and 64-bit address arithmetic with the runtime step per staged float,
+// each STS waiting on its own LDG) and 20-30 % in the write-out (bounds tests and address arithmetic per float);
+// the two tap passes were already ~80 % FMUL/FADD. So:
+//   - the staged tile starts kA = R rounded up to 4 columns left of the output tile, its row pitch a multiple of
+//     4: a block whose source window lies inside the plane (and step 1, 16-byte aligned rows) stages it with
+//     float4 loads (lanes 0 .. kQuads - 1 of each warp, warp ly the rows ly + 8 i), all issued before the first
+//     shared store, at compile-time shared offsets; border blocks (and the downsample, step 2) take the
+//     general path: reflected scalars, as round 2;
+//   - the horizontal pass puts its 8 outputs back into shared memory as 2 float4 (pitch 68: conflict-free per
+//     quarter warp), and a block whose output tile lies inside the plane (w a multiple of 4, aligned planes)
+//     writes the level, DoG and level-0 rows as float4 (a half warp per row of 64, 2 rows per warp and step);
+//     border blocks keep the scalar, bounds-tested loop.
+// Both choices depend on the block's position and the launch's arguments only, so they are uniform per block.
+// Grid (ceil(w / 64), ceil(h / 32)), block (32, 8); output tile 64 x 32; static shared memory
+// (32 + 2R) (64 + 2 kA) + 32 max(65 + 2R, 68) floats (37 KB at R = 16).
+//   1. stage the source rows y0 - R .. y0 + 31 + R, columns x0 - kA .. x0 + 63 + kA in `in` (reflected);
+//   2. vertical pass: 2 (64 + 2R) items (a column x0 - R + c, one half of the tile's rows), each 16 outputs of
+//      the column from a window of 16 + 2R values, into `mid` (row pitch odd);
+//   3. horizontal pass: thread (lx, ly) computes row lx, columns 8 ly .. 8 ly + 7 from a window of 8 + 2R
+//      values of `mid`, and puts them back in `mid` as the output tile (pitch 68) once every thread has read
+//      its window;
+//   4. the tile leaves in rows (coalesced): dst, dog and level0 as sift_blur_dog writes them.
+constexpr int kBlurOutPitch = kBlurTileW + 4;  // the output tile in `mid`: float4 rows, 4-way distinct banks
+
+__device__ inline bool sift_blur_aligned16(const void* p) { return (reinterpret_cast<unsigned long long>(p) & 15u) == 0; }
+
+template <int R>
+__global__ void __launch_bounds__(256) sift_blur_tiles(SiftBlurSource src, int w, int h, const float* taps, float* dst,
+                                                       float* dog, float* level0) {
+  constexpr int kVRun = 16, kHRun = 8;
+  constexpr int kA = (R + 3) / 4 * 4;                  // staged halo columns: R rounded up to a float4
+  constexpr int kCols = kBlurTileW + 2 * R;            // columns of the vertical pass
+  constexpr int kInPitch = kBlurTileW + 2 * kA;        // staged columns x0 - kA .. x0 + 63 + kA
+  constexpr int kQuads = kInPitch / 4;                 // float4 per staged row (at most 24: one warp row)
+  constexpr int kRows = kBlurTileH + 2 * R;            // staged rows y0 - R .. y0 + 31 + R
+  constexpr int kFullSteps = kRows / 8, kTailRows = kRows % 8;  // rows ly + 8 i: whole steps, then a tail
+  constexpr int kMidPitch = kCols + 1;                 // odd: the horizontal pass's 32 rows fall in 32 banks
+  constexpr int kMid = kBlurTileH * (kMidPitch > kBlurOutPitch ? kMidPitch : kBlurOutPitch);
+  static_assert(kQuads <= 32 && 2 * kCols <= 256, "one warp row per staged row, one vertical item per thread");
+  __shared__ __align__(16) float in[kRows * kInPitch];
+  __shared__ __align__(16) float mid[kMid];
+  const int lx = threadIdx.x, ly = threadIdx.y, lid = ly * 32 + lx;
+  const int x0 = blockIdx.x * kBlurTileW, y0 = blockIdx.y * kBlurTileH;
+  float k[R + 1];
+#pragma unroll
+  for (int i = 0; i <= R; ++i) k[i] = taps[i];
+  const bool cols_inside = x0 >= kA && x0 + kBlurTileW + kA <= w;  // no staged column reflects
+  const bool rows_inside = y0 >= R && y0 + kBlurTileH + R <= h;    // no staged row reflects
+  if (cols_inside && rows_inside && src.step == 1 && (src.pitch & 3) == 0 && sift_blur_aligned16(src.data)) {
+    if (lx < kQuads) {  // float4 lx of rows ly, ly + 8, ..: every load in flight before the first store
+      const float* p = src.data + (long long)(y0 - R + ly) * src.pitch + (x0 - kA + 4 * lx);
+      const long long step8 = 8 * src.pitch;
+      float4 v[kFullSteps + 1];
+#pragma unroll
+      for (int i = 0; i < kFullSteps; ++i) v[i] = *reinterpret_cast<const float4*>(p + i * step8);
+      if (kTailRows > 0 && ly < kTailRows) v[kFullSteps] = *reinterpret_cast<const float4*>(p + kFullSteps * step8);
+      float4* s = reinterpret_cast<float4*>(in) + ly * kQuads + lx;
+#pragma unroll
+      for (int i = 0; i < kFullSteps; ++i) s[i * 8 * kQuads] = v[i];
+      if (kTailRows > 0 && ly < kTailRows) s[kFullSteps * 8 * kQuads] = v[kFullSteps];
+    }
+  } else {
+    for (int t = ly; t < kRows; t += 8) {
+      const int y = y0 - R + t;
+      const float* row = src.data + (long long)(rows_inside ? y : sift_reflect101(y, h)) * src.step * src.pitch;
+      for (int c = lx; c < kInPitch; c += 32) {
+        const int x = x0 - kA + c;
+        in[t * kInPitch + c] = row[(long long)(cols_inside ? x : sift_reflect101(x, w)) * src.step];
+      }
+    }
+  }
+  __syncthreads();
+  if (lid < 2 * kCols) {  // column x0 - R + c, rows t0 .. t0 + 15 of the tile
+    const int c = lid % kCols, t0 = (lid / kCols) * kVRun;
+    const float* col = in + t0 * kInPitch + c + (kA - R);
+    float win[kVRun + 2 * R];
+#pragma unroll
+    for (int j = 0; j < kVRun + 2 * R; ++j) win[j] = col[j * kInPitch];
+    float* out = mid + t0 * kMidPitch + c;
+#pragma unroll
+    for (int j = 0; j < kVRun; ++j) {
+      float acc = k[0] * win[j + R];
+#pragma unroll
+      for (int i = 1; i <= R; ++i) acc += k[i] * (win[j + R - i] + win[j + R + i]);
+      out[j * kMidPitch] = acc;
+    }
+  }
+  __syncthreads();
+  float out[kHRun];
+  {
+    const float* row = mid + lx * kMidPitch + ly * kHRun;
+    float win[kHRun + 2 * R];
+#pragma unroll
+    for (int j = 0; j < kHRun + 2 * R; ++j) win[j] = row[j];
+#pragma unroll
+    for (int j = 0; j < kHRun; ++j) {
+      float acc = k[0] * win[j + R];
+#pragma unroll
+      for (int i = 1; i <= R; ++i) acc += k[i] * (win[j + R - i] + win[j + R + i]);
+      out[j] = acc;
+    }
+  }
+  __syncthreads();
+  {
+    float4* o = reinterpret_cast<float4*>(mid + lx * kBlurOutPitch + ly * kHRun);
+    o[0] = make_float4(out[0], out[1], out[2], out[3]);
+    o[1] = make_float4(out[4], out[5], out[6], out[7]);
+  }
+  __syncthreads();
+  if (x0 + kBlurTileW <= w && y0 + kBlurTileH <= h && (w & 3) == 0 && sift_blur_aligned16(dst) &&
+      sift_blur_aligned16(dog) && sift_blur_aligned16(level0)) {
+    const int c = 4 * (lx & 15);  // half warp (lx >> 4) per row of 64: rows 16 i + 2 ly + (lx >> 4)
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int t = 16 * i + 2 * ly + (lx >> 4);
+      const float4 v = *reinterpret_cast<const float4*>(mid + t * kBlurOutPitch + c);
+      const size_t o = (size_t)(y0 + t) * (size_t)w + (size_t)(x0 + c);
+      *reinterpret_cast<float4*>(dst + o) = v;
+      if (dog || level0) {
+        const float4 centre = *reinterpret_cast<const float4*>(in + (t + R) * kInPitch + kA + c);
+        if (dog) *reinterpret_cast<float4*>(dog + o) = make_float4(v.x - centre.x, v.y - centre.y, v.z - centre.z, v.w - centre.w);
+        if (level0) *reinterpret_cast<float4*>(level0 + o) = centre;
+      }
+    }
+    return;
+  }
+  for (int t = ly; t < kBlurTileH; t += 8) {
+    const int y = y0 + t;
+    if (y >= h) break;
+    for (int c = lx; c < kBlurTileW; c += 32) {
+      const int x = x0 + c;
+      if (x >= w) break;
+      const float v = mid[t * kBlurOutPitch + c];
+      const size_t o = (size_t)y * (size_t)w + (size_t)x;
+      dst[o] = v;
+      const float centre = in[(t + R) * kInPitch + c + kA];
       if (dog) dog[o] = v - centre;
       if (level0) level0[o] = centre;
     }
