@@ -12,12 +12,14 @@ namespace spectrasift::opencl {
 namespace {
 
 // sift_blur_tiles (kernels/sift_blur.cl): built per radius up to this one, output tile 64 x 32, work-group
-// 32 x 8, local memory for the staged source and the vertical pass.
+// 32 x 8, local memory for the staged source ((32 + 2R) rows of 64 + 2A, A = R rounded up to 4) and the
+// vertical pass (32 rows of max(65 + 2R, 68)).
 constexpr int kTilesMaxRadius = 16;
 constexpr std::size_t kTilesW = 64, kTilesH = 32, kTilesGroupX = 32, kTilesGroupY = 8;
 std::size_t tiles_local_bytes(int r) {
-  const std::size_t cols = kTilesW + 2 * std::size_t(r);
-  return ((kTilesH + 2 * std::size_t(r)) * cols + kTilesH * (cols + 1)) * sizeof(float);
+  const std::size_t a = (std::size_t(r) + 3) / 4 * 4;
+  const std::size_t mid_pitch = std::max<std::size_t>(kTilesW + 2 * std::size_t(r) + 1, kTilesW + 4);
+  return ((kTilesH + 2 * std::size_t(r)) * (kTilesW + 2 * a) + kTilesH * mid_pitch) * sizeof(float);
 }
 
 // Whether the blur takes the tiled GPU forms (sift_blur_tiles / sift_blur) rather than the row kernels.

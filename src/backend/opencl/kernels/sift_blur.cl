@@ -63,49 +63,84 @@ __kernel void sift_blur(__global const float* src, __global float* dst, long src
  * values as sift_blur (same taps, same float operations in the same order, the same staged and reflected
  * tile), computed from registers: with R known the loops unroll, the taps live in registers, and each
  * work-item computes a run of consecutive outputs from a window of values it reads from local memory once
- * (register blocking), instead of reading 2R + 1 local values per output and pass.
+ * (register blocking), instead of reading 2R + 1 local values per output and pass. The OpenCL form of CUDA's
+ * sift_blur_tiles<R> (round 3, issue 19: float4 staging and write-out in the work-groups away from the
+ * borders, where the H200 profile of round 2 found 45 % and 20-30 % of the instructions in the reflected,
+ * scalar staging and write-out; docs/performance/sift.md).
  * Global (ceil(w / 64) 64, ceil(h / 32) 8), work-group (32, 8) (required); output tile 64 x 32.
- *   1. stage the reflected source rows y0 - R .. y0 + 31 + R, columns x0 - R .. x0 + 63 + R in `in` (the
- *      columns of a tile away from the side borders need no reflection);
- *   2. vertical pass: 2 (64 + 2R) items (column, half of the tile's rows), each 16 outputs of a column from
- *      a window of 16 + 2R values, into `mid` (row pitch odd);
+ *   1. stage the source rows y0 - R .. y0 + 31 + R, columns x0 - A .. x0 + 63 + A (A = R rounded up to 4) in
+ *      `in` (row pitch a multiple of 4): a work-group whose window lies inside the plane (and plane offset and
+ *      width multiples of 4) loads float4 (work-items lx < SIFT_QUADS, rows ly + 8 i), every load before the
+ *      first local store; the others reflect each element as sift_blur does (the columns of a tile away from
+ *      the side borders need no reflection);
+ *   2. vertical pass: 2 (64 + 2R) items (column x0 - R + c, half of the tile's rows), each 16 outputs of a
+ *      column from a window of 16 + 2R values, into `mid` (row pitch odd);
  *   3. horizontal pass: work-item (lx, ly) computes row lx, columns 8 ly .. 8 ly + 7 from a window of
  *      8 + 2R values of `mid` (the lanes of a warp read 32 rows: the odd pitch keeps the banks apart), and
- *      puts them in `mid` again as the output tile (pitch 65) once every work-item has read its window;
- *   4. the tile leaves in rows (coalesced): dst and, with dog_off >= 0, the DoG plane dst - src. */
+ *      puts them in `mid` again as the output tile (2 float4, pitch 68) once every work-item has read its window;
+ *   4. the tile leaves in rows (coalesced): dst and, with dog_off >= 0, the DoG plane dst - src; float4 (a
+ *      half warp per row) where the tile lies inside the plane and the offsets and width are multiples of 4.
+ * Both choices depend on the work-group's position and the launch's arguments only. */
 #define SIFT_TILE_W 64
 #define SIFT_TILE_H 32
 #define SIFT_VRUN 16
 #define SIFT_HRUN 8
-#define SIFT_IN_COLS (SIFT_TILE_W + 2 * SIFT_BLUR_R)
+#define SIFT_A ((SIFT_BLUR_R + 3) / 4 * 4)
+#define SIFT_COLS (SIFT_TILE_W + 2 * SIFT_BLUR_R)
+#define SIFT_IN_PITCH (SIFT_TILE_W + 2 * SIFT_A)
+#define SIFT_QUADS (SIFT_IN_PITCH / 4)
 #define SIFT_IN_ROWS (SIFT_TILE_H + 2 * SIFT_BLUR_R)
-#define SIFT_MID_PITCH (SIFT_IN_COLS + 1)
-#define SIFT_OUT_PITCH (SIFT_TILE_W + 1)
+#define SIFT_FULL_STEPS (SIFT_IN_ROWS / 8)
+#define SIFT_TAIL_ROWS (SIFT_IN_ROWS % 8)
+#define SIFT_MID_PITCH (SIFT_COLS + 1)
+#define SIFT_OUT_PITCH (SIFT_TILE_W + 4)
+#define SIFT_MID_FLOATS (SIFT_TILE_H * (SIFT_MID_PITCH > SIFT_OUT_PITCH ? SIFT_MID_PITCH : SIFT_OUT_PITCH))
 
 __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void sift_blur_tiles(
     __global const float* src, __global float* dst, long src_off, long dst_off, int w, int h,
     __global const float* taps, int tap_off, __global float* dog, long dog_off) {
-  __local float in[SIFT_IN_ROWS * SIFT_IN_COLS];
-  __local float mid[SIFT_TILE_H * SIFT_MID_PITCH];
+  __local float4 in4[SIFT_IN_ROWS * SIFT_QUADS];  /* float4: 16-byte aligned rows */
+  __local float4 mid4[SIFT_MID_FLOATS / 4];
+  __local float* in = (__local float*)in4;
+  __local float* mid = (__local float*)mid4;
   const int lx = get_local_id(0), ly = get_local_id(1), lid = ly * 32 + lx;
   const int x0 = get_group_id(0) * SIFT_TILE_W, y0 = get_group_id(1) * SIFT_TILE_H;
   float k[SIFT_BLUR_R + 1];
 #pragma unroll
   for (int i = 0; i <= SIFT_BLUR_R; ++i) k[i] = taps[tap_off + i];
-  const bool inside = x0 >= SIFT_BLUR_R && x0 + SIFT_TILE_W + SIFT_BLUR_R <= w;  /* no column reflects */
-  for (int t = ly; t < SIFT_IN_ROWS; t += 8) {
-    __global const float* row = src + src_off + (size_t)sift_reflect101(y0 - SIFT_BLUR_R + t, h) * (size_t)w;
-    for (int c = lx; c < SIFT_IN_COLS; c += 32) {
-      const int x = x0 - SIFT_BLUR_R + c;
-      in[t * SIFT_IN_COLS + c] = row[inside ? x : sift_reflect101(x, w)];
+  const bool cols_inside = x0 >= SIFT_A && x0 + SIFT_TILE_W + SIFT_A <= w;        /* no staged column reflects */
+  const bool rows_inside = y0 >= SIFT_BLUR_R && y0 + SIFT_TILE_H + SIFT_BLUR_R <= h; /* no staged row reflects */
+  if (cols_inside && rows_inside && (src_off & 3) == 0 && (w & 3) == 0) {
+    if (lx < SIFT_QUADS) {
+      __global const float4* p =
+          (__global const float4*)(src + src_off + (size_t)(y0 - SIFT_BLUR_R + ly) * (size_t)w + (size_t)(x0 - SIFT_A)) + lx;
+      const size_t step8 = 2 * (size_t)w; /* 8 rows, in float4 */
+      float4 v[SIFT_FULL_STEPS + 1];
+#pragma unroll
+      for (int i = 0; i < SIFT_FULL_STEPS; ++i) v[i] = p[i * step8];
+      if (SIFT_TAIL_ROWS > 0 && ly < SIFT_TAIL_ROWS) v[SIFT_FULL_STEPS] = p[SIFT_FULL_STEPS * step8];
+      __local float4* s = in4 + ly * SIFT_QUADS + lx;
+#pragma unroll
+      for (int i = 0; i < SIFT_FULL_STEPS; ++i) s[i * 8 * SIFT_QUADS] = v[i];
+      if (SIFT_TAIL_ROWS > 0 && ly < SIFT_TAIL_ROWS) s[SIFT_FULL_STEPS * 8 * SIFT_QUADS] = v[SIFT_FULL_STEPS];
+    }
+  } else {
+    for (int t = ly; t < SIFT_IN_ROWS; t += 8) {
+      const int y = y0 - SIFT_BLUR_R + t;
+      __global const float* row = src + src_off + (size_t)(rows_inside ? y : sift_reflect101(y, h)) * (size_t)w;
+      for (int c = lx; c < SIFT_IN_PITCH; c += 32) {
+        const int x = x0 - SIFT_A + c;
+        in[t * SIFT_IN_PITCH + c] = row[cols_inside ? x : sift_reflect101(x, w)];
+      }
     }
   }
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (int item = lid; item < 2 * SIFT_IN_COLS; item += 256) {
-    const int c = item % SIFT_IN_COLS, t0 = (item / SIFT_IN_COLS) * SIFT_VRUN;
+  if (lid < 2 * SIFT_COLS) { /* column x0 - R + c, rows t0 .. t0 + 15 of the tile */
+    const int c = lid % SIFT_COLS, t0 = (lid / SIFT_COLS) * SIFT_VRUN;
+    __local const float* col = in + t0 * SIFT_IN_PITCH + c + (SIFT_A - SIFT_BLUR_R);
     float win[SIFT_VRUN + 2 * SIFT_BLUR_R];
 #pragma unroll
-    for (int j = 0; j < SIFT_VRUN + 2 * SIFT_BLUR_R; ++j) win[j] = in[(t0 + j) * SIFT_IN_COLS + c];
+    for (int j = 0; j < SIFT_VRUN + 2 * SIFT_BLUR_R; ++j) win[j] = col[j * SIFT_IN_PITCH];
 #pragma unroll
     for (int j = 0; j < SIFT_VRUN; ++j) {
       float acc = k[0] * win[j + SIFT_BLUR_R];
@@ -129,9 +164,25 @@ __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void sift_blur_tiles(
     }
   }
   barrier(CLK_LOCAL_MEM_FENCE);
-#pragma unroll
-  for (int j = 0; j < SIFT_HRUN; ++j) mid[lx * SIFT_OUT_PITCH + ly * SIFT_HRUN + j] = out[j];
+  {
+    __local float4* o = mid4 + (lx * SIFT_OUT_PITCH + ly * SIFT_HRUN) / 4;
+    o[0] = (float4)(out[0], out[1], out[2], out[3]);
+    o[1] = (float4)(out[4], out[5], out[6], out[7]);
+  }
   barrier(CLK_LOCAL_MEM_FENCE);
+  if (x0 + SIFT_TILE_W <= w && y0 + SIFT_TILE_H <= h && (w & 3) == 0 && (dst_off & 3) == 0 &&
+      (dog_off < 0 || (dog_off & 3) == 0)) {
+    const int c = 4 * (lx & 15); /* half warp (lx >> 4) per row of 64: rows 16 i + 2 ly + (lx >> 4) */
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int t = 16 * i + 2 * ly + (lx >> 4);
+      const float4 v = mid4[(t * SIFT_OUT_PITCH + c) / 4];
+      const size_t o = (size_t)(y0 + t) * (size_t)w + (size_t)(x0 + c);
+      *(__global float4*)(dst + dst_off + o) = v;
+      if (dog_off >= 0) *(__global float4*)(dog + dog_off + o) = v - in4[((t + SIFT_BLUR_R) * SIFT_IN_PITCH + SIFT_A + c) / 4];
+    }
+    return;
+  }
   for (int t = ly; t < SIFT_TILE_H; t += 8) {
     const int y = y0 + t;
     if (y >= h) break;
@@ -141,7 +192,7 @@ __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void sift_blur_tiles(
       const float v = mid[t * SIFT_OUT_PITCH + c];
       const size_t o = (size_t)y * (size_t)w + (size_t)x;
       dst[dst_off + o] = v;
-      if (dog_off >= 0) dog[dog_off + o] = v - in[(t + SIFT_BLUR_R) * SIFT_IN_COLS + c + SIFT_BLUR_R];
+      if (dog_off >= 0) dog[dog_off + o] = v - in[(t + SIFT_BLUR_R) * SIFT_IN_PITCH + c + SIFT_A];
     }
   }
 }
