@@ -36,6 +36,27 @@ inline bool have_device(Backend b) {
 
 inline Image load_test_image(const char* name) { return read_image(std::string(SPECTRASIFT_TEST_DATA) + "/" + name); }
 
+/// A photo of the shared data folder (kleiber_1920x1080.jpg, ...): in $SPECTRASIFT_TEST_PHOTOS when it is set
+/// (e.g. "none": no photo), else in shared/data/photos inside the repository (the device machine's copy) or
+/// beside it; "" when it is not there. (sift_cuda_test.cpp has its own copy of this.)
+inline std::string shared_photo_path(const char* name) {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("SPECTRASIFT_TEST_PHOTOS")) {
+    dirs.emplace_back(env);
+  } else {
+    dirs.push_back(std::string(SPECTRASIFT_TEST_DATA) + "/../../shared/data/photos");
+    dirs.push_back(std::string(SPECTRASIFT_TEST_DATA) + "/../../../shared/data/photos");
+  }
+  for (const std::string& dir : dirs) {
+    const std::string path = dir + "/" + name;
+    if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
+      std::fclose(f);
+      return path;
+    }
+  }
+  return "";
+}
+
 inline detail::SiftImageView sift_view(const Image& im) {
   return detail::SiftImageView{im.data.data(), im.type, im.width, im.height, im.channels, false};
 }

@@ -61,6 +61,11 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   /// The positions sift_select_small handles with the State's switch and local memory now (0: not run).
   std::size_t select_small_positions();
 
+  /// Tests: the work-group size the last descriptors() ran sift_descriptor_staged with (128 for
+  /// State::descriptor_variant 1, 32 for 2, on a GPU path where the device allows it), 0 when the walkers or
+  /// the serial kernel ran.
+  std::size_t last_descriptors_staged_local() const noexcept { return desc_staged_used_; }
+
   /// Behave as on a device without cl_khr_fp64 (tests: the errors of the inputs that need doubles).
   void assume_no_fp64() noexcept { fp64_ = false; }
 
@@ -120,6 +125,16 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   std::size_t small_fixed_local_ = ~std::size_t(0);  // sift_blur_small_octaves' local memory besides its planes
   std::size_t ori_local_ = 0, ori_chunk_ = 0, ori_ex_ = 0;
   std::size_t desc_local_ = 0, desc_ex_ = 0;
+  // sift_descriptor_staged: samples per band and slice, its local memory besides the arguments, the work-group
+  // the last descriptors() ran it with (0: the walkers or the serial kernel ran).
+  std::size_t desc_chunk_ = 0, desc_staged_fixed_ = 0, desc_staged_used_ = 0;
+  // Its local-memory arguments for a work-group of `local` (local / 32 slices): per slice the weights (ex_cap
+  // floats), records (chunk float4) and codes.
+  std::size_t desc_staged_local_bytes(std::size_t local) const noexcept {
+    return local / 32 * (desc_ex_ * sizeof(float) + desc_chunk_ * (4 * sizeof(float) + sizeof(cl_int)));
+  }
+  // Whether the device runs it with a work-group of `local` (its kernel limit and local memory).
+  bool desc_staged_fits(std::size_t local);
   std::size_t oriented_bound_ = ~std::size_t(0);  // select(): the oriented count read back (CPU devices), else the capacity
   std::size_t compact_local_ = 0;
   bool select_deferred_ = false;    // select() queued sift_select_small alone on a guess (select_again checks it)

@@ -1,6 +1,7 @@
 // OpenCL SIFT per-keypoint stages (see sift.hpp): orientations (one work-group per refined point), select
 // (device sorts and compactions of an index array: duplicates, cap, mask, canonical order; on GPUs the whole
-// stage in one work-group first when the count is small) and descriptors (one work-group per kept keypoint).
+// stage in one work-group first when the count is small) and descriptors (one work-group per kept keypoint;
+// the staged form four a work-group).
 #include <algorithm>
 #include <cmath>
 
@@ -66,10 +67,21 @@ void SiftStagesOpenCL::group_sizes() {
     fit(kernel("sift_orientation"), "sift_orientation", ori_ex_, sizeof(cl_int) + sizeof(float), ori_local_, ori_chunk_);
   desc_ex_ = 2 * std::size_t(std::lround(3.0 * sigma_max * 1.4142135623730951 * 2.5) + 2) + 1;
   std::size_t no_chunk = 0;
-  if (st_.is_cpu)
+  if (st_.is_cpu) {
     fit_serial("sift_descriptor_serial", desc_ex_, desc_local_);
-  else
+  } else {
     fit(kernel("sift_descriptor"), "sift_descriptor", desc_ex_, 0, desc_local_, no_chunk);
+    // sift_descriptor_staged (kernels/sift_descriptor_staged.cl): each slice's bands hold at least one window
+    // row and 128 samples (4 per work-item), as CUDA's staged form.
+    cl_kernel ks = kernel("sift_descriptor_staged");
+    desc_chunk_ = std::max<std::size_t>(desc_ex_, 128);
+    // CL_KERNEL_LOCAL_MEM_SIZE counts the __local arguments as last set: set them to one element first.
+    SPECTRASIFT_CL_CHECK(clSetKernelArg(ks, 8, sizeof(float), nullptr));
+    SPECTRASIFT_CL_CHECK(clSetKernelArg(ks, 10, 4 * sizeof(float), nullptr));
+    SPECTRASIFT_CL_CHECK(clSetKernelArg(ks, 11, sizeof(cl_int), nullptr));
+    const std::size_t lm = st_.limits(ks).local_mem, args = sizeof(float) + 4 * sizeof(float) + sizeof(cl_int);
+    desc_staged_fixed_ = lm > args ? lm - args : 0;
+  }
   auto pow2_below = [](std::size_t v) {
     std::size_t q = 1;
     while (q * 2 <= v) q *= 2;
@@ -278,6 +290,11 @@ bool SiftStagesOpenCL::select_again() {
   return true;
 }
 
+bool SiftStagesOpenCL::desc_staged_fits(std::size_t local) {
+  return st_.work_group_1d(kernel("sift_descriptor_staged"), local) == local &&
+         desc_staged_fixed_ + desc_staged_local_bytes(local) <= st_.local_mem;
+}
+
 void SiftStagesOpenCL::descriptors() {
   if (candidates_ == 0) return;
   const detail::SiftPlan& p = *plan_;
@@ -286,9 +303,31 @@ void SiftStagesOpenCL::descriptors() {
   const cl_mem counters = counter_buffer();
   const cl_mem kept = st_.buffer("sift.kept", keypoint_capacity_ * sizeof(SiftKeypoint));
   const cl_mem desc = st_.buffer("sift.desc", descriptor_capacity_ * Features::kDescriptorSize * sizeof(float));
-  cl_kernel k = kernel(st_.is_cpu ? "sift_descriptor_serial" : "sift_descriptor");
   const float deg2rad = float(M_PI / 180.0);
   const cl_int root = p.root_sift ? 1 : 0;
+  // GPUs: the staged form for State::descriptor_variant 1 (work-groups of 128: four keypoints each) or 2 (of 32:
+  // one keypoint each, for comparison) where the device allows it, else the walkers (the same bits).
+  const std::size_t staged_local =
+      st_.is_cpu ? 0 : st_.descriptor_variant == 1 ? 128 : st_.descriptor_variant == 2 ? 32 : 0;
+  desc_staged_used_ = staged_local && desc_staged_fits(staged_local) ? staged_local : 0;
+  if (desc_staged_used_) {
+    // local / 32 kept keypoints a work-group (kernels/sift_descriptor_staged.cl); at most the groups_ cap, and
+    // no more groups than the capacity's bound needs (those past the kept count return at once).
+    cl_kernel k = kernel("sift_descriptor_staged");
+    set_args(k, gauss, info, kept, counters, cl_uint(descriptor_capacity_), deg2rad, root, desc);
+    const std::size_t local = desc_staged_used_, slices = local / 32;
+    SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 8, slices * desc_ex_ * sizeof(float), nullptr));
+    const cl_int ex_cap = cl_int(desc_ex_), chunk = cl_int(desc_chunk_);
+    SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 9, sizeof ex_cap, &ex_cap));
+    SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 10, slices * desc_chunk_ * 4 * sizeof(float), nullptr));
+    SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 11, slices * desc_chunk_ * sizeof(cl_int), nullptr));
+    SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 12, sizeof chunk, &chunk));
+    const std::size_t groups = std::max<std::size_t>(1, std::min(groups_, (descriptor_capacity_ + slices - 1) / slices));
+    const std::size_t g = groups * local;
+    launch(k, 1, &g, &local, kDescriptors);
+    return;
+  }
+  cl_kernel k = kernel(st_.is_cpu ? "sift_descriptor_serial" : "sift_descriptor");
   set_args(k, gauss, info, kept, counters, cl_uint(descriptor_capacity_), deg2rad, root, desc);
   SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 8, (st_.is_cpu ? desc_local_ : 1) * desc_ex_ * sizeof(float), nullptr));
   const cl_int ex_cap = cl_int(desc_ex_);

@@ -138,6 +138,13 @@ struct State final : detail::BackendImpl {
   /// oriented count fits its local memory; sift_features.cpp): -1 = by device (GPUs), 0 = never, 1 = where
   /// the device's local memory holds enough positions (tests force it on PoCL). The same bits either way.
   int select_small = -1;
+  /// Which SIFT descriptor kernel on GPUs (sift_features.cpp): -1 = by device (the walkers, sift_descriptor,
+  /// until the staged form is measured faster on NVIDIA OpenCL), 0 = the walkers, 1 = the staged form
+  /// (sift_descriptor_staged: four keypoints a work-group of 128, each sample computed once), 2 = the staged
+  /// form with one keypoint a work-group of 32 (for comparison); 1 and 2 where the device allows the work-group
+  /// and local memory, else the walkers. CPU devices always run sift_descriptor_serial. The same bits in every
+  /// form; tests force each on PoCL with is_cpu = false.
+  int descriptor_variant = -1;
   /// When the host's bound on the oriented count (the keypoint capacity, 2 x the candidates) exceeds
   /// sift_select_small's positions: -1 = queue it alone when the candidates are at most twice its positions
   /// (the oriented count is then most likely within them; the rare miss runs the multi-launch path from

@@ -28,3 +28,4 @@
 #include "sift_orientation.cl"
 #include "sift_select.cl"
 #include "sift_descriptor.cl"
+#include "sift_descriptor_staged.cl"
