@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -432,9 +433,10 @@ TEST(SiftSelect, RulesOnRecords) {
 // sift_descriptor.h 'The row walk'), run here as the kernel runs them, band by band and owner by owner, on records
 // computed from a random plane for many frames (angles at and next to the axes and random ones, window sizes of
 // the default and of sigma 3.2, centres inside and next to the plane's edges, several band sizes): the row
-// records are the box records re-encoded (same fractions, gradient and weights, bit for bit), and the row walk
-// adds exactly the shares the box walk adds, in the same order, to every entry (so the two forms give the same
-// bits), while visiting far fewer records. The warp's lockstep count (per band, the most records any owner
+// records are the box records re-encoded (same fractions, gradient and weights, bit for bit), the row walk
+// finds exactly the shares the box walk adds, in the same order, and its two-records-a-step updates
+// (sift_descriptor_owner_add2) leave every accumulator entry with the box walk's bits, while visiting far fewer
+// records. The warp's lockstep count (per band, the most records any owner
 // visits) is reported for both walks.
 TEST(SiftDescriptorRowWalk, AddsTheBoxWalksSharesInOrder) {
   const int w = 160, h = 120;
@@ -483,6 +485,7 @@ TEST(SiftDescriptorRowWalk, AddsTheBoxWalksSharesInOrder) {
           std::vector<int> box_code(len), row_code(len);
           std::vector<std::array<float, 4>> box_rec(len), row_rec(len);
           std::vector<std::vector<Add>> box_adds(16), row_adds(16);
+          float box_acc[SIFT_DESCR_HIST_BINS + 2][16] = {}, row_acc[SIFT_DESCR_HIST_BINS + 2][16] = {};
           for (int band = 0; band < b.bands; ++band) {
             const int i0 = b.i_first + band * b.rows;
             const int n = std::min(b.rows, b.i_last - i0 + 1) * b.width;
@@ -518,8 +521,11 @@ TEST(SiftDescriptorRowWalk, AddsTheBoxWalksSharesInOrder) {
                   int o0 = 0;
                   float s0 = 0.0f, s1 = 0.0f;
                   if (sift_descriptor_cell_shares(box_code[std::size_t(s_row + j)], qr, qc, r[0], r[1], r[2], r[3], &o0,
-                                                  &s0, &s1))
+                                                  &s0, &s1)) {
                     box_adds[std::size_t(t)].push_back({i, j, o0, bits(s0), bits(s1)});
+                    box_acc[o0][t] += s0;  // the box walk's single updates
+                    box_acc[o0 + 1][t] += s1;
+                  }
                 }
                 int jl, jh;
                 sift_descriptor_row_cols(span, i, j_lo, j_hi, &jl, &jh);
@@ -533,6 +539,22 @@ TEST(SiftDescriptorRowWalk, AddsTheBoxWalksSharesInOrder) {
                                                  &s1))
                     row_adds[std::size_t(t)].push_back({i, j, o0, bits(s0), bits(s1)});
                 }
+                for (int j = jl; j <= jh; j += 2) {  // the kernel's updates: two records a step
+                  // past jh the kernel reads whatever lies there (up to 3 past the band's records): here a code
+                  // whose o0 is far outside the accumulator and NaN values, which must be left unread
+                  const float nan = std::numeric_limits<float>::quiet_NaN();
+                  const std::array<float, 4> junk = {nan, nan, nan, nan};
+                  const auto a = std::size_t(s_row + j), bb = std::size_t(s_row + j + 1);
+                  int oa = 0, ob = 0;
+                  float sa0 = 0.0f, sa1 = 0.0f, sb0 = 0.0f, sb1 = 0.0f;
+                  const auto& ra = row_rec[a];
+                  const auto& rb = j + 1 <= jh ? row_rec[bb] : junk;
+                  const int code_b = j + 1 <= jh ? row_code[bb] : 0x7fff4141;
+                  const int hit_a = sift_descriptor_row_shares(key, row_code[a], ra[0], ra[1], ra[2], ra[3], &oa, &sa0, &sa1);
+                  const int hit_b =
+                      sift_descriptor_row_shares(key, code_b, rb[0], rb[1], rb[2], rb[3], &ob, &sb0, &sb1) && j + 1 <= jh;
+                  sift_descriptor_owner_add2(&row_acc[0][t], 16, hit_a, oa, sa0, sa1, hit_b, ob, sb0, sb1);
+                }
               }
               box_visits += box_n;
               row_visits += row_n;
@@ -542,6 +564,8 @@ TEST(SiftDescriptorRowWalk, AddsTheBoxWalksSharesInOrder) {
             box_lockstep += box_most;
             row_lockstep += row_most;
           }
+          ASSERT_TRUE(same_bits(box_acc, row_acc, sizeof box_acc))
+              << "accumulators: hw " << hw << ", angle " << angle << ", centre " << cx << "," << cy << ", chunk " << chunk;
           for (int t = 0; t < 16; ++t) {
             hits += (long long)box_adds[std::size_t(t)].size();
             ASSERT_TRUE(box_adds[std::size_t(t)] == row_adds[std::size_t(t)])

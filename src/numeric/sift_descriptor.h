@@ -499,4 +499,29 @@ SPECTRASIFT_FN void sift_descriptor_row_cols(SiftDescriptorRowSpan s, int i, int
   *jh = (int)SIFT_CEILF(hi);
 }
 
+/* The row walk's update of an owner's entries col[e * stride] (e = 0 .. n + 1) by two consecutive records, a then b:
+ * shares (sa0, sa1) to entries oa, oa + 1 when hit_a, then (sb0, sb1) to ob, ob + 1 when hit_b (oa in 0..n - 1; ob
+ * is read only when hit_b: b may be no record at all). A record that misses adds +0.0f to entries instead (b to
+ * a's), which changes no entry (an entry is +0 or a sum of shares >= +0, never -0, and x + +0 is x for every
+ * other float). The four entries are loaded before any store, b's inputs taken from a's
+ * results where its entries are a's: every entry gets the same additions in the same order as from a's then b's
+ * update alone, so the same bits, with one load-add-store chain for two records instead of two chained ones. */
+#define SIFT_DEFINE_DESCRIPTOR_OWNER_ADD2(SUFFIX, AS)                                                      \
+  SPECTRASIFT_FN void sift_descriptor_owner_add2##SUFFIX(AS float* col, int stride, int hit_a, int oa, float sa0, \
+                                                         float sa1, int hit_b, int ob, float sb0, float sb1) { \
+    ob = hit_b ? ob : oa;                                                                                 \
+    AS float* pa = col + oa * stride;                                                                     \
+    AS float* pb = col + ob * stride;                                                                     \
+    const float a0 = pa[0], a1 = pa[stride], b0 = pb[0], b1 = pb[stride];                                 \
+    const float ra0 = a0 + (hit_a ? sa0 : 0.0f), ra1 = a1 + (hit_a ? sa1 : 0.0f);                         \
+    const float ib0 = ob == oa ? ra0 : (ob == oa + 1 ? ra1 : b0);                                         \
+    const float ib1 = ob == oa ? ra1 : (ob + 1 == oa ? ra0 : b1);                                         \
+    pa[0] = ra0;                                                                                          \
+    pa[stride] = ra1;                                                                                     \
+    pb[0] = ib0 + (hit_b ? sb0 : 0.0f);                                                                   \
+    pb[stride] = ib1 + (hit_b ? sb1 : 0.0f);                                                              \
+  }
+SPECTRASIFT_AS_VARIANTS(SIFT_DEFINE_DESCRIPTOR_OWNER_ADD2)
+#undef SIFT_DEFINE_DESCRIPTOR_OWNER_ADD2
+
 #endif /* SPECTRASIFT_NUMERIC_SIFT_DESCRIPTOR_H */

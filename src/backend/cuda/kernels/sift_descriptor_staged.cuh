@@ -23,8 +23,9 @@
 //   (kDescrLoads of them, in flight together) and then computes them (sift_descriptor_row_record); the records
 //   hold the cell decoded (sift_descriptor_row_code), the owner's test is a subtraction and a mask
 //   (sift_descriptor_row_shares), and in each row of its box the owner visits only the columns where a record's
-//   floor cell can be one of its 2 x 2 (sift_descriptor_row_cols), so nearly every visited record hits. The
-//   same records pass the exact test in the same order: the same bits.
+//   floor cell can be one of its 2 x 2 (sift_descriptor_row_cols), so nearly every visited record hits; it adds
+//   two records' shares a step (sift_descriptor_owner_add2). The same records pass the exact test and every entry
+//   gets the same additions in the same order: the same bits.
 //
 // ptxas 13.0 on sm_90 drops the negation of max(max(a, -b), c) (and min): no integer negation may feed a
 // max/min chain here (the helpers' comment in numeric/sift_descriptor.h; the ctest
@@ -124,24 +125,31 @@ __global__ void __launch_bounds__(32 * kDescrWarps, kRowWalk ? kDescrRowBlocks :
           int jl, jh;
           sift_descriptor_row_cols(span, i, j_lo, j_hi, &jl, &jh);
           if (jl > jh) continue;
-          // Software-pipelined: the next record is loaded before this one's shares are added, so that the only
-          // chain from record to record is the accumulator's load, add and store (both entries' loads first).
-          int code = codes[s_row + jl];
-          float4 r = recs[s_row + jl];
-          for (int j = jl; j <= jh; ++j) {
-            const int next = s_row + min(j + 1, jh);  // the last record again at the row's end
-            const int code_next = codes[next];
-            const float4 r_next = recs[next];
-            int o0 = 0;
-            float s0 = 0.0f, s1 = 0.0f;
-            if (sift_descriptor_row_shares(key, code, r.x, r.y, r.z, r.w, &o0, &s0, &s1)) {
-              float* e = acc + o0 * kDescrOwners + lane;  // the owner's column: no other lane touches it
-              const float a0 = e[0], a1 = e[kDescrOwners];
-              e[0] = a0 + s0;
-              e[kDescrOwners] = a1 + s1;
-            }
-            code = code_next;
-            r = r_next;
+          // Two records a step (sift_descriptor_owner_add2: one load-add-store chain for both), software-pipelined:
+          // the next two records are loaded before these two's shares are added. Loads run up to 3 records past jh,
+          // at most past the band's last record (n - 1) into the warp's own codes and ex (chunk >= 12, ex_cap >= 3):
+          // nothing writes there during phase B, and a record past jh counts as a miss (its o0 unread).
+          const int* cp = codes + s_row + jl;
+          const float4* rp = recs + s_row + jl;
+          int code_a = cp[0], code_b = cp[1];
+          float4 ra = rp[0], rb = rp[1];
+#pragma unroll 2
+          for (int j = jl; j <= jh; j += 2) {
+            cp += 2;
+            rp += 2;
+            const int code_na = cp[0], code_nb = cp[1];
+            const float4 rna = rp[0], rnb = rp[1];
+            int oa = 0, ob = 0;
+            float sa0 = 0.0f, sa1 = 0.0f, sb0 = 0.0f, sb1 = 0.0f;
+            const int hit_a = sift_descriptor_row_shares(key, code_a, ra.x, ra.y, ra.z, ra.w, &oa, &sa0, &sa1);
+            const int hit_b =
+                sift_descriptor_row_shares(key, code_b, rb.x, rb.y, rb.z, rb.w, &ob, &sb0, &sb1) && j + 1 <= jh;
+            // the owner's column of the accumulator: no other lane touches it
+            sift_descriptor_owner_add2_local(acc + lane, kDescrOwners, hit_a, oa, sa0, sa1, hit_b, ob, sb0, sb1);
+            code_a = code_na;
+            code_b = code_nb;
+            ra = rna;
+            rb = rnb;
           }
         } else {
           for (int j = j_lo; j <= j_hi; ++j) {
