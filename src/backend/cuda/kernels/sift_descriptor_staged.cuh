@@ -40,7 +40,9 @@ constexpr int kDescrWarps = 4;                                        // keypoin
 constexpr int kDescrOwners = SIFT_DESCR_WIDTH * SIFT_DESCR_WIDTH;     // inner cells, a lane each
 constexpr int kDescrAcc = (SIFT_DESCR_HIST_BINS + 2) * kDescrOwners;  // their entries
 constexpr int kDescrLoads = 4;  // row walk: samples whose pixels a lane loads before computing them (128 a warp)
-constexpr int kDescrRowBlocks = 6;  // row walk: blocks an SM in the launch bounds (80 registers: no spills)
+// Row walk: blocks an SM in the launch bounds, as the box walk's: 64 registers; ptxas spills ~13 values around each
+// band (not in the owners' loop); 6 (80 registers) spills only in the per-keypoint setup but holds 24 warps an SM.
+constexpr int kDescrRowBlocks = 8;
 
 // The dynamic shared memory of one warp, in float4 units: recs[chunk] (rf, cf, of, mag), codes[chunk],
 // ex[ex_cap] (the window weights).
@@ -52,8 +54,8 @@ __host__ __device__ inline int sift_descriptor_warp_float4s(int chunk, int ex_ca
 // takes kept keypoints g kDescrWarps + w, + G kDescrWarps, ... (the live count is read on the device). Dynamic
 // shared memory (host-sized): kDescrWarps sift_descriptor_warp_float4s(chunk, ex_cap) float4s, with ex_cap >= 2R
 // + 1 for the plan's largest window radius R and chunk >= ex_cap (a band holds at least one window row).
-// deg2rad = float(pi / 180) from the host. Launch bounds: 8 blocks (32 warps) an SM. kRowWalk: the row walk
-// (above), else the box walk.
+// deg2rad = float(pi / 180) from the host. Launch bounds: 8 blocks (32 warps) an SM (the row walk:
+// kDescrRowBlocks). kRowWalk: the row walk (above), else the box walk.
 template <bool kRowWalk>
 __global__ void __launch_bounds__(32 * kDescrWarps, kRowWalk ? kDescrRowBlocks : 8)
     sift_descriptor_staged(const float* gauss, const long long* info, const SiftKeypoint* kps,
