@@ -494,16 +494,18 @@ std::string shared_photo(const char* name) {
 
 using Form = ss::cuda::SiftStagesCuda::DescriptorForm;
 
-// The two descriptor kernels (backend/cuda/sift.hpp, set_descriptor_form: the block of walkers and the staged
-// warp per keypoint) give the same features bit for bit, and each agrees with the CPU backend: box and graf1
+// The descriptor forms (backend/cuda/sift.hpp, set_descriptor_form: the block of walkers, and the staged warp per
+// keypoint with its box walk and its row walk) give the same features bit for bit, and each agrees with the CPU
+// backend: box and graf1
 // upsampled, graf1 at sigma 3.2 (larger windows, several bands), camera without upsampling and with RootSIFT,
 // and kleiber 1080p upsampled (2.4k keypoints) from the shared photos when they are found. A device whose
 // shared memory cannot hold the staged form's bands runs the walkers instead, with the same bits.
 TEST(SiftCuda, DescriptorFormsGiveTheSameFeatures) {
   REQUIRE_CUDA();
-  OwnStages walkers, staged;
+  OwnStages walkers, staged, rows;
   walkers.cuda().set_descriptor_form(Form::kWalkers);
   staged.cuda().set_descriptor_form(Form::kStaged);
+  rows.cuda().set_descriptor_form(Form::kStagedRows);
   ss::SiftOptions wide, flat, root;
   wide.sigma = 3.2;
   flat.upsample = false;
@@ -522,26 +524,32 @@ TEST(SiftCuda, DescriptorFormsGiveTheSameFeatures) {
                              (o.root_sift ? " RootSIFT" : "");
     const ss::Features a = run_stages(*walkers.stages, walkers.ctx.impl(), sift_view(im), o, nullptr);
     const ss::Features b = run_stages(*staged.stages, staged.ctx.impl(), sift_view(im), o, nullptr);
+    const ss::Features c = run_stages(*rows.stages, rows.ctx.impl(), sift_view(im), o, nullptr);
     EXPECT_EQ(walkers.cuda().descriptor_form_in_use(), Form::kWalkers) << what;
     EXPECT_EQ(staged.cuda().descriptor_form_in_use(), Form::kStaged) << what;
+    EXPECT_EQ(rows.cuda().descriptor_form_in_use(), Form::kStagedRows) << what;
     ASSERT_FALSE(b.keypoints.empty()) << what;
-    EXPECT_TRUE(same_bits(a, b)) << what << ": the staged descriptors differ from the walkers'";
+    EXPECT_TRUE(same_bits(a, b)) << what << ": the staged (box walk) descriptors differ from the walkers'";
+    EXPECT_TRUE(same_bits(a, c)) << what << ": the staged (row walk) descriptors differ from the walkers'";
     const ss::Features cpu = cpu_sift(im, o);
     expect_agreement(cpu, a, what + " (walkers)");
     expect_agreement(cpu, b, what + " (staged)");
+    expect_agreement(cpu, c, what + " (staged rows)");
   }
   // 12 KiB of shared memory a block: enough for the walkers and the sort, not for the staged bands.
-  OwnStages small;
-  small.cuda().set_descriptor_form(Form::kStaged);
-  small.cuda().set_shared_memory_limit(12 * 1024);
   const ss::Image box = load("box.png");
-  const ss::Features fallback = run_stages(*small.stages, small.ctx.impl(), sift_view(box), {}, nullptr);
-  EXPECT_EQ(small.cuda().descriptor_form_in_use(), Form::kWalkers);
-  EXPECT_TRUE(same_bits(fallback, cuda_sift(box))) << "box: the walkers' fallback differs";
+  for (Form form : {Form::kStaged, Form::kStagedRows}) {
+    OwnStages small;
+    small.cuda().set_descriptor_form(form);
+    small.cuda().set_shared_memory_limit(12 * 1024);
+    const ss::Features fallback = run_stages(*small.stages, small.ctx.impl(), sift_view(box), {}, nullptr);
+    EXPECT_EQ(small.cuda().descriptor_form_in_use(), Form::kWalkers);
+    EXPECT_TRUE(same_bits(fallback, cuda_sift(box))) << "box: the walkers' fallback differs";
+  }
 }
 
 // Device time per stage and end to end against the CPU backend (reported, never asserted), one line per
-// descriptor form (walkers, staged) and image. Run with --gtest_also_run_disabled_tests
+// descriptor form (walkers, staged box walk, staged row walk) and image. Run with --gtest_also_run_disabled_tests
 // --gtest_filter=*StageTimes*; SPECTRASIFT_SIFT_TIMING_IMAGES adds images by path (colon-separated), e.g.
 // the 1080p photos.
 TEST(SiftCuda, DISABLED_StageTimes) {
@@ -553,8 +561,9 @@ TEST(SiftCuda, DISABLED_StageTimes) {
   const std::vector<ss::test::StageTimesForm> forms = {
       {"walkers", [&cuda] { cuda.set_descriptor_form(Form::kWalkers); cuda.set_blur_form(BlurForm::kTiles); }},
       {"staged", [&cuda] { cuda.set_descriptor_form(Form::kStaged); cuda.set_blur_form(BlurForm::kTiles); }},
-      {"staged, blur round 2",
-       [&cuda] { cuda.set_descriptor_form(Form::kStaged); cuda.set_blur_form(BlurForm::kTilesRound2); }}};
+      {"staged-rows", [&cuda] { cuda.set_descriptor_form(Form::kStagedRows); cuda.set_blur_form(BlurForm::kTiles); }},
+      {"staged-rows, blur round 2",
+       [&cuda] { cuda.set_descriptor_form(Form::kStagedRows); cuda.set_blur_form(BlurForm::kTilesRound2); }}};
   ss::test::report_stage_times(kCudaSift, cuda, own.ctx.impl(), 11, forms);
 }
 

@@ -6,9 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -424,6 +427,162 @@ TEST(SiftSelect, RulesOnRecords) {
   e.layer = a.layer + 1;
   e.y = 0;
   EXPECT_TRUE(sift_canonical_before(a, e));
+}
+
+// The staged CUDA descriptor kernel's two owner walks (backend/cuda/kernels/sift_descriptor_staged.cuh, numeric/
+// sift_descriptor.h 'The row walk'), run here as the kernel runs them, band by band and owner by owner, on records
+// computed from a random plane for many frames (angles at and next to the axes and random ones, window sizes of
+// the default and of sigma 3.2, centres inside and next to the plane's edges, several band sizes): the row
+// records are the box records re-encoded (same fractions, gradient and weights, bit for bit), the row walk
+// finds exactly the shares the box walk adds, in the same order, and its two-records-a-step updates
+// (sift_descriptor_owner_add2) leave every accumulator entry with the box walk's bits, while visiting far fewer
+// records. The warp's lockstep count (per band, the most records any owner
+// visits) is reported for both walks.
+TEST(SiftDescriptorRowWalk, AddsTheBoxWalksSharesInOrder) {
+  const int w = 160, h = 120;
+  std::mt19937 rng(19);
+  std::uniform_real_distribution<float> pix(0.0f, 1.0f);
+  std::vector<float> plane(std::size_t(w) * h);
+  for (float& v : plane) v = pix(rng);
+  std::vector<float> angles = {0.0f, 90.0f, 180.0f, 270.0f, 45.0f, 135.0f, 225.0f, 315.0f, 1e-4f, 0.01f,
+                               0.06f, 89.99f, 90.01f, 179.94f, 270.001f, 359.99f, 30.0f, 60.0f};
+  std::uniform_real_distribution<float> any_angle(0.0f, 360.0f);
+  for (int k = 0; k < 60; ++k) angles.push_back(any_angle(rng));
+  const float deg2rad = float(M_PI / 180.0);
+  struct Add {
+    int i, j, o0;
+    std::uint32_t s0, s1;
+    bool operator==(const Add&) const = default;
+  };
+  auto bits = [](float v) {
+    std::uint32_t b;
+    std::memcpy(&b, &v, 4);
+    return b;
+  };
+  long long box_visits = 0, row_visits = 0, hits = 0, box_lockstep = 0, row_lockstep = 0, frames = 0;
+  for (float hw : {5.4f, 8.0f, 10.8f, 21.5f}) {
+    const int radius = sift_round(hw * 1.4142135623730951f * float(SIFT_DESCR_WIDTH + 1) * 0.5f);
+    const int ex_cap = 2 * radius + 1;
+    std::vector<float> ex(static_cast<std::size_t>(ex_cap));
+    for (const auto& [cx, cy] : std::vector<std::pair<int, int>>{{80, 60}, {3, 58}, {150, 2}, {w - 2, h - 1}, {40, 90}}) {
+      for (float angle : angles) {
+        SiftDescriptorFrame f{};
+        f.w = w;
+        f.h = h;
+        f.cx = cx;
+        f.cy = cy;
+        f.radius = radius;
+        f.ori = 360.0f - angle;
+        if (std::abs(f.ori - 360.0f) < SIFT_FLT_EPSILON) f.ori = 0.0f;
+        f.cos_t = std::cos(f.ori * deg2rad) / hw;
+        f.sin_t = std::sin(f.ori * deg2rad) / hw;
+        f.weight_scale = 1.0f / (hw * hw);
+        for (int k = 0; k < ex_cap; ++k) ex[std::size_t(k)] = sift_descriptor_weight(f, k - radius);
+        for (int chunk : {std::max(ex_cap, 128), ex_cap, 4 * ex_cap, ex_cap * ex_cap}) {
+          const SiftDescriptorBands b = sift_descriptor_bands(f, chunk);
+          ++frames;
+          const auto len = static_cast<std::size_t>(chunk);
+          std::vector<int> box_code(len), row_code(len);
+          std::vector<std::array<float, 4>> box_rec(len), row_rec(len);
+          std::vector<std::vector<Add>> box_adds(16), row_adds(16);
+          float box_acc[SIFT_DESCR_HIST_BINS + 2][16] = {}, row_acc[SIFT_DESCR_HIST_BINS + 2][16] = {};
+          for (int band = 0; band < b.bands; ++band) {
+            const int i0 = b.i_first + band * b.rows;
+            const int n = std::min(b.rows, b.i_last - i0 + 1) * b.width;
+            for (int s = 0; s < n; ++s) {  // phase A, both record forms
+              const int i = i0 + s / b.width, j = b.j_first + s % b.width;
+              auto& o = box_rec[std::size_t(s)];
+              o = {0.0f, 0.0f, 0.0f, 0.0f};
+              box_code[std::size_t(s)] = sift_descriptor_stage_sample(f, plane.data(), ex.data(), i, j, &o[0], &o[1],
+                                                                      &o[2], &o[3]);
+              float dx, dy;
+              sift_descriptor_diffs(f, plane.data(), i, j, &dx, &dy);
+              auto& r = row_rec[std::size_t(s)];
+              r = {0.0f, 0.0f, 0.0f, 0.0f};
+              row_code[std::size_t(s)] = sift_descriptor_row_record(f, ex.data(), i, j, dx, dy, &r[0], &r[1], &r[2], &r[3]);
+              const int c = box_code[std::size_t(s)];
+              ASSERT_EQ(row_code[std::size_t(s)],
+                        c < 0 ? SIFT_DESCR_ROW_NONE
+                              : sift_descriptor_row_code(c / 8 / 6 - 1, c / 8 % 6 - 1, c % 8)) << i << " " << j;
+              ASSERT_TRUE(same_bits(o.data(), r.data(), sizeof o)) << i << " " << j;
+            }
+            long long box_most = 0, row_most = 0;
+            for (int t = 0; t < 16; ++t) {  // phase B, owner t
+              const int qr = t / 4 + 1, qc = t % 4 + 1;
+              int i_lo, i_hi, j_lo, j_hi;
+              sift_descriptor_owner_box(f, b, qr, qc, &i_lo, &i_hi, &j_lo, &j_hi);
+              const int key = sift_descriptor_owner_key(qr, qc);
+              const SiftDescriptorRowSpan span = sift_descriptor_row_span(f, qr, qc);
+              long long box_n = 0, row_n = 0;
+              for (int i = std::max(i_lo, i0); i <= std::min(i_hi, i0 + b.rows - 1); ++i) {
+                const int s_row = (i - i0) * b.width - b.j_first;
+                for (int j = j_lo; j <= j_hi; ++j, ++box_n) {
+                  const auto& r = box_rec[std::size_t(s_row + j)];
+                  int o0 = 0;
+                  float s0 = 0.0f, s1 = 0.0f;
+                  if (sift_descriptor_cell_shares(box_code[std::size_t(s_row + j)], qr, qc, r[0], r[1], r[2], r[3], &o0,
+                                                  &s0, &s1)) {
+                    box_adds[std::size_t(t)].push_back({i, j, o0, bits(s0), bits(s1)});
+                    box_acc[o0][t] += s0;  // the box walk's single updates
+                    box_acc[o0 + 1][t] += s1;
+                  }
+                }
+                int jl, jh;
+                sift_descriptor_row_cols(span, i, j_lo, j_hi, &jl, &jh);
+                ASSERT_GE(jl, j_lo);  // never outside the box (the records of the band)
+                ASSERT_LE(jh, j_hi);
+                for (int j = jl; j <= jh; ++j, ++row_n) {
+                  const auto& r = row_rec[std::size_t(s_row + j)];
+                  int o0 = 0;
+                  float s0 = 0.0f, s1 = 0.0f;
+                  if (sift_descriptor_row_shares(key, row_code[std::size_t(s_row + j)], r[0], r[1], r[2], r[3], &o0, &s0,
+                                                 &s1))
+                    row_adds[std::size_t(t)].push_back({i, j, o0, bits(s0), bits(s1)});
+                }
+                for (int j = jl; j <= jh; j += 2) {  // the kernel's updates: two records a step
+                  // past jh the kernel reads whatever lies there (up to 3 past the band's records): here a code
+                  // whose o0 is far outside the accumulator and NaN values, which must be left unread
+                  const float nan = std::numeric_limits<float>::quiet_NaN();
+                  const std::array<float, 4> junk = {nan, nan, nan, nan};
+                  const auto a = std::size_t(s_row + j), bb = std::size_t(s_row + j + 1);
+                  int oa = 0, ob = 0;
+                  float sa0 = 0.0f, sa1 = 0.0f, sb0 = 0.0f, sb1 = 0.0f;
+                  const auto& ra = row_rec[a];
+                  const auto& rb = j + 1 <= jh ? row_rec[bb] : junk;
+                  const int code_b = j + 1 <= jh ? row_code[bb] : 0x7fff4141;
+                  const int hit_a = sift_descriptor_row_shares(key, row_code[a], ra[0], ra[1], ra[2], ra[3], &oa, &sa0, &sa1);
+                  const int hit_b =
+                      sift_descriptor_row_shares(key, code_b, rb[0], rb[1], rb[2], rb[3], &ob, &sb0, &sb1) && j + 1 <= jh;
+                  sift_descriptor_owner_add2(&row_acc[0][t], 16, hit_a, oa, sa0, sa1, hit_b, ob, sb0, sb1);
+                }
+              }
+              box_visits += box_n;
+              row_visits += row_n;
+              box_most = std::max(box_most, box_n);
+              row_most = std::max(row_most, row_n);
+            }
+            box_lockstep += box_most;
+            row_lockstep += row_most;
+          }
+          ASSERT_TRUE(same_bits(box_acc, row_acc, sizeof box_acc))
+              << "accumulators: hw " << hw << ", angle " << angle << ", centre " << cx << "," << cy << ", chunk " << chunk;
+          for (int t = 0; t < 16; ++t) {
+            hits += (long long)box_adds[std::size_t(t)].size();
+            ASSERT_TRUE(box_adds[std::size_t(t)] == row_adds[std::size_t(t)])
+                << "owner " << t << ", hw " << hw << ", angle " << angle << ", centre " << cx << "," << cy << ", chunk "
+                << chunk << ": " << box_adds[std::size_t(t)].size() << " box adds, " << row_adds[std::size_t(t)].size()
+                << " row adds";
+          }
+        }
+      }
+    }
+  }
+  ASSERT_GT(hits, 1000000);
+  std::printf("[ row walk ] %lld frames: %lld hits; visits box %lld, rows %lld (%.2fx fewer); warp lockstep box %lld, "
+              "rows %lld (%.2fx fewer)\n",
+              frames, hits, box_visits, row_visits, double(box_visits) / double(row_visits), box_lockstep, row_lockstep,
+              double(box_lockstep) / double(row_lockstep));
+  EXPECT_LT(row_visits * 10, box_visits * 7);  // the point of the row walk: at least 30 % fewer records visited
 }
 
 #ifdef SPECTRASIFT_HAVE_OPENCL

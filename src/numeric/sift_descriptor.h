@@ -207,20 +207,33 @@ SPECTRASIFT_FN int sift_descriptor_bins(SiftDescriptorFrame f, int i, int j, flo
   return y > 0 && y < f.h - 1 && x > 0 && x < f.w - 1 && *rbin > -1 && *rbin < d && *cbin > -1 && *cbin < d;
 }
 
-/* The orientation bin o0 (0..n-1), its fraction and the weighted magnitude of sample (i, j) of level img;
- * wi, wj its window weights. */
-SPECTRASIFT_FN int sift_descriptor_gradient(SiftDescriptorFrame f, SPECTRASIFT_CONST_GLOBAL float* img, float wi,
-                                            float wj, int i, int j, float* of, float* mag) {
+/* The orientation bin o0 (0..n-1), its fraction and the weighted magnitude of a sample from its pixel
+ * differences (sift_descriptor_diffs); wi, wj its window weights. */
+SPECTRASIFT_FN int sift_descriptor_gradient_of(SiftDescriptorFrame f, float dx, float dy, float wi, float wj, float* of,
+                                               float* mag) {
   const int nb = SIFT_DESCR_HIST_BINS;
-  SPECTRASIFT_CONST_GLOBAL float* mid = img + (size_t)(f.cy + i) * (size_t)f.w;
-  const int x = f.cx + j;
-  const float dx = mid[x + 1] - mid[x - 1];
-  const float dy = mid[x - f.w] - mid[x + f.w];
   int o0 = sift_descriptor_split((sift_atan2_deg(dy, dx) - f.ori) * ((float)nb / 360.0f), of);
   o0 = o0 < 0 ? o0 + nb : o0;
   o0 = o0 >= nb ? o0 - nb : o0;
   *mag = SIFT_SQRTF(dx * dx + dy * dy) * (wi * wj);
   return o0;
+}
+
+/* The pixel differences dx (right - left) and dy (up - down) of sample (i, j) of level img. */
+SPECTRASIFT_FN void sift_descriptor_diffs(SiftDescriptorFrame f, SPECTRASIFT_CONST_GLOBAL float* img, int i, int j, float* dx,
+                                          float* dy) {
+  SPECTRASIFT_CONST_GLOBAL float* mid = img + (size_t)(f.cy + i) * (size_t)f.w;
+  const int x = f.cx + j;
+  *dx = mid[x + 1] - mid[x - 1];
+  *dy = mid[x - f.w] - mid[x + f.w];
+}
+
+/* sift_descriptor_gradient_of sample (i, j) of level img. */
+SPECTRASIFT_FN int sift_descriptor_gradient(SiftDescriptorFrame f, SPECTRASIFT_CONST_GLOBAL float* img, float wi,
+                                            float wj, int i, int j, float* of, float* mag) {
+  float dx, dy;
+  sift_descriptor_diffs(f, img, i, j, &dx, &dy);
+  return sift_descriptor_gradient_of(f, dx, dy, wi, wj, of, mag);
 }
 
 /* The offsets [*i_lo, *i_hi] x [*j_lo, *j_hi] (not clamped to any window) that hold every sample giving shares
@@ -376,5 +389,139 @@ SPECTRASIFT_FN int sift_descriptor_cell_shares(int code, int qr, int qc, float r
   }
 SPECTRASIFT_AS_VARIANTS(SIFT_DEFINE_DESCRIPTOR_INNER_ENTRY)
 #undef SIFT_DEFINE_DESCRIPTOR_INNER_ENTRY
+
+/* The row walk (the staged kernel's second owner phase, SiftStagesCuda::DescriptorForm::kStagedRows): the same
+ * records, but with the cell stored decoded (sift_descriptor_row_code), so that an owner's test is a subtraction
+ * and a mask instead of two divisions by d + 2, and with each owner walking, per row i of its box, only the
+ * columns where a sample's floor cell can be one of its 2 x 2 (sift_descriptor_row_cols: the rotated square of
+ * support, widened), instead of the whole row of its box. The exact test (sift_descriptor_row_shares) still
+ * decides every visited record, and the columns visited hold every record that passes it, so each entry gets
+ * the same shares in the same order as from the box walk: the same bits (tests/sift_stages_test.cpp,
+ * SiftDescriptorRowWalk, checks the visited hits against the box walk's on many frames). */
+
+#define SIFT_DESCR_ROW_NONE 0x80 /* the row code of a sample outside the grid: no owner's test passes it */
+
+/* The row code of a sample inside the grid, integer bins r0, c0 (-1..d - 1) and orientation bin o0: cell row
+ * r0 + 1 in bits 0-7, cell column c0 + 1 in bits 8-15, o0 from bit 16. */
+SPECTRASIFT_FN int sift_descriptor_row_code(int r0, int c0, int o0) { return (r0 + 1) | ((c0 + 1) << 8) | (o0 << 16); }
+
+/* The key of the owner of cell (qr, qc), 1..d each: byte 0 of key - code is qr - (r0 + 1) + 64 and byte 1 is
+ * qc - (c0 + 1) + 64 (cell rows and columns are 0..d, so neither byte borrows from the next; SIFT_DESCR_ROW_NONE
+ * makes byte 0 borrow and end in 192 + qr); the cell takes the record's shares (dr, dc) = (qr - r0 - 1,
+ * qc - c0 - 1) when both are 0 or 1, i.e. both bytes are 64 or 65. */
+SPECTRASIFT_FN int sift_descriptor_owner_key(int qr, int qc) { return (qr + 64) | ((qc + 64) << 8); }
+
+/* sift_descriptor_cell_shares for the row code and the owner's key: the same float operations (the shares are
+ * computed before the test, which the caller applies: 1 when the cell takes them). */
+SPECTRASIFT_FN int sift_descriptor_row_shares(int key, int code, float rf, float cf, float of, float mag, int* o0,
+                                              float* s0, float* s1) {
+  const int t = key - code;
+  const float v_r1 = mag * rf, v_r0 = mag - v_r1;
+  const float v_r = (t & 1) ? v_r1 : v_r0; /* dr */
+  const float v_c1 = v_r * cf, v_c0 = v_r - v_c1;
+  const float v_c = (t & 0x100) ? v_c1 : v_c0; /* dc */
+  *s1 = v_c * of;
+  *s0 = v_c - *s1;
+  *o0 = code >> 16;
+  return (t & 0xfefe) == 0x4040;
+}
+
+/* The record of sample (i, j) for the row walk from its pixel differences (sift_descriptor_diffs): its row code,
+ * or SIFT_DESCR_ROW_NONE (and *rf .. *mag untouched) outside the grid; ex the window weights. The same bins,
+ * fractions, gradient and weights as sift_descriptor_stage_sample. */
+#define SIFT_DEFINE_DESCRIPTOR_ROW_RECORD(SUFFIX, AS)                                                      \
+  SPECTRASIFT_FN int sift_descriptor_row_record##SUFFIX(SiftDescriptorFrame f, AS const float* ex, int i, int j, \
+                                                        float dx, float dy, float* rf, float* cf, float* of,   \
+                                                        float* mag) {                                        \
+    float rbin, cbin;                                                                                     \
+    if (!sift_descriptor_bins(f, i, j, &rbin, &cbin)) return SIFT_DESCR_ROW_NONE;                         \
+    const int r0 = sift_descriptor_split(rbin, rf);                                                       \
+    const int c0 = sift_descriptor_split(cbin, cf);                                                       \
+    const int o0 = sift_descriptor_gradient_of(f, dx, dy, ex[i + f.radius], ex[j + f.radius], of, mag);   \
+    return sift_descriptor_row_code(r0, c0, o0);                                                          \
+  }
+SPECTRASIFT_AS_VARIANTS(SIFT_DEFINE_DESCRIPTOR_ROW_RECORD)
+#undef SIFT_DEFINE_DESCRIPTOR_ROW_RECORD
+
+/* The columns of each row that the owner of cell (qr, qc) visits. A sample gives the cell shares when its bins
+ * (rbin, cbin) = (j sin_t + i cos_t + 1.5, j cos_t - i sin_t + 1.5) lie in [qr - 2, qr) x [qc - 2, qc); in row
+ * i each of the two conditions, widened by SIFT_DESCR_SPAN_EPS bins, holds on an interval of j, linear in i:
+ * [lo + i step, hi + i step]. Where a coefficient of j is below SIFT_DESCR_SPAN_MIN_SLOPE in magnitude its
+ * condition is left out (the interval is the whole row). Why the widened intervals hold every sample that passes
+ * the exact test: a sample's float bins are within a few ulp of 8 (~3e-6 bins) of the exact values, the
+ * intervals' float endpoints within ~1e-5 / |coefficient| columns of theirs (|L| < 7, |i| < 10^3, coefficients at
+ * most 1), and the margin is 1/64 bin, 1 / (64 |coefficient|) columns. */
+#define SIFT_DESCR_SPAN_EPS (1.0f / 64.0f)
+#define SIFT_DESCR_SPAN_MIN_SLOPE 1e-3f
+#define SIFT_DESCR_SPAN_FREE 1e30f /* the bound of a condition left out */
+
+typedef struct SiftDescriptorRowSpan {
+  float lo_r, hi_r, step_r; /* the row-bin condition */
+  float lo_c, hi_c, step_c; /* the column-bin condition */
+} SiftDescriptorRowSpan;
+
+/* The j with a j + b i in [lo, hi] (an interval linear in i) as *p_lo + i *q .. *p_hi + i *q. */
+SPECTRASIFT_FN void sift_descriptor_span_axis(float a, float b, float lo, float hi, float* p_lo, float* p_hi, float* q) {
+  if (SIFT_FABSF(a) < SIFT_DESCR_SPAN_MIN_SLOPE) {
+    *p_lo = -SIFT_DESCR_SPAN_FREE;
+    *p_hi = SIFT_DESCR_SPAN_FREE;
+    *q = 0.0f;
+    return;
+  }
+  *q = -b / a;
+  *p_lo = (a > 0.0f ? lo : hi) / a;
+  *p_hi = (a > 0.0f ? hi : lo) / a;
+}
+
+SPECTRASIFT_FN SiftDescriptorRowSpan sift_descriptor_row_span(SiftDescriptorFrame f, int qr, int qc) {
+  SiftDescriptorRowSpan s;
+  const float e = SIFT_DESCR_SPAN_EPS;
+  /* rbin in [qr - 2, qr): j sin_t + i cos_t in [qr - 3.5, qr - 1.5); cbin: j cos_t - i sin_t in [qc - 3.5, qc - 1.5) */
+  sift_descriptor_span_axis(f.sin_t, f.cos_t, (float)qr - 3.5f - e, (float)qr - 1.5f + e, &s.lo_r, &s.hi_r, &s.step_r);
+  sift_descriptor_span_axis(f.cos_t, -f.sin_t, (float)qc - 3.5f - e, (float)qc - 1.5f + e, &s.lo_c, &s.hi_c, &s.step_c);
+  return s;
+}
+
+/* The columns *jl..*jh (inside the owner's box columns j_lo..j_hi, possibly empty) of row i that the row walk
+ * visits. Float min and max only: no integer negation near an integer min/max chain (ptxas 13.0, above). */
+SPECTRASIFT_FN void sift_descriptor_row_cols(SiftDescriptorRowSpan s, int i, int j_lo, int j_hi, int* jl, int* jh) {
+  const float fi = (float)i;
+  const float lo_r = s.lo_r + fi * s.step_r, lo_c = s.lo_c + fi * s.step_c;
+  const float hi_r = s.hi_r + fi * s.step_r, hi_c = s.hi_c + fi * s.step_c;
+  const float box_lo = (float)j_lo, box_hi = (float)j_hi;
+  float lo = lo_r > lo_c ? lo_r : lo_c;
+  float hi = hi_r < hi_c ? hi_r : hi_c;
+  lo = lo < box_hi + 1.0f ? lo : box_hi + 1.0f; /* both in int range (the box may be empty) */
+  hi = hi > box_lo - 1.0f ? hi : box_lo - 1.0f;
+  lo = lo > box_lo ? lo : box_lo; /* then floor(lo) >= j_lo and ceil(hi) <= j_hi */
+  hi = hi < box_hi ? hi : box_hi;
+  *jl = (int)SIFT_FLOORF(lo);
+  *jh = (int)SIFT_CEILF(hi);
+}
+
+/* The row walk's update of an owner's entries col[e * stride] (e = 0 .. n + 1) by two consecutive records, a then b:
+ * shares (sa0, sa1) to entries oa, oa + 1 when hit_a, then (sb0, sb1) to ob, ob + 1 when hit_b (oa in 0..n - 1; ob
+ * is read only when hit_b: b may be no record at all). A record that misses adds +0.0f to entries instead (b to
+ * a's), which changes no entry (an entry is +0 or a sum of shares >= +0, never -0, and x + +0 is x for every
+ * other float). The four entries are loaded before any store, b's inputs taken from a's
+ * results where its entries are a's: every entry gets the same additions in the same order as from a's then b's
+ * update alone, so the same bits, with one load-add-store chain for two records instead of two chained ones. */
+#define SIFT_DEFINE_DESCRIPTOR_OWNER_ADD2(SUFFIX, AS)                                                      \
+  SPECTRASIFT_FN void sift_descriptor_owner_add2##SUFFIX(AS float* col, int stride, int hit_a, int oa, float sa0, \
+                                                         float sa1, int hit_b, int ob, float sb0, float sb1) { \
+    ob = hit_b ? ob : oa;                                                                                 \
+    AS float* pa = col + oa * stride;                                                                     \
+    AS float* pb = col + ob * stride;                                                                     \
+    const float a0 = pa[0], a1 = pa[stride], b0 = pb[0], b1 = pb[stride];                                 \
+    const float ra0 = a0 + (hit_a ? sa0 : 0.0f), ra1 = a1 + (hit_a ? sa1 : 0.0f);                         \
+    const float ib0 = ob == oa ? ra0 : (ob == oa + 1 ? ra1 : b0);                                         \
+    const float ib1 = ob == oa ? ra1 : (ob + 1 == oa ? ra0 : b1);                                         \
+    pa[0] = ra0;                                                                                          \
+    pa[stride] = ra1;                                                                                     \
+    pb[0] = ib0 + (hit_b ? sb0 : 0.0f);                                                                   \
+    pb[stride] = ib1 + (hit_b ? sb1 : 0.0f);                                                              \
+  }
+SPECTRASIFT_AS_VARIANTS(SIFT_DEFINE_DESCRIPTOR_OWNER_ADD2)
+#undef SIFT_DEFINE_DESCRIPTOR_OWNER_ADD2
 
 #endif /* SPECTRASIFT_NUMERIC_SIFT_DESCRIPTOR_H */

@@ -82,18 +82,22 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   /// Tests: whether the last run's select() queued the one-block kernel alone on a guess (set_select_defer).
   bool last_select_deferred() const noexcept { return select_guessed_; }
   /// The descriptor kernel: kWalkers = kernels::sift_descriptor (a block of 36 walkers per keypoint),
-  /// kStaged = kernels::sift_descriptor_staged (a warp per keypoint, each sample computed once). The same bits
-  /// either way; kStaged runs the walkers where the device's shared memory cannot hold its bands.
-  enum class DescriptorForm { kWalkers, kStaged };
-  // The staged form by default: on the H200 it gave the walkers' bits (SiftCuda.DescriptorFormsGiveTheSameFeatures) in
-  // 0.47 / 1.19 / 8.8 ms against 0.56 / 2.39 / 18.4 (kleiber 1080p, elephants 1080p, elephants 4K, upsampled).
-  static constexpr DescriptorForm kDefaultDescriptorForm = DescriptorForm::kStaged;
+  /// kStaged = kernels::sift_descriptor_staged<false> (a warp per keypoint, each sample computed once, each owner
+  /// walking its box), kStagedRows = kernels::sift_descriptor_staged<true> (the same with decoded records and each
+  /// owner visiting only the columns of its rotated square, row by row). The same bits every way; the staged
+  /// forms run the walkers where the device's shared memory cannot hold their bands.
+  enum class DescriptorForm { kWalkers, kStaged, kStagedRows };
+  // The staged forms by default: on the H200 the box walk gave the walkers' bits
+  // (SiftCuda.DescriptorFormsGiveTheSameFeatures) in 0.47 / 1.19 / 8.8 ms against 0.56 / 2.39 / 18.4 (kleiber
+  // 1080p, elephants 1080p, elephants 4K, upsampled). The row walk (issue 19, docs/performance/sift.md "the row
+  // walk": the same bits, proven on the host by SiftDescriptorRowWalk) is the default on its prediction, ~2.5x faster
+  // at kleiber 1080p, until the H200 measures both (StageTimes' staged and staged-rows lines).
+  static constexpr DescriptorForm kDefaultDescriptorForm = DescriptorForm::kStagedRows;
   /// Tests and timing: the form descriptors() runs (default kDefaultDescriptorForm).
   void set_descriptor_form(DescriptorForm form) noexcept { descriptor_form_ = form; }
-  /// The form descriptors() runs for the current plan (kWalkers when kStaged was asked for and does not fit).
+  /// The form descriptors() runs for the current plan (kWalkers when a staged form was asked for and does not fit).
   DescriptorForm descriptor_form_in_use() const noexcept {
-    return descriptor_form_ == DescriptorForm::kStaged && desc_staged_fits_ ? DescriptorForm::kStaged
-                                                                            : DescriptorForm::kWalkers;
+    return descriptor_form_ != DescriptorForm::kWalkers && desc_staged_fits_ ? descriptor_form_ : DescriptorForm::kWalkers;
   }
 
  private:

@@ -78,8 +78,12 @@ void SiftStagesCuda::size_feature_kernels() {
   // where the device cannot hold them, descriptors() runs the walkers (the same bits).
   desc_chunk_ = std::max(desc_ex_, 128);
   const std::size_t staged_dynamic = staged_descriptor_shared();
-  desc_staged_fits_ = static_shared(kernels::sift_descriptor_staged) + staged_dynamic <= avail;
-  if (desc_staged_fits_) allow_shared(kernels::sift_descriptor_staged, staged_dynamic);
+  desc_staged_fits_ = std::max(static_shared(kernels::sift_descriptor_staged<false>),
+                               static_shared(kernels::sift_descriptor_staged<true>)) + staged_dynamic <= avail;
+  if (desc_staged_fits_) {
+    allow_shared(kernels::sift_descriptor_staged<false>, staged_dynamic);
+    allow_shared(kernels::sift_descriptor_staged<true>, staged_dynamic);
+  }
   // The one-block select (kernels/sift_select_small.cuh) where the device's shared memory holds its records.
   select_small_ = std::size_t(kernels::kSelectSmallShared) + static_shared(kernels::sift_select_small) <= avail;
   if (select_small_) allow_shared(kernels::sift_select_small, std::size_t(kernels::kSelectSmallShared));
@@ -212,12 +216,15 @@ void SiftStagesCuda::descriptors() {
   const auto* kept = static_cast<const SiftKeypoint*>(buffer("sift.kept", keypoint_capacity_ * sizeof(SiftKeypoint)));
   auto* desc = static_cast<float*>(buffer("sift.desc", descriptor_capacity_ * kernels::kDescrLen * sizeof(float)));
   const float deg2rad = float(M_PI / 180.0);
-  if (descriptor_form_in_use() == DescriptorForm::kStaged) {
-    // A warp per keypoint, kDescrWarps a block (kernels/sift_descriptor_staged.cuh).
+  const DescriptorForm form = descriptor_form_in_use();
+  if (form != DescriptorForm::kWalkers) {
+    // A warp per keypoint, kDescrWarps a block (kernels/sift_descriptor_staged.cuh): the row walk or the box walk.
     const std::size_t warps = kernels::kDescrWarps;
     const unsigned grid = unsigned(
         std::max<std::size_t>(1, std::min<std::size_t>(std::size_t(blocks_), (descriptor_capacity_ + warps - 1) / warps)));
-    kernels::sift_descriptor_staged<<<grid, unsigned(32 * warps), staged_descriptor_shared(), st_.compute>>>(
+    auto* kernel = form == DescriptorForm::kStagedRows ? kernels::sift_descriptor_staged<true>
+                                                       : kernels::sift_descriptor_staged<false>;
+    kernel<<<grid, unsigned(32 * warps), staged_descriptor_shared(), st_.compute>>>(
         levels(), octave_table(), kept, counters(), unsigned(descriptor_capacity_), deg2rad, p.root_sift ? 1 : 0,
         desc, desc_ex_, desc_chunk_);
   } else {
