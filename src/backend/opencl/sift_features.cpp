@@ -305,10 +305,12 @@ void SiftStagesOpenCL::descriptors() {
   const cl_mem desc = st_.buffer("sift.desc", descriptor_capacity_ * Features::kDescriptorSize * sizeof(float));
   const float deg2rad = float(M_PI / 180.0);
   const cl_int root = p.root_sift ? 1 : 0;
-  // GPUs: the staged form for State::descriptor_variant 1 (work-groups of 128: four keypoints each) or 2 (of 32:
-  // one keypoint each, for comparison) where the device allows it, else the walkers (the same bits).
-  const std::size_t staged_local =
-      st_.is_cpu ? 0 : st_.descriptor_variant == 1 ? 128 : st_.descriptor_variant == 2 ? 32 : 0;
+  // GPUs: the staged form in work-groups of 32 (one keypoint each; the default, State::descriptor_variant -1 or
+  // 2) or of 128 (four keypoints in lockstep, variant 1) where the device allows it, else the walkers (the same
+  // bits). On the H200 through NVIDIA OpenCL the 32-wide form was the fastest of the three at every count
+  // (docs/performance/sift.md, "OpenCL staged descriptors").
+  const int variant = st_.descriptor_variant;
+  const std::size_t staged_local = st_.is_cpu ? 0 : variant == 1 ? 128 : variant == 2 || variant < 0 ? 32 : 0;
   desc_staged_used_ = staged_local && desc_staged_fits(staged_local) ? staged_local : 0;
   if (desc_staged_used_) {
     // local / 32 kept keypoints a work-group (kernels/sift_descriptor_staged.cl); at most the groups_ cap, and

@@ -138,11 +138,11 @@ struct State final : detail::BackendImpl {
   /// oriented count fits its local memory; sift_features.cpp): -1 = by device (GPUs), 0 = never, 1 = where
   /// the device's local memory holds enough positions (tests force it on PoCL). The same bits either way.
   int select_small = -1;
-  /// Which SIFT descriptor kernel on GPUs (sift_features.cpp): -1 = by device (the walkers, sift_descriptor,
-  /// until the staged form is measured faster on NVIDIA OpenCL), 0 = the walkers, 1 = the staged form
-  /// (sift_descriptor_staged: four keypoints a work-group of 128, each sample computed once), 2 = the staged
-  /// form with one keypoint a work-group of 32 (for comparison); 1 and 2 where the device allows the work-group
-  /// and local memory, else the walkers. CPU devices always run sift_descriptor_serial. The same bits in every
+  /// Which SIFT descriptor kernel on GPUs (sift_features.cpp): -1 = by device (the staged form in work-groups
+  /// of 32, as 2: the fastest of the three on the H200 through NVIDIA OpenCL), 0 = the walkers
+  /// (sift_descriptor), 1 = the staged form (sift_descriptor_staged: each sample computed once) with four
+  /// keypoints a work-group of 128, 2 = the staged form with one keypoint a work-group of 32; 1 and 2 where the
+  /// device allows the work-group and local memory, else the walkers. CPU devices always run sift_descriptor_serial. The same bits in every
   /// form; tests force each on PoCL with is_cpu = false.
   int descriptor_variant = -1;
   /// When the host's bound on the oriented count (the keypoint capacity, 2 x the candidates) exceeds
