@@ -114,6 +114,31 @@ std::vector<int> indices_of(const std::vector<std::uint8_t>& mask) {
   return idx;
 }
 
+/// A refit's sums over a mask of the run's pairs: on the scorer's device when it computes them
+/// (BackendImpl::refit_sums; CUDA), else on the host. Both give numeric/refit_sums.h's bits.
+class MaskRefitSums final : public geometry::RefitSums {
+ public:
+  MaskRefitSums(const Problem& pb, const std::vector<std::uint8_t>& mask) : pb_(pb), idx_(indices_of(mask)) {
+    sel_.mask = mask.data();
+    sel_.idx = idx_.data();
+    sel_.count = int(idx_.size());
+    // Whether the scorer computes the sums (a device: a chain is one round trip); asked with an empty chain.
+    on_device_ = pb_.scorer->refit_sums(nullptr, 0, nullptr, pb_.pairs, sel_, nullptr);
+  }
+  void chain(const int* passes, int npasses, const double* given, double* out) override {
+    if (on_device_ && pb_.scorer->refit_sums(passes, npasses, given, pb_.pairs, sel_, out)) return;
+    geometry::host_refit_chain(passes, npasses, given, pb_.moving, pb_.fixed, pb_.n, sel_.idx, sel_.count, out);
+  }
+  bool prefers_chains() const override { return on_device_; }
+  int count() const override { return sel_.count; }
+
+ private:
+  const Problem& pb_;
+  std::vector<int> idx_;
+  detail::RefitSelection sel_;
+  bool on_device_ = false;
+};
+
 int adaptive_iterations(const RansacOptions& o, int inliers, int n) {
   const double w = double(inliers) / double(n);
   const double ws = std::pow(w, minimal_sample_size(o.model));
@@ -155,7 +180,8 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
   const auto refit = [&](const std::vector<std::uint8_t>& m, bool nonlinear, Mat3& h) {
     const ScopeTimer timer(&refits_ms);
     ++refits;
-    return geometry::fit_subset(options.model, pb.moving, pb.fixed, indices_of(m), nonlinear, h);
+    MaskRefitSums src(pb, m);
+    return geometry::fit_subset(options.model, src, nonlinear, h);
   };
   const int threads = ctx.impl().cpu_threads();
   const double thr2 = options.threshold_px * options.threshold_px;
