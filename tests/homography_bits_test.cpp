@@ -284,5 +284,34 @@ TEST(HomographyBits, LevenbergMarquardtWithChainsIsTheSameModel) {
   EXPECT_LT(chained_calls, plain_calls);  // the accepted steps' normal equations came with their costs
 }
 
+// The host's sums split over threads (blocks to workers, from 4,096 selected pairs) are the one-thread bits, with
+// indices and without (all pairs).
+TEST(HomographyBits, RefitSumsOnThreadsAreTheSameBits) {
+  std::mt19937_64 rng(13);
+  std::uniform_real_distribution<double> unit(-500.0, 500.0);
+  const int n = 10000;
+  std::vector<Point2> m(static_cast<std::size_t>(n)), f(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    m[std::size_t(i)] = {unit(rng), unit(rng)};
+    f[std::size_t(i)] = {unit(rng), unit(rng)};
+  }
+  const double p[SS_REFIT_MAX_PARAMS] = {3, -2, 0.002, 1, 4, 0.0021, 0.9, 0.1, 0.2, -0.05, 1.1, 0.1, 0.2, 0.1, 1.0};
+  for (int keep : {2, 8, 9}) {  // of every 10 pairs: sparse (below the threshold), dense, nearly all
+    std::vector<int> idx;
+    for (int i = 0; i < n; ++i)
+      if (int(rng() % 10) < keep) idx.push_back(i);
+    for (int pass = 0; pass < SS_REFIT_PASSES; ++pass) {
+      double one[SS_REFIT_MAX_SUMS], many[SS_REFIT_MAX_SUMS], all_one[SS_REFIT_MAX_SUMS], all_many[SS_REFIT_MAX_SUMS];
+      host_refit_sums(pass, p, m.data(), f.data(), n, idx.data(), int(idx.size()), one, 1);
+      host_refit_sums(pass, p, m.data(), f.data(), n, idx.data(), int(idx.size()), many, 3);
+      host_refit_sums(pass, p, m.data(), f.data(), n, nullptr, n, all_one, 1);
+      host_refit_sums(pass, p, m.data(), f.data(), n, nullptr, n, all_many, 4);
+      const std::size_t bytes = sizeof(double) * std::size_t(ss_refit_sum_count(pass));
+      ASSERT_EQ(std::memcmp(one, many, bytes), 0) << "keep " << keep << ", pass " << pass;
+      ASSERT_EQ(std::memcmp(all_one, all_many, bytes), 0) << "pass " << pass;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace spectrasift::geometry

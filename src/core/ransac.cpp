@@ -38,6 +38,7 @@ struct Problem {
   double* scoring_ms = nullptr;  // time spent in the scorer's calls (the log line's split)
   int* masks = nullptr;          // inlier_mask calls (each one a round trip on a device)
   int* chains = nullptr;         // refit sum chains on the scorer's device (each one a round trip)
+  int threads = 1;               // host threads of the refits' sums (when the scorer leaves them to the host)
 };
 
 /// Adds the time of its scope to *ms.
@@ -131,7 +132,8 @@ class MaskRefitSums final : public geometry::RefitSums {
       ++*pb_.chains;
       return;
     }
-    geometry::host_refit_chain(passes, npasses, given, pb_.moving, pb_.fixed, pb_.n, sel_.idx, sel_.count, out);
+    geometry::host_refit_chain(passes, npasses, given, pb_.moving, pb_.fixed, pb_.n, sel_.idx, sel_.count, out,
+                               pb_.threads);
   }
   bool prefers_chains() const override { return on_device_; }
   int count() const override { return sel_.count; }
@@ -190,6 +192,7 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
     return geometry::fit_subset(options.model, src, nonlinear, h);
   };
   const int threads = ctx.impl().cpu_threads();
+  pb.threads = threads;
   const double thr2 = options.threshold_px * options.threshold_px;
 
   Scored best;

@@ -41,12 +41,13 @@ class RefitSums {
 };
 
 /// The sums on the host over pairs idx[0 .. count) (ascending) of the n pairs moving/fixed, or over all n when
-/// idx is null: blocks of 256 pair indices, each in index order, then ss_refit_tree.
+/// idx is null: blocks of 256 pair indices, each in index order, then ss_refit_tree. `threads` > 1 splits the
+/// blocks over the calling thread's pool for large selections (the same bits).
 void host_refit_sums(int pass, const double* p, const Point2* moving, const Point2* fixed, int n, const int* idx,
-                     int count, double* out);
+                     int count, double* out, int threads = 1);
 /// A chain on the host: its passes one after the other, the parameters by ss_refit_chain_params.
 void host_refit_chain(const int* passes, int npasses, const double* given, const Point2* moving, const Point2* fixed,
-                      int n, const int* idx, int count, double* out);
+                      int n, const int* idx, int count, double* out, int threads = 1);
 
 class HostRefitSums final : public RefitSums {
  public:

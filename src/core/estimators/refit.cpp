@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/estimators/estimators.hpp"
+#include "core/thread_pool.hpp"
 #include "numeric/refit_sums.h"
 
 namespace spectrasift::geometry {
@@ -47,7 +48,7 @@ bool collinear_moments(const double* s) {
 }  // namespace
 
 void host_refit_sums(int pass, const double* p, const Point2* moving, const Point2* fixed, int n, const int* idx,
-                     int count, double* out) {
+                     int count, double* out, int threads) {
   const int k = ss_refit_sum_count(pass), nb = ss_refit_blocks(n);
   // The partials, block-major; small sets (minimal samples, fit_model on few points) on the stack.
   std::array<double, 4 * SS_REFIT_MAX_SUMS> small{};
@@ -57,26 +58,46 @@ void host_refit_sums(int pass, const double* p, const Point2* moving, const Poin
     large.assign(std::size_t(nb) * std::size_t(k), 0.0);
     part = large.data();
   }
-  switch (pass) {
-    case SS_REFIT_CENTROID: host_pass<SS_REFIT_CENTROID, 4>(p, moving, fixed, idx, count, part); break;
-    case SS_REFIT_SPREAD: host_pass<SS_REFIT_SPREAD, 8>(p, moving, fixed, idx, count, part); break;
-    case SS_REFIT_DLT: host_pass<SS_REFIT_DLT, 30>(p, moving, fixed, idx, count, part); break;
-    case SS_REFIT_LM_NORMAL: host_pass<SS_REFIT_LM_NORMAL, 29>(p, moving, fixed, idx, count, part); break;
-    case SS_REFIT_LM_COST: host_pass<SS_REFIT_LM_COST, 1>(p, moving, fixed, idx, count, part); break;
-    case SS_REFIT_AFFINE: host_pass<SS_REFIT_AFFINE, 7>(p, moving, fixed, idx, count, part); break;
-    case SS_REFIT_SIMILARITY: host_pass<SS_REFIT_SIMILARITY, 3>(p, moving, fixed, idx, count, part); break;
-    default: return;
+  if (k == 0) return;
+  // The selected pairs of blocks [b0, b1): idx is ascending, so a block's pairs are contiguous in it.
+  const auto pass_blocks = [&](int b0, int b1) {
+    const auto first_of = [&](int b) {  // the first selected pair at or after block b
+      return idx ? int(std::lower_bound(idx, idx + count, b * SS_REFIT_BLOCK) - idx) : std::min(b * SS_REFIT_BLOCK, count);
+    };
+    const int j0 = first_of(b0), j1 = first_of(b1);
+    const int* sub = idx ? idx + j0 : nullptr;
+    const Point2* m = idx ? moving : moving + j0;  // without idx, pair j is pair j: offset the arrays
+    const Point2* f = idx ? fixed : fixed + j0;
+    double* pt = idx ? part : part + std::size_t(b0) * std::size_t(k);
+    switch (pass) {
+      case SS_REFIT_CENTROID: host_pass<SS_REFIT_CENTROID, 4>(p, m, f, sub, j1 - j0, pt); break;
+      case SS_REFIT_SPREAD: host_pass<SS_REFIT_SPREAD, 8>(p, m, f, sub, j1 - j0, pt); break;
+      case SS_REFIT_DLT: host_pass<SS_REFIT_DLT, 30>(p, m, f, sub, j1 - j0, pt); break;
+      case SS_REFIT_LM_NORMAL: host_pass<SS_REFIT_LM_NORMAL, 29>(p, m, f, sub, j1 - j0, pt); break;
+      case SS_REFIT_LM_COST: host_pass<SS_REFIT_LM_COST, 1>(p, m, f, sub, j1 - j0, pt); break;
+      case SS_REFIT_AFFINE: host_pass<SS_REFIT_AFFINE, 7>(p, m, f, sub, j1 - j0, pt); break;
+      case SS_REFIT_SIMILARITY: host_pass<SS_REFIT_SIMILARITY, 3>(p, m, f, sub, j1 - j0, pt); break;
+      default: break;
+    }
+  };
+  // Blocks are independent (each its own partials, each in index order), so threads split them without changing
+  // a bit; only for enough pairs (waking the pool costs tens of microseconds, a pass over ~4,000 pairs).
+  if (threads > 1 && count >= 4096 && nb > 1) {
+    calling_thread_pool(threads).run(nb, std::max(1, nb / (4 * threads)),
+                                     [&](int b0, int b1, int) { pass_blocks(b0, b1); });
+  } else {
+    pass_blocks(0, nb);
   }
   for (int s = 0; s < k; ++s) out[s] = ss_refit_tree(part + s, nb, k);
 }
 
 void host_refit_chain(const int* passes, int npasses, const double* given, const Point2* moving, const Point2* fixed,
-                      int n, const int* idx, int count, double* out) {
+                      int n, const int* idx, int count, double* out, int threads) {
   double* done = out;
   for (int c = 0; c < npasses; ++c) {
     double p[SS_REFIT_MAX_PARAMS] = {};
     ss_refit_chain_params(passes[c], c == 0, given, out, count, p);
-    host_refit_sums(passes[c], p, moving, fixed, n, idx, count, done);
+    host_refit_sums(passes[c], p, moving, fixed, n, idx, count, done, threads);
     done += ss_refit_sum_count(passes[c]);
   }
 }
