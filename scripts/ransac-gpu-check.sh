@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # RANSAC on the GPU machine (issue 19, item 3): builds the RANSAC tests and geometry_bench with CUDA and OpenCL for
-# the H200 (sm_90a), runs the cross-backend bit tests (CUDA and NVIDIA OpenCL against the CPU backend), then the
+# the H200 (sm_90a), runs the cross-backend bit tests (CUDA and NVIDIA OpenCL against the CPU backend; the refits'
+# sums on CUDA against the host's, RefitSumsAreTheHostBits) and the host's refit-order tests, then the
 # bench: medians of 200 runs per backend, and a few --verbose runs whose log lines split each run into hypotheses,
 # scoring (batches and masks: each a host round trip on a device) and least-squares refits.
 # Writes ${OUT:-out}/ransac-gpu.log and ransac-bench.txt; exits non-zero if a step failed (it keeps going after one).
@@ -12,9 +13,11 @@ OPENCL_DEVICE=${OPENCL_DEVICE:-1}
 bench="$OUT/ransac-bench.txt"; : >"$bench"
 run cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DSPECTRASIFT_CUDA_ARCH=90a -DSPECTRASIFT_WITH_CUDA=ON \
   -DSPECTRASIFT_BUILD_BENCH=ON
-run cmake --build "$BUILD" -j "$JOBS" --target ransac_backend_test geometry_test register_test geometry_bench
+run cmake --build "$BUILD" -j "$JOBS" --target ransac_backend_test homography_bits_test geometry_test register_test \
+  geometry_bench
 bin="$BUILD/bin"
 run "$bin/ransac_backend_test"
+run "$bin/homography_bits_test"
 run "$bin/geometry_test" --gtest_filter='Ransac.*:Outliers/*:FitModel.*'
 run "$bin/register_test" --gtest_filter='Graffiti.*:Camera/*'
 echo "==== geometry_bench --runs 200" | tee -a "$log"

@@ -2,7 +2,8 @@
 // score_models and inlier_mask give the CPU backend's counts, masks and sums bit for bit (pairs placed exactly
 // on the threshold, points sent to infinity, invalid models), and estimate_model gives the same model (every
 // matrix entry's bits), inlier mask, iteration count and rms, on planted homographies with outliers and on
-// graf1 -> graf3, for every model kind and ranking. Runs on OpenCL (PoCL here) and CUDA; a backend that is not
+// graf1 -> graf3, for every model kind and ranking; the refits' sums computed on the device (CUDA) are the host's
+// bits pass by pass. Runs on OpenCL (PoCL here) and CUDA; a backend that is not
 // on the machine is skipped with a message.
 #include <gtest/gtest.h>
 
@@ -13,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "core/estimators/estimators.hpp"
 #include "device_geometry_test_util.hpp"
+#include "numeric/refit_sums.h"
 #include "spectrasift/error.hpp"
 #include "spectrasift/geometry.hpp"
 #include "spectrasift/match.hpp"
@@ -167,6 +170,83 @@ TEST_P(RansacBackend, ScoresAndMasksAreTheCpuBits) {
   double s1 = 0;
   EXPECT_EQ(device().inlier_mask(&flat[9], pairs, thr2, mask.data(), &s1), di[1]);
   EXPECT_TRUE(same_bits(s1, ds[1]));
+}
+
+// The refits' sums (numeric/refit_sums.h) on the device against the host's (geometry::host_refit_chain), bit
+// for bit: every pass alone and every chain of the refits; pair counts around the 256-pair blocks (1, 255, 256,
+// 257, 700, 10,000: one to 40 blocks); masks with half the pairs, all, none, only the last one; pairs with
+// exact and signed zeros and pairs that LM's model sends to the line at infinity (skipped there). A backend
+// that leaves the sums to the host (BackendImpl::refit_sums returns false: the CPU's order by construction) is
+// skipped with a message.
+TEST_P(RansacBackend, RefitSumsAreTheHostBits) {
+  // q: normalisers; h: a model with h[8] = 1 sending normalised X = 100 to w = 0 (1 - 0.01 X).
+  const double centroids[4] = {960.5, 540.25, 951.0, 529.75};
+  const double q[6] = {960.5, 540.25, 1.0 / 700.0, 951.0, 529.75, 1.0 / 690.0};
+  const double identity_q[6] = {0, 0, 1, 0, 0, 1};
+  const double h[9] = {0.93, 0.1, 0.02, -0.06, 1.02, -0.01, 2e-3, -1e-3, 1.0};
+  const double horizon[9] = {1, 0, 0, 0, 1, 0, -0.01, 0, 1};
+  int compared = 0;
+  std::uint64_t run_id = 880000;
+  for (int n : {1, 255, 256, 257, 700, 10000}) {
+    std::vector<ss::Point2> moving, fixed;
+    planted(kPlanted, std::max(n, 2), 0.5, 1.0, std::uint64_t(n), moving, fixed);
+    moving.resize(std::size_t(n));
+    fixed.resize(std::size_t(n));
+    for (int i = 0; i < n; i += 37) moving[std::size_t(i)] = {100.0, double(i % 5)};  // w = 0 under `horizon`
+    for (int i = 5; i < n; i += 53) fixed[std::size_t(i)] = {-0.0, 0.0};             // signed zeros
+    const ss::detail::PointPairs pairs{moving.data(), fixed.data(), n, ++run_id};
+    std::mt19937_64 g(std::uint64_t(n) * 7 + 1);
+    std::vector<std::vector<std::uint8_t>> masks(4, std::vector<std::uint8_t>(std::size_t(n), 0));
+    for (int i = 0; i < n; ++i) masks[0][std::size_t(i)] = std::uint8_t(g() & 1);
+    std::fill(masks[1].begin(), masks[1].end(), 1);
+    masks[3][std::size_t(n) - 1] = 1;
+    for (const auto& mask : masks) {
+      std::vector<int> idx;
+      for (int i = 0; i < n; ++i)
+        if (mask[std::size_t(i)]) idx.push_back(i);
+      const ss::detail::RefitSelection sel{mask.data(), idx.data(), int(idx.size())};
+      struct Case {
+        std::vector<int> passes;
+        std::vector<double> given;
+      };
+      const std::vector<double> c4(centroids, centroids + 4), q6(q, q + 6);
+      std::vector<Case> cases{{{SS_REFIT_CENTROID}, {}},
+                              {{SS_REFIT_SPREAD}, c4},
+                              {{SS_REFIT_AFFINE}, c4},
+                              {{SS_REFIT_SIMILARITY}, c4},
+                              {{SS_REFIT_DLT}, q6},
+                              // the chains of core/estimators/refit.cpp (parameters derived on the device)
+                              {{SS_REFIT_CENTROID, SS_REFIT_SPREAD, SS_REFIT_DLT}, {}},
+                              {{SS_REFIT_CENTROID, SS_REFIT_AFFINE}, {}},
+                              {{SS_REFIT_CENTROID, SS_REFIT_SIMILARITY}, {}}};
+      for (const double* model : {h, horizon}) {
+        std::vector<double> given(model == h ? q : identity_q, (model == h ? q : identity_q) + 6);
+        given.insert(given.end(), model, model + 9);
+        cases.push_back({{SS_REFIT_LM_NORMAL}, given});
+        cases.push_back({{SS_REFIT_LM_COST}, given});
+        cases.push_back({{SS_REFIT_LM_COST, SS_REFIT_LM_NORMAL}, given});
+      }
+      for (const Case& c : cases) {
+        int k = 0;
+        for (int pass : c.passes) k += ss_refit_sum_count(pass);
+        const int np = int(c.passes.size());
+        std::vector<double> want(std::size_t(k), -7.0), got(std::size_t(k), -9.0);
+        ss::geometry::host_refit_chain(c.passes.data(), np, c.given.data(), moving.data(), fixed.data(), n, idx.data(),
+                                       int(idx.size()), want.data());
+        if (!device().refit_sums(c.passes.data(), np, c.given.data(), pairs, sel, got.data()))
+          GTEST_SKIP() << ss::to_string(GetParam()) << " leaves the refit sums to the host (the CPU's order)";
+        // NaN where a chain divides by a zero distance (one selected pair; the refit refuses it): any NaN, as
+        // devices write their own payload.
+        for (int s = 0; s < k; ++s)
+          ASSERT_TRUE(same_bits(want[std::size_t(s)], got[std::size_t(s)]) ||
+                      (std::isnan(want[std::size_t(s)]) && std::isnan(got[std::size_t(s)])))
+              << "n " << n << ", chain of " << np << " from pass " << c.passes[0] << ", sum " << s << ", "
+              << idx.size() << " selected: " << want[std::size_t(s)] << " vs " << got[std::size_t(s)];
+        ++compared;
+      }
+    }
+  }
+  EXPECT_EQ(compared, 6 * 4 * 14);
 }
 
 // A second run with other pairs of the same count on the same context: the device must not score the first

@@ -98,6 +98,10 @@ void BackendImpl::score_models(const double*, const std::uint8_t*, int, const Po
 int BackendImpl::inlier_mask(const double*, const PointPairs&, double, std::uint8_t*, double*) {
   unreachable(Operation::kRansac);
 }
+
+bool BackendImpl::refit_sums(const int*, int, const double*, const PointPairs&, const RefitSelection&, double*) {
+  return false;
+}
 Image BackendImpl::warp(const Image&, const std::array<double, 9>&, int, int, int) { unreachable(Operation::kWarp); }
 std::unique_ptr<SiftStages> BackendImpl::make_sift_stages(ContextImpl&) { unreachable(Operation::kSift); }
 void BackendImpl::spectral_match(ContextImpl&, const CubeView&, const PreparedReferences&, const SpectralOptions&,

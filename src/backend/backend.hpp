@@ -87,6 +87,14 @@ struct PointPairs {
   std::uint64_t id = 0;
 };
 
+/// The pairs a least-squares refit of a RANSAC run sums over (core/ransac.cpp): the mask over the run's pairs
+/// (1 = selected), the same selection as ascending indices, and their count.
+struct RefitSelection {
+  const std::uint8_t* mask = nullptr;
+  const int* idx = nullptr;
+  int count = 0;
+};
+
 /// The memory of a backend's device, which a job's working-memory estimate is checked against (issue 21,
 /// item 2; core/limits.hpp). All zero for a backend that works in host memory (the CPU backend).
 struct DeviceMemory {
@@ -133,6 +141,14 @@ class BackendImpl {
   /// returns the count.
   virtual int inlier_mask(const double* model, const PointPairs& pairs, double threshold2, std::uint8_t* mask,
                           double* sum2);
+  /// kRansac, optional: the totals of a chain of refit passes (numeric/refit_sums.h: `passes`, the parameters
+  /// `given` of its first pass and its LM passes, the others derived by ss_refit_chain_params; the
+  /// ss_refit_sum_count of each pass concatenated in out) over the selected pairs, in that header's fixed order
+  /// (blocks of 256 pair indices, the pairwise tree), so the host's bits. Returns false when the backend leaves
+  /// the sums to the host (the default: the CPU backend, OpenCL); the driver then computes them on the host
+  /// (core/estimators/refit.cpp). An empty chain (npasses 0) does nothing and says which it is.
+  virtual bool refit_sums(const int* passes, int npasses, const double* given, const PointPairs& pairs,
+                          const RefitSelection& sel, double* out);
   /// kWarp: bilinear warp (see warp_image in geometry.hpp); `inverse` maps FIXED -> MOVING pixels.
   virtual Image warp(const Image& moving, const std::array<double, 9>& inverse, int fixed_w, int fixed_h,
                      int threads);

@@ -85,14 +85,14 @@ void check_points(const std::vector<Point2>& moving, const std::vector<Point2>& 
 bool fit_model(GeometryModel model, const std::vector<Point2>& moving, const std::vector<Point2>& fixed,
                std::array<double, 9>& matrix) {
   geometry::check_points(moving, fixed);
-  std::vector<int> idx(moving.size());
-  for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = int(i);
   if (model != GeometryModel::kHomography && moving.size() >= 2) {
     if (model == GeometryModel::kAffine && (geometry::all_collinear(moving) || geometry::all_collinear(fixed)))
       return false;
   }
   Mat3 h;
-  if (!geometry::fit_subset(model, moving.data(), fixed.data(), idx, true, h)) return false;
+  const int n = int(moving.size());
+  geometry::HostRefitSums src(moving.data(), fixed.data(), n, nullptr, n);
+  if (!geometry::fit_subset(model, src, true, h)) return false;
   matrix = h;
   return true;
 }

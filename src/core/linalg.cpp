@@ -82,7 +82,8 @@ bool Normaliser::fit(const Point2* p, const int* idx, int n) {
   double d = 0;
   for (int i = 0; i < n; ++i) {
     const Point2& q = p[idx ? idx[i] : i];
-    d += std::hypot(q.x - cx, q.y - cy);
+    const double dx = q.x - cx, dy = q.y - cy;
+    d += std::sqrt(dx * dx + dy * dy);  // not hypot: correctly rounded everywhere (numeric/refit_sums.h)
   }
   d /= n;
   if (!(d > 1e-12)) return false;

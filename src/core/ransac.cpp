@@ -37,6 +37,8 @@ struct Problem {
   detail::PointPairs pairs{};  // moving, fixed, n and the run's id
   double* scoring_ms = nullptr;  // time spent in the scorer's calls (the log line's split)
   int* masks = nullptr;          // inlier_mask calls (each one a round trip on a device)
+  int* chains = nullptr;         // refit sum chains on the scorer's device (each one a round trip)
+  int threads = 1;               // host threads of the refits' sums (when the scorer leaves them to the host)
 };
 
 /// Adds the time of its scope to *ms.
@@ -114,6 +116,35 @@ std::vector<int> indices_of(const std::vector<std::uint8_t>& mask) {
   return idx;
 }
 
+/// A refit's sums over a mask of the run's pairs: on the scorer's device when it computes them
+/// (BackendImpl::refit_sums; CUDA), else on the host. Both give numeric/refit_sums.h's bits.
+class MaskRefitSums final : public geometry::RefitSums {
+ public:
+  MaskRefitSums(const Problem& pb, const std::vector<std::uint8_t>& mask) : pb_(pb), idx_(indices_of(mask)) {
+    sel_.mask = mask.data();
+    sel_.idx = idx_.data();
+    sel_.count = int(idx_.size());
+    // Whether the scorer computes the sums (a device: a chain is one round trip); asked with an empty chain.
+    on_device_ = pb_.scorer->refit_sums(nullptr, 0, nullptr, pb_.pairs, sel_, nullptr);
+  }
+  void chain(const int* passes, int npasses, const double* given, double* out) override {
+    if (on_device_ && pb_.scorer->refit_sums(passes, npasses, given, pb_.pairs, sel_, out)) {
+      ++*pb_.chains;
+      return;
+    }
+    geometry::host_refit_chain(passes, npasses, given, pb_.moving, pb_.fixed, pb_.n, sel_.idx, sel_.count, out,
+                               pb_.threads);
+  }
+  bool prefers_chains() const override { return on_device_; }
+  int count() const override { return sel_.count; }
+
+ private:
+  const Problem& pb_;
+  std::vector<int> idx_;
+  detail::RefitSelection sel_;
+  bool on_device_ = false;
+};
+
 int adaptive_iterations(const RansacOptions& o, int inliers, int n) {
   const double w = double(inliers) / double(n);
   const double ws = std::pow(w, minimal_sample_size(o.model));
@@ -147,17 +178,21 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
   // decision sequence below is identical everywhere. Hypotheses and decisions stay on the host.
   pb.scorer = &detail::backend_for(ctx.impl(), detail::Operation::kRansac);
   pb.pairs = {pb.moving, pb.fixed, n, next_pairs_id()};
-  // Where the time goes, for the log line: hypotheses (host), scoring and masks (the backend), refits (host).
+  // Where the time goes, for the log line: hypotheses (host), scoring and masks (the backend), refits (host, their
+  // sums on the device where the backend computes them: each chain of sums a round trip).
   double hypotheses_ms = 0, scoring_ms = 0, refits_ms = 0;
-  int batches = 0, masks = 0, refits = 0;  // scorer calls and refits, for the log line
+  int batches = 0, masks = 0, refits = 0, chains = 0;  // scorer calls, refits and their device trips, for the log
   pb.scoring_ms = &scoring_ms;
   pb.masks = &masks;
+  pb.chains = &chains;
   const auto refit = [&](const std::vector<std::uint8_t>& m, bool nonlinear, Mat3& h) {
     const ScopeTimer timer(&refits_ms);
     ++refits;
-    return geometry::fit_subset(options.model, pb.moving, pb.fixed, indices_of(m), nonlinear, h);
+    MaskRefitSums src(pb, m);
+    return geometry::fit_subset(options.model, src, nonlinear, h);
   };
   const int threads = ctx.impl().cpu_threads();
+  pb.threads = threads;
   const double thr2 = options.threshold_px * options.threshold_px;
 
   Scored best;
@@ -272,7 +307,8 @@ ModelEstimate estimate_model(Context& ctx, const std::vector<Point2>& moving, co
                  std::to_string(hypotheses_ms) + " ms, scoring " + std::to_string(scoring_ms) + " ms on " +
                  spectrasift::to_string(pb.scorer->kind()) + " in " + std::to_string(batches) + " batches and " +
                  std::to_string(masks) + " masks, " + std::to_string(refits) + " least-squares refits " +
-                 std::to_string(refits_ms) + " ms)");
+                 std::to_string(refits_ms) + " ms" +
+                 (chains > 0 ? " with " + std::to_string(chains) + " sum chains on the device" : std::string()) + ")");
   return result;
 }
 

@@ -2,7 +2,10 @@
 // per-pair maths as the CPU backend (numeric/ransac_score.h), so the counts, masks and sums are its bits.
 // A run's pairs are uploaded once (keyed by PointPairs::id) and stay on the device between the batches of the
 // driver (core/ransac.cpp). A batch costs one upload (its models and flags, packed in pinned memory), one
-// launch and one read-back of a 16-byte record per model.
+// launch and one read-back of a 16-byte record per model. The refits' sums (BackendImpl::refit_sums) run here
+// too, a chain of passes per call: one upload of the parameters and the mask, a block kernel and a tree kernel
+// per pass, one read-back of the chain's totals (numeric/refit_sums.h's order, so the host's bits); the small
+// dense solves stay on the host.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -92,6 +95,52 @@ int State::inlier_mask(const double* model, const detail::PointPairs& pairs, dou
   }
   *sum2 = ss_score_sum(hi, lo, ss_score_inv_scale(threshold2));
   return total;
+}
+
+bool State::refit_sums(const int* passes, int npasses, const double* given, const detail::PointPairs& pairs,
+                       const detail::RefitSelection& sel, double* out) {
+  if (npasses <= 0 || pairs.n <= 0) return npasses <= 0;  // an empty chain: yes, the sums are computed here
+  activate();
+  const double2* p = pairs_on_device(*this, pairs);
+  const int nb = ss_refit_blocks(pairs.n);
+  int total = 0;  // the chain's totals
+  for (int c = 0; c < npasses; ++c) total += ss_refit_sum_count(passes[c]);
+  const std::size_t n = std::size_t(pairs.n), given_bytes = SS_REFIT_MAX_PARAMS * sizeof(double);
+  const std::size_t out_bytes = std::size_t(total) * sizeof(double);
+  // The given parameters and the mask go in one copy (the mask with every chain: 10 KB for 10,000 pairs, a
+  // microsecond or two beside the launches, and no device state to go stale between the driver's masks); the
+  // chain's totals come back in one.
+  PinnedBuffer& io = pinned_buffer("ransac.refit_io", std::max(given_bytes + n, out_bytes));
+  std::fill(io.as<double>(), io.as<double>() + SS_REFIT_MAX_PARAMS, 0.0);
+  // The given parameters are read by the chain's first pass and its LM passes (ss_refit_chain_params).
+  int given_count = 0;
+  for (int c = 0; c < npasses; ++c)
+    if (c == 0 || passes[c] == SS_REFIT_LM_NORMAL || passes[c] == SS_REFIT_LM_COST)
+      given_count = std::max(given_count, ss_refit_param_count(passes[c]));
+  if (given_count > 0) std::copy(given, given + given_count, io.as<double>());
+  std::memcpy(io.as<char>() + given_bytes, sel.mask, n);
+  DeviceBuffer& in = buffer("ransac.refit_in", given_bytes + n);
+  DeviceBuffer& part =
+      buffer("ransac.refit_part", (std::size_t(nb) * SS_REFIT_MAX_SUMS + std::size_t(total)) * sizeof(double));
+  double* totals = part.as<double>() + std::size_t(nb) * SS_REFIT_MAX_SUMS;  // after the block partials
+  SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(in.ptr, io.ptr, given_bytes + n, cudaMemcpyHostToDevice, compute));
+  // Pass by pass in stream order: the blocks, then the tree into the chain's totals, which the next pass's
+  // blocks read for their parameters. The partials are reused (the next blocks kernel starts after the tree).
+  int at = 0;
+  for (int c = 0; c < npasses; ++c) {
+    const int k = ss_refit_sum_count(passes[c]);
+    kernels::ransac_refit_blocks<<<unsigned(nb), SS_REFIT_BLOCK, 0, compute>>>(
+        passes[c], c == 0 ? 1 : 0, in.as<const double>(), totals, sel.count, p, p + pairs.n,
+        in.as<const std::uint8_t>() + given_bytes, pairs.n, part.as<double>());
+    SPECTRASIFT_CUDA_CHECK_LAUNCH();
+    kernels::ransac_refit_tree<<<1, 32, 0, compute>>>(part.as<double>(), nb, k, totals + at);
+    SPECTRASIFT_CUDA_CHECK_LAUNCH();
+    at += k;
+  }
+  SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(io.ptr, totals, out_bytes, cudaMemcpyDeviceToHost, compute));
+  SPECTRASIFT_CUDA_CHECK(cudaStreamSynchronize(compute));
+  std::memcpy(out, io.ptr, out_bytes);
+  return true;
 }
 
 }  // namespace spectrasift::cuda

@@ -74,6 +74,10 @@ struct State final : detail::BackendImpl {
                     double threshold2, int threads, int* inliers, double* sums) override;
   int inlier_mask(const double* model, const detail::PointPairs& pairs, double threshold2, std::uint8_t* mask,
                   double* sum2) override;
+  /// ransac.cu: the refits' sums on the device, a chain per round trip (numeric/refit_sums.h's order: the
+  /// host's bits).
+  bool refit_sums(const int* passes, int npasses, const double* given, const detail::PointPairs& pairs,
+                  const detail::RefitSelection& sel, double* out) override;
   Image warp(const Image& moving, const std::array<double, 9>& inverse, int fixed_w, int fixed_h,
              int threads) override;
   /// sift.cu: the CUDA SIFT stages (sift.hpp).

@@ -4,15 +4,6 @@
 
 namespace spectrasift::geometry {
 
-PairCentroids pair_centroids(const Point2* m, const Point2* f, int n) {
-  double mx = 0, my = 0, fx = 0, fy = 0;
-  for (int i = 0; i < n; ++i) {
-    mx += m[i].x, my += m[i].y, fx += f[i].x, fy += f[i].y;
-  }
-  mx /= n, my /= n, fx /= n, fy /= n;
-  return {mx, my, fx, fy};
-}
-
 bool minimal_model(GeometryModel model, const Point2* m, const Point2* f, const Normaliser& nm,
                    const Normaliser& nf, Mat3& h) {
   const int s = minimal_sample_size(model);
@@ -27,19 +18,12 @@ bool minimal_model(GeometryModel model, const Point2* m, const Point2* f, const 
   return false;
 }
 
-bool fit_subset(GeometryModel model, const Point2* moving, const Point2* fixed, const std::vector<int>& idx,
-                bool nonlinear, Mat3& h) {
-  const int n = int(idx.size());
-  if (n < minimal_sample_size(model)) return false;
-  std::vector<Point2> m(static_cast<std::size_t>(n)), f(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    m[std::size_t(i)] = moving[idx[std::size_t(i)]];
-    f[std::size_t(i)] = fixed[idx[std::size_t(i)]];
-  }
+bool fit_subset(GeometryModel model, RefitSums& src, bool nonlinear, Mat3& h) {
+  if (src.count() < minimal_sample_size(model)) return false;
   switch (model) {
-    case GeometryModel::kSimilarity: return similarity_ls(m.data(), f.data(), n, h);
-    case GeometryModel::kAffine: return affine_ls(m.data(), f.data(), n, h);
-    case GeometryModel::kHomography: return homography_refit(m, f, nonlinear, h);
+    case GeometryModel::kSimilarity: return similarity_refit(src, h);
+    case GeometryModel::kAffine: return affine_refit(src, h);
+    case GeometryModel::kHomography: return homography_refit(src, nonlinear, h);
   }
   return false;
 }

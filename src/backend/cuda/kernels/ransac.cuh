@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "numeric/ransac_score.h"
+#include "numeric/refit_sums.h"
 
 namespace spectrasift::cuda::kernels {
 
@@ -107,6 +108,55 @@ __global__ void __launch_bounds__(kRansacThreads) ransac_inlier_mask(const doubl
   }
   ransac_block_sum(count, hi, lo);
   if (threadIdx.x == 0) part[blockIdx.x] = RansacPartial{hi, lo, count, 0};
+}
+
+// ---- the refits' sums (numeric/refit_sums.h): blocks of 256 pair indices in pair order, then the tree ----
+
+// Sums added per round of the block kernel: 16 x 257 doubles, 32.9 KB of shared memory (30 would pass 48 KB).
+constexpr int kRefitChunk = 16;
+
+// Launch: grid = ss_refit_blocks(n) blocks, block = SS_REFIT_BLOCK (256) threads. Block b owns pairs 256 b ..
+// 256 b + 255 (exactly the host's block b), thread t pair 256 b + t. Thread 0 first forms the pass's parameters
+// with ss_refit_chain_params (from `given` and the chain's earlier totals `done`, as the host does). Each thread
+// computes its pair's K = ss_refit_sum_count(pass) terms with ss_refit_terms (all +0 for a pair that is not
+// selected or is past n: adding +0 leaves a sum's bits unchanged, as the host's skipping does). The block then
+// adds each sum's 256 terms in pair order: kRefitChunk sums at a time go through shared memory, and thread
+// k < kRefitChunk adds sum k's terms serially from pair 0 to pair 255, starting at +0, as the host's loop does.
+// part[b * K + k] = block b's partial of sum k.
+__global__ void __launch_bounds__(SS_REFIT_BLOCK) ransac_refit_blocks(int pass, int first, const double* given,
+                                                                      const double* done, int count,
+                                                                      const double2* moving, const double2* fixed,
+                                                                      const std::uint8_t* mask, int n, double* part) {
+  __shared__ double p[SS_REFIT_MAX_PARAMS];
+  __shared__ double chunk[kRefitChunk][SS_REFIT_BLOCK + 1];  // + 1: the adding threads read different banks
+  if (threadIdx.x == 0) ss_refit_chain_params(pass, first, given, done, count, p);
+  __syncthreads();
+  const int k_count = ss_refit_sum_count(pass);
+  const int i = blockIdx.x * SS_REFIT_BLOCK + threadIdx.x;
+  double t[SS_REFIT_MAX_SUMS];
+  for (int k = 0; k < SS_REFIT_MAX_SUMS; ++k) t[k] = 0.0;
+  if (i < n && mask[i]) {
+    const double2 m = moving[i], f = fixed[i];
+    ss_refit_terms(pass, p, m.x, m.y, f.x, f.y, t);
+  }
+  for (int c0 = 0; c0 < k_count; c0 += kRefitChunk) {
+    for (int k = 0; k < kRefitChunk && c0 + k < k_count; ++k) chunk[k][threadIdx.x] = t[c0 + k];
+    __syncthreads();
+    if (int(threadIdx.x) < kRefitChunk && c0 + int(threadIdx.x) < k_count) {
+      double acc = 0.0;
+      for (int j = 0; j < SS_REFIT_BLOCK; ++j) acc += chunk[threadIdx.x][j];
+      part[std::size_t(blockIdx.x) * k_count + c0 + threadIdx.x] = acc;
+    }
+    __syncthreads();
+  }
+}
+
+// Launch: grid = 1 block, block = 32 threads. Thread k < k_count adds sum k's nb block partials (part[b * k_count
+// + k]) by ss_refit_tree, the host's tree, and writes the total to out[k]. (nb is ~40 for 10,000 pairs: a
+// serial tree per sum is a few microseconds, less than a launch.)
+__global__ void __launch_bounds__(32) ransac_refit_tree(double* part, int nb, int k_count, double* out) {
+  const int k = threadIdx.x;
+  if (k < k_count) out[k] = ss_refit_tree_global(part + k, nb, k_count);
 }
 
 }  // namespace spectrasift::cuda::kernels
