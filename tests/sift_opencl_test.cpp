@@ -150,9 +150,10 @@ TEST(SiftOpenCL, GpuKernelFormsAgree) {
         << "graf1, root_sift " << o.root_sift << ", upsample " << o.upsample << ": the two kernel forms differ";
 }
 
-// The GPU descriptor forms (State::descriptor_variant: 0 the walkers, sift_descriptor; 1 the staged form,
-// sift_descriptor_staged, four keypoints a work-group of 128; 2 the same kernel, one keypoint a work-group of 32)
-// give the same features bit for bit, equal to the
+// The GPU descriptor forms (State::descriptor_variant: 0 the walkers, sift_descriptor; 1 the staged form's box
+// walk, sift_descriptor_staged, four keypoints a work-group of 128; 2 the same kernel, one keypoint a work-group
+// of 32; 3 and 4 the row walk, sift_descriptor_staged_rows, in work-groups of 32 and 128) give the same features
+// bit for bit, equal to the
 // CPU-device form's (sift_descriptor_serial on PoCL) and in agreement with the CPU backend: box and graf1
 // upsampled, graf1 at sigma 3.2 (larger windows, more bands), camera without upsampling and with RootSIFT, and
 // kleiber 1080p upsampled (2.4k keypoints) from the shared photos when they are found. Forced on the GPU path
@@ -191,8 +192,12 @@ TEST(SiftOpenCL, GpuDescriptorFormsAgree) {
     // and kleiber differ in a coordinate's last bit in both forms alike).
     const ss::Features cpu = cpu_sift(im, o);
     const ss::test::SiftAgreement aw = expect_agreement(cpu, walkers, what + " (walkers)");
-    for (int variant : {1, 2}) {  // work-groups of 128 (four keypoints) and of 32 (one)
-      const std::string form = what + (variant == 1 ? " (staged, 128)" : " (staged, 32)");
+    // box walk in work-groups of 128 (four keypoints) and of 32 (one), row walk in 32 and 128
+    for (int variant : {1, 2, 3, 4}) {
+      const bool rows_walk = variant >= 3;
+      const std::size_t local = variant == 1 || variant == 4 ? 128 : 32;
+      const std::string form =
+          what + (rows_walk ? " (staged rows, " : " (staged, ") + std::to_string(local) + ")";
       st.descriptor_variant = variant;
       // The descriptor rows filled with NaN bits first: a row the staged kernel failed to write must not keep
       // the last form's values (every form shares the stages object's buffers).
@@ -202,7 +207,8 @@ TEST(SiftOpenCL, GpuDescriptorFormsAgree) {
                                     nullptr),
                 CL_SUCCESS);
       const ss::Features staged = run_stages(*stages, ctx.impl(), sift_view(im), o, nullptr);
-      EXPECT_EQ(ocl.last_descriptors_staged_local(), variant == 1 ? 128u : 32u) << form;
+      EXPECT_EQ(ocl.last_descriptors_staged_local(), local) << form;
+      EXPECT_EQ(ocl.last_descriptors_row_walk(), rows_walk) << form;
       ASSERT_FALSE(staged.keypoints.empty()) << form;
       EXPECT_TRUE(same_bits(walkers, staged)) << form << ": the staged descriptors differ from the walkers'";
       const ss::test::SiftAgreement as = expect_agreement(cpu, staged, form);
@@ -211,18 +217,22 @@ TEST(SiftOpenCL, GpuDescriptorFormsAgree) {
     }
   }
   st.descriptor_variant = -1;
-  // 8 KiB of local memory: enough for the walkers, not for the staged bands of four keypoints (~11 KiB of
-  // arguments at sigma 1.6; PoCL 5 reports no static local memory for the kernel, so 12 KiB let them in there).
-  ss::Context small(opencl_options());
-  auto& sst = ss::opencl::state(small.impl());
-  sst.is_cpu = false;
-  sst.descriptor_variant = 1;
-  sst.local_mem = 8 * 1024;
-  auto small_stages = ss::opencl::make_sift_stages(small.impl());
+  // 8 KiB of local memory: enough for the walkers, not for the staged bands of four keypoints (~15 KiB of
+  // arguments at sigma 1.6 with their accumulators and output rows; PoCL 5 reports no static local memory for the
+  // kernels), in either walk.
   const ss::Image box = load("box.png");
-  const ss::Features fallback = run_stages(*small_stages, small.impl(), sift_view(box), {}, nullptr);
-  EXPECT_EQ(dynamic_cast<ss::opencl::SiftStagesOpenCL&>(*small_stages).last_descriptors_staged_local(), 0u);
-  EXPECT_TRUE(same_bits(fallback, opencl_sift(box))) << "box: the walkers' fallback differs";
+  for (int variant : {1, 4}) {
+    ss::Context small(opencl_options());
+    auto& sst = ss::opencl::state(small.impl());
+    sst.is_cpu = false;
+    sst.descriptor_variant = variant;
+    sst.local_mem = 8 * 1024;
+    auto small_stages = ss::opencl::make_sift_stages(small.impl());
+    const ss::Features fallback = run_stages(*small_stages, small.impl(), sift_view(box), {}, nullptr);
+    EXPECT_EQ(dynamic_cast<ss::opencl::SiftStagesOpenCL&>(*small_stages).last_descriptors_staged_local(), 0u)
+        << "variant " << variant;
+    EXPECT_TRUE(same_bits(fallback, opencl_sift(box))) << "box, variant " << variant << ": the walkers' fallback differs";
+  }
 }
 
 // The blur forms write the same pyramid bit for bit: every Gaussian level and DoG plane of the row kernels
@@ -520,15 +530,17 @@ TEST(SiftOpenCL, DISABLED_StageTimes) {
   REQUIRE_OPENCL();
   Device& d = device();
   auto& stages = dynamic_cast<ss::opencl::SiftStagesOpenCL&>(*d.stages);
-  // GPUs: one line per descriptor form (State::descriptor_variant: walkers, staged in work-groups of 128 and of
-  // 32), their runs interleaved;
+  // GPUs: one line per descriptor form (State::descriptor_variant: walkers, staged box walk in work-groups of 128
+  // and of 32, staged row walk in 32 and 128), their runs interleaved;
   // CPU devices have one form (sift_descriptor_serial).
   auto& st = ss::opencl::state(d.ctx->impl());
   std::vector<ss::test::StageTimesForm> forms;
   if (!st.is_cpu)
     forms = {{"walkers", [&st] { st.descriptor_variant = 0; }},
              {"staged", [&st] { st.descriptor_variant = 1; }},
-             {"staged-32", [&st] { st.descriptor_variant = 2; }}};
+             {"staged-32", [&st] { st.descriptor_variant = 2; }},
+             {"staged-rows-32", [&st] { st.descriptor_variant = 3; }},
+             {"staged-rows", [&st] { st.descriptor_variant = 4; }}};
   ss::test::report_stage_times(kOpenCLSift, stages, d.ctx->impl(), 7, forms);
   st.descriptor_variant = -1;
   ss::test::report_host_times(kOpenCLSift, stages, d.ctx->impl(), 7);

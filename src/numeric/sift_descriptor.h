@@ -390,14 +390,15 @@ SPECTRASIFT_FN int sift_descriptor_cell_shares(int code, int qr, int qc, float r
 SPECTRASIFT_AS_VARIANTS(SIFT_DEFINE_DESCRIPTOR_INNER_ENTRY)
 #undef SIFT_DEFINE_DESCRIPTOR_INNER_ENTRY
 
-/* The row walk (the staged kernel's second owner phase, SiftStagesCuda::DescriptorForm::kStagedRows): the same
- * records, but with the cell stored decoded (sift_descriptor_row_code), so that an owner's test is a subtraction
- * and a mask instead of two divisions by d + 2, and with each owner walking, per row i of its box, only the
- * columns where a sample's floor cell can be one of its 2 x 2 (sift_descriptor_row_cols: the rotated square of
- * support, widened), instead of the whole row of its box. The exact test (sift_descriptor_row_shares) still
- * decides every visited record, and the columns visited hold every record that passes it, so each entry gets
- * the same shares in the same order as from the box walk: the same bits (tests/sift_stages_test.cpp,
- * SiftDescriptorRowWalk, checks the visited hits against the box walk's on many frames). */
+/* The row walk (the staged kernel's second owner phase, SiftStagesCuda::DescriptorForm::kStagedRows; OpenCL's
+ * sift_descriptor_staged_rows): the same records, but with the cell stored decoded (sift_descriptor_row_code), so
+ * that an owner's test is a subtraction and a mask instead of two divisions by d + 2, and with each owner walking,
+ * per row i of its box, only the columns where a sample's floor cell can be one of its 2 x 2
+ * (sift_descriptor_row_cols: the rotated square of support, widened), instead of the whole row of its box. The
+ * exact test (sift_descriptor_row_shares) still decides every visited record, and the columns visited hold every
+ * record that passes it, so each entry gets the same shares in the same order as from the box walk: the same bits
+ * (tests/sift_stages_test.cpp, SiftDescriptorRowWalk, checks the visited hits against the box walk's on many
+ * frames). */
 
 #define SIFT_DESCR_ROW_NONE 0x80 /* the row code of a sample outside the grid: no owner's test passes it */
 

@@ -61,10 +61,12 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   /// The positions sift_select_small handles with the State's switch and local memory now (0: not run).
   std::size_t select_small_positions();
 
-  /// Tests: the work-group size the last descriptors() ran sift_descriptor_staged with (128 for
-  /// State::descriptor_variant 1, 32 for 2, on a GPU path where the device allows it), 0 when the walkers or
-  /// the serial kernel ran.
+  /// Tests: the work-group size the last descriptors() ran sift_descriptor_staged or sift_descriptor_staged_rows
+  /// with (128 for State::descriptor_variant 1 and 4, 32 for 2 and 3, on a GPU path where the device allows
+  /// it), 0 when the walkers or the serial kernel ran.
   std::size_t last_descriptors_staged_local() const noexcept { return desc_staged_used_; }
+  /// Tests: whether that staged kernel was the row walk (sift_descriptor_staged_rows).
+  bool last_descriptors_row_walk() const noexcept { return desc_row_walk_used_; }
 
   /// Behave as on a device without cl_khr_fp64 (tests: the errors of the inputs that need doubles).
   void assume_no_fp64() noexcept { fp64_ = false; }
@@ -125,16 +127,26 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   std::size_t small_fixed_local_ = ~std::size_t(0);  // sift_blur_small_octaves' local memory besides its planes
   std::size_t ori_local_ = 0, ori_chunk_ = 0, ori_ex_ = 0;
   std::size_t desc_local_ = 0, desc_ex_ = 0;
-  // sift_descriptor_staged: samples per band and slice, its local memory besides the arguments, the work-group
-  // the last descriptors() ran it with (0: the walkers or the serial kernel ran).
+  // sift_descriptor_staged / _rows: samples per band and slice, their local memory besides the arguments (the
+  // larger of the two), the work-group the last descriptors() ran one with (0: the walkers or the serial kernel
+  // ran) and whether it was the row walk.
   std::size_t desc_chunk_ = 0, desc_staged_fixed_ = 0, desc_staged_used_ = 0;
-  // Its local-memory arguments for a work-group of `local` (local / 32 slices): per slice the weights (ex_cap
-  // floats), records (chunk float4) and codes.
+  bool desc_row_walk_used_ = false;
+  // kernels/sift_descriptor_staged.cl: SIFT_DESCR_ACC (a slice's accumulator, floats; checked against
+  // numeric/sift_common.h in sift_features.cpp), SIFT_DESCR_LEN (its output row) and SIFT_DESCR_PAD (records
+  // and codes after the last slice's).
+  static constexpr std::size_t kDescStagedAcc = 160, kDescStagedLen = 128, kDescStagedPad = 4;
+  // Their local-memory arguments for a work-group of `local` (local / 32 slices): per slice the weights (ex_cap
+  // floats), records (chunk float4), codes, accumulator and output row (128 floats); kDescStagedPad records and
+  // codes more.
   std::size_t desc_staged_local_bytes(std::size_t local) const noexcept {
-    return local / 32 * (desc_ex_ * sizeof(float) + desc_chunk_ * (4 * sizeof(float) + sizeof(cl_int)));
+    const std::size_t rec = 4 * sizeof(float) + sizeof(cl_int);
+    return local / 32 *
+               (desc_ex_ * sizeof(float) + desc_chunk_ * rec + (kDescStagedAcc + kDescStagedLen) * sizeof(float)) +
+           kDescStagedPad * rec;
   }
-  // Whether the device runs it with a work-group of `local` (its kernel limit and local memory).
-  bool desc_staged_fits(std::size_t local);
+  // Whether the device runs kernel `name` with a work-group of `local` (its kernel limit and local memory).
+  bool desc_staged_fits(const char* name, std::size_t local);
   std::size_t oriented_bound_ = ~std::size_t(0);  // select(): the oriented count read back (CPU devices), else the capacity
   std::size_t compact_local_ = 0;
   bool select_deferred_ = false;    // select() queued sift_select_small alone on a guess (select_again checks it)

@@ -1,11 +1,12 @@
 // OpenCL SIFT per-keypoint stages (see sift.hpp): orientations (one work-group per refined point), select
 // (device sorts and compactions of an index array: duplicates, cap, mask, canonical order; on GPUs the whole
 // stage in one work-group first when the count is small) and descriptors (one work-group per kept keypoint;
-// the staged form four a work-group).
+// the staged forms one or four a work-group).
 #include <algorithm>
 #include <cmath>
 
 #include "backend/opencl/sift.hpp"
+#include "numeric/sift_common.h"
 #include "spectrasift/error.hpp"
 
 namespace spectrasift::opencl {
@@ -71,16 +72,23 @@ void SiftStagesOpenCL::group_sizes() {
     fit_serial("sift_descriptor_serial", desc_ex_, desc_local_);
   } else {
     fit(kernel("sift_descriptor"), "sift_descriptor", desc_ex_, 0, desc_local_, no_chunk);
-    // sift_descriptor_staged (kernels/sift_descriptor_staged.cl): each slice's bands hold at least one window
-    // row and 128 samples (4 per work-item), as CUDA's staged form.
-    cl_kernel ks = kernel("sift_descriptor_staged");
+    // sift_descriptor_staged and sift_descriptor_staged_rows (kernels/sift_descriptor_staged.cl, the box and
+    // the row walk): each slice's bands hold at least one window row and 128 samples (4 per work-item), as CUDA's
+    // staged form.
     desc_chunk_ = std::max<std::size_t>(desc_ex_, 128);
-    // CL_KERNEL_LOCAL_MEM_SIZE counts the __local arguments as last set: set them to one element first.
-    SPECTRASIFT_CL_CHECK(clSetKernelArg(ks, 8, sizeof(float), nullptr));
-    SPECTRASIFT_CL_CHECK(clSetKernelArg(ks, 10, 4 * sizeof(float), nullptr));
-    SPECTRASIFT_CL_CHECK(clSetKernelArg(ks, 11, sizeof(cl_int), nullptr));
-    const std::size_t lm = st_.limits(ks).local_mem, args = sizeof(float) + 4 * sizeof(float) + sizeof(cl_int);
-    desc_staged_fixed_ = lm > args ? lm - args : 0;
+    desc_staged_fixed_ = 0;
+    for (const char* name : {"sift_descriptor_staged", "sift_descriptor_staged_rows"}) {
+      cl_kernel ks = kernel(name);
+      // CL_KERNEL_LOCAL_MEM_SIZE counts the __local arguments as last set: set them to one element first.
+      SPECTRASIFT_CL_CHECK(clSetKernelArg(ks, 8, sizeof(float), nullptr));
+      SPECTRASIFT_CL_CHECK(clSetKernelArg(ks, 10, 4 * sizeof(float), nullptr));
+      SPECTRASIFT_CL_CHECK(clSetKernelArg(ks, 11, sizeof(cl_int), nullptr));
+      SPECTRASIFT_CL_CHECK(clSetKernelArg(ks, 13, sizeof(float), nullptr));
+      SPECTRASIFT_CL_CHECK(clSetKernelArg(ks, 14, sizeof(float), nullptr));
+      const std::size_t lm = st_.limits(ks).local_mem;
+      const std::size_t args = 3 * sizeof(float) + 4 * sizeof(float) + sizeof(cl_int);
+      desc_staged_fixed_ = std::max(desc_staged_fixed_, lm > args ? lm - args : 0);  // the larger of the two
+    }
   }
   auto pow2_below = [](std::size_t v) {
     std::size_t q = 1;
@@ -290,8 +298,8 @@ bool SiftStagesOpenCL::select_again() {
   return true;
 }
 
-bool SiftStagesOpenCL::desc_staged_fits(std::size_t local) {
-  return st_.work_group_1d(kernel("sift_descriptor_staged"), local) == local &&
+bool SiftStagesOpenCL::desc_staged_fits(const char* name, std::size_t local) {
+  return st_.work_group_1d(kernel(name), local) == local &&
          desc_staged_fixed_ + desc_staged_local_bytes(local) <= st_.local_mem;
 }
 
@@ -305,25 +313,38 @@ void SiftStagesOpenCL::descriptors() {
   const cl_mem desc = st_.buffer("sift.desc", descriptor_capacity_ * Features::kDescriptorSize * sizeof(float));
   const float deg2rad = float(M_PI / 180.0);
   const cl_int root = p.root_sift ? 1 : 0;
-  // GPUs: the staged form in work-groups of 32 (one keypoint each; the default, State::descriptor_variant -1 or
-  // 2) or of 128 (four keypoints in lockstep, variant 1) where the device allows it, else the walkers (the same
-  // bits). On the H200 through NVIDIA OpenCL the 32-wide form was the fastest of the three at every count
-  // (docs/performance/sift.md, "OpenCL staged descriptors").
+  // GPUs: the staged form, box walk, in work-groups of 32 (one keypoint each; the default,
+  // State::descriptor_variant -1 or 2) or of 128 (four keypoints in lockstep, variant 1), or the row walk in
+  // work-groups of 32 (3) or 128 (4), where the device allows it, else the walkers (the same bits). On the H200
+  // through NVIDIA OpenCL the 32-wide box walk was the fastest of the first three at every count
+  // (docs/performance/sift.md, "OpenCL staged descriptors"); the row walk is not measured there yet.
   const int variant = st_.descriptor_variant;
-  const std::size_t staged_local = st_.is_cpu ? 0 : variant == 1 ? 128 : variant == 2 || variant < 0 ? 32 : 0;
-  desc_staged_used_ = staged_local && desc_staged_fits(staged_local) ? staged_local : 0;
+  const std::size_t staged_local = st_.is_cpu                                    ? 0
+                                   : variant == 1 || variant == 4                ? 128
+                                   : variant == 2 || variant == 3 || variant < 0 ? 32
+                                                                                 : 0;
+  const char* staged_name = variant == 3 || variant == 4 ? "sift_descriptor_staged_rows" : "sift_descriptor_staged";
+  desc_staged_used_ = staged_local && desc_staged_fits(staged_name, staged_local) ? staged_local : 0;
+  desc_row_walk_used_ = desc_staged_used_ && (variant == 3 || variant == 4);
   if (desc_staged_used_) {
     // local / 32 kept keypoints a work-group (kernels/sift_descriptor_staged.cl); at most the groups_ cap, and
     // no more groups than the capacity's bound needs (those past the kept count return at once).
-    cl_kernel k = kernel("sift_descriptor_staged");
+    cl_kernel k = kernel(staged_name);
     set_args(k, gauss, info, kept, counters, cl_uint(descriptor_capacity_), deg2rad, root, desc);
     const std::size_t local = desc_staged_used_, slices = local / 32;
+    static_assert(kDescStagedAcc == (SIFT_DESCR_HIST_BINS + 2) * SIFT_DESCR_WIDTH * SIFT_DESCR_WIDTH &&
+                  kDescStagedLen == SIFT_DESCR_WIDTH * SIFT_DESCR_WIDTH * SIFT_DESCR_HIST_BINS);
+    // The local arguments as desc_staged_local_bytes counts them: per slice ex, records, codes, accumulator and
+    // output row; the records and codes kDescStagedPad more (the row walk's loads past a band's end).
+    const std::size_t recs = slices * desc_chunk_ + kDescStagedPad;
     SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 8, slices * desc_ex_ * sizeof(float), nullptr));
     const cl_int ex_cap = cl_int(desc_ex_), chunk = cl_int(desc_chunk_);
     SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 9, sizeof ex_cap, &ex_cap));
-    SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 10, slices * desc_chunk_ * 4 * sizeof(float), nullptr));
-    SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 11, slices * desc_chunk_ * sizeof(cl_int), nullptr));
+    SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 10, recs * 4 * sizeof(float), nullptr));
+    SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 11, recs * sizeof(cl_int), nullptr));
     SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 12, sizeof chunk, &chunk));
+    SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 13, slices * kDescStagedAcc * sizeof(float), nullptr));
+    SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 14, slices * kDescStagedLen * sizeof(float), nullptr));
     const std::size_t groups = std::max<std::size_t>(1, std::min(groups_, (descriptor_capacity_ + slices - 1) / slices));
     const std::size_t g = groups * local;
     launch(k, 1, &g, &local, kDescriptors);

@@ -141,8 +141,10 @@ struct State final : detail::BackendImpl {
   /// Which SIFT descriptor kernel on GPUs (sift_features.cpp): -1 = by device (the staged form in work-groups
   /// of 32, as 2: the fastest of the three on the H200 through NVIDIA OpenCL), 0 = the walkers
   /// (sift_descriptor), 1 = the staged form (sift_descriptor_staged: each sample computed once) with four
-  /// keypoints a work-group of 128, 2 = the staged form with one keypoint a work-group of 32; 1 and 2 where the
-  /// device allows the work-group and local memory, else the walkers. CPU devices always run sift_descriptor_serial. The same bits in every
+  /// keypoints a work-group of 128, 2 = the staged form with one keypoint a work-group of 32, 3 and 4 = the
+  /// staged form's row walk (sift_descriptor_staged_rows, CUDA's kStagedRows; not measured on NVIDIA OpenCL yet)
+  /// in work-groups of 32 and 128; 1 to 4 where the device allows the work-group and local memory, else the
+  /// walkers. CPU devices always run sift_descriptor_serial. The same bits in every
   /// form; tests force each on PoCL with is_cpu = false.
   int descriptor_variant = -1;
   /// When the host's bound on the oriented count (the keypoint capacity, 2 x the candidates) exceeds

@@ -11,8 +11,9 @@
  *     after a barrier: PoCL 3 compiled its accumulation loop to nothing.)
  *   sift_descriptor_serial (CPU devices): one work-item per keypoint, the CPU backend's loop (a work-group
  *     of keypoints vectorises across work-items; a work-group per keypoint would serialise 36 walkers).
- * A third form, sift_descriptor_staged (GPUs, State::descriptor_variant 1 or 2), each sample computed once
- * for the owners of the inner cells, is in sift_descriptor_staged.cl. All give the same bits. */
+ * A third form, sift_descriptor_staged (GPUs, State::descriptor_variant 1 or 2; its row walk
+ * sift_descriptor_staged_rows, 3 or 4), each sample computed once for the owners of the inner cells, is in
+ * sift_descriptor_staged.cl. All give the same bits. */
 
 /* The frame of a keypoint, its window weights and the per-sample maths (sift_descriptor_frame, _weight,
  * _bins, _gradient, _cell_box, _cell_sample) are numeric/sift_descriptor.h's, shared with CUDA. */
