@@ -415,8 +415,6 @@ TEST(SiftCuda, BatchFromPageLockedMemory) {
 
 // The select stage's two paths (the whole stage in one block for small counts, kernels/sift_select_small.cuh,
 // and the multi-launch sorts and compactions) keep the same features, with and without the cap and a mask.
-std::string shared_photo(const char* name);
-
 TEST(SiftCuda, SelectPathsGiveTheSameFeatures) {
   REQUIRE_CUDA();
   OwnStages small, multi;
@@ -454,7 +452,7 @@ TEST(SiftCuda, SelectPathsGiveTheSameFeatures) {
   };
   std::vector<Guess> guesses;
   guesses.push_back({"graf1_gray.png", load("graf1_gray.png"), true});
-  if (const std::string photo = shared_photo("elephants_3840x2160.jpg"); !photo.empty())
+  if (const std::string photo = ss::test::shared_photo_path("elephants_3840x2160.jpg"); !photo.empty())
     guesses.push_back({photo, ss::read_image(photo), false});
   else
     std::printf("[ sift-cuda ] elephants_3840x2160.jpg not found (SPECTRASIFT_TEST_PHOTOS): the wrong guess of the "
@@ -471,26 +469,6 @@ TEST(SiftCuda, SelectPathsGiveTheSameFeatures) {
   small.cuda().set_select_defer(-1);
 }
 
-// A photo of the shared data folder (kleiber_1920x1080.jpg, ...): in $SPECTRASIFT_TEST_PHOTOS when it is set
-// (e.g. "none": no photo), else in shared/data/photos inside the repository (the device machine's copy) or
-// beside it; "" when it is not there.
-std::string shared_photo(const char* name) {
-  std::vector<std::string> dirs;
-  if (const char* env = std::getenv("SPECTRASIFT_TEST_PHOTOS")) {
-    dirs.emplace_back(env);
-  } else {
-    dirs.push_back(std::string(SPECTRASIFT_TEST_DATA) + "/../../shared/data/photos");
-    dirs.push_back(std::string(SPECTRASIFT_TEST_DATA) + "/../../../shared/data/photos");
-  }
-  for (const std::string& dir : dirs) {
-    const std::string path = dir + "/" + name;
-    if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
-      std::fclose(f);
-      return path;
-    }
-  }
-  return "";
-}
 
 using Form = ss::cuda::SiftStagesCuda::DescriptorForm;
 
@@ -512,7 +490,7 @@ TEST(SiftCuda, DescriptorFormsGiveTheSameFeatures) {
   root.root_sift = true;
   std::vector<std::pair<std::string, ss::SiftOptions>> cases = {
       {"box.png", {}}, {"graf1_gray.png", {}}, {"graf1_gray.png", wide}, {"camera.png", flat}, {"camera.png", root}};
-  const std::string kleiber = shared_photo("kleiber_1920x1080.jpg");
+  const std::string kleiber = ss::test::shared_photo_path("kleiber_1920x1080.jpg");
   if (kleiber.empty())
     std::printf("[ sift-cuda ] kleiber_1920x1080.jpg not found (shared/data/photos, SPECTRASIFT_TEST_PHOTOS): "
                 "photo case not run\n");

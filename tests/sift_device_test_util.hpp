@@ -38,7 +38,7 @@ inline Image load_test_image(const char* name) { return read_image(std::string(S
 
 /// A photo of the shared data folder (kleiber_1920x1080.jpg, ...): in $SPECTRASIFT_TEST_PHOTOS when it is set
 /// (e.g. "none": no photo), else in shared/data/photos inside the repository (the device machine's copy) or
-/// beside it; "" when it is not there. (sift_cuda_test.cpp has its own copy of this.)
+/// beside it; "" when it is not there.
 inline std::string shared_photo_path(const char* name) {
   std::vector<std::string> dirs;
   if (const char* env = std::getenv("SPECTRASIFT_TEST_PHOTOS")) {
