@@ -87,11 +87,9 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   /// owner visiting only the columns of its rotated square, row by row). The same bits every way; the staged
   /// forms run the walkers where the device's shared memory cannot hold their bands.
   enum class DescriptorForm { kWalkers, kStaged, kStagedRows };
-  // The staged forms by default: on the H200 the box walk gave the walkers' bits
-  // (SiftCuda.DescriptorFormsGiveTheSameFeatures) in 0.47 / 1.19 / 8.8 ms against 0.56 / 2.39 / 18.4 (kleiber
-  // 1080p, elephants 1080p, elephants 4K, upsampled). The row walk (issue 19, docs/performance/sift.md "the row
-  // walk": the same bits, proven on the host by SiftDescriptorRowWalk) is the default on its prediction, ~2.5x faster
-  // at kleiber 1080p, until the H200 measures both (StageTimes' staged and staged-rows lines).
+  // The row walk by default: on the H200 (fifth session of 2026-12-02, StageTimes) it gave the walkers' bits
+  // (SiftCuda.DescriptorFormsGiveTheSameFeatures) in 0.297 / 0.839 / 6.26 ms against the box walk's 0.464 / 1.185 /
+  // 8.81 and the walkers' 0.56 / 2.39 / 18.4 (kleiber 1080p, elephants 1080p, elephants 4K, upsampled).
   static constexpr DescriptorForm kDefaultDescriptorForm = DescriptorForm::kStagedRows;
   /// Tests and timing: the form descriptors() runs (default kDefaultDescriptorForm).
   void set_descriptor_form(DescriptorForm form) noexcept { descriptor_form_ = form; }

@@ -317,7 +317,7 @@ void SiftStagesOpenCL::descriptors() {
   // State::descriptor_variant -1 or 2) or of 128 (four keypoints in lockstep, variant 1), or the row walk in
   // work-groups of 32 (3) or 128 (4), where the device allows it, else the walkers (the same bits). On the H200
   // through NVIDIA OpenCL the 32-wide box walk was the fastest of the first three at every count
-  // (docs/performance/sift.md, "OpenCL staged descriptors"); the row walk is not measured there yet.
+  // (docs/performance/sift.md, "The OpenCL staged form again"); the row walk is not measured there yet.
   const int variant = st_.descriptor_variant;
   const std::size_t staged_local = st_.is_cpu                                    ? 0
                                    : variant == 1 || variant == 4                ? 128
