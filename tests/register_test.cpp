@@ -277,7 +277,7 @@ TEST(RegisterFailure, ImagesWithoutOverlapGiveNoModel) {
   SIFT_OR_SKIP(fb, ctx, coins);
   // As `spectrasift register FIXED=camera MOVING=coins` decides: no model, or one the verdict refuses (exit 3).
   // In this match direction (the CLI's, query = MOVING) RANSAC does find a homography (11 "inliers" of 27
-  // matches: the verdict refuses it, it folds and mirrors); the similarity is DISABLED_ below.
+  // matches: the verdict refuses it, it folds and mirrors); the similarity is below.
   for (auto model : {GeometryModel::kHomography, GeometryModel::kAffine}) {
     RegistrationOptions o;
     o.ransac.model = model;
@@ -288,22 +288,26 @@ TEST(RegisterFailure, ImagesWithoutOverlapGiveNoModel) {
   }
 }
 
-// Known failure (open): `spectrasift register tests/data/camera.png tests/data/coins.png --model similarity`
-// exits 0 with "reliable": true: 6 inliers of 27 matches, log10 NFA -10.4, but 5 of the 6 inliers are matches
-// of different coins keypoints to ONE camera keypoint (146.8, 384.4), which a similarity of scale 0.048 maps
-// them all near; the a contrario count treats them as independent chance events. --mutual does not save it
-// (4 inliers of 12: two location pairs twice each, SIFT's extra orientations, fitted exactly by the 2-point
-// sample). Enable once the verdict counts distinct locations.
-TEST(RegisterFailure, DISABLED_ImagesWithoutOverlapSimilarityIsRefused) {
+// `spectrasift register tests/data/camera.png tests/data/coins.png --model similarity` exited 0 with "reliable":
+// true: 6 inliers of 27 matches, log10 NFA -10.4, but 5 of the 6 inliers are matches of different coins keypoints
+// to ONE camera keypoint (146.8, 384.4), which a similarity of scale 0.048 maps them all near; the a contrario
+// count took them as independent chance events. With --mutual: 4 inliers of 12, two location pairs twice each
+// (SIFT's extra orientations), fitted exactly by the 2-point sample. The verdict now counts distinct location
+// pairs (2 in both cases: no more than a similarity sample fits, so no evidence).
+TEST(RegisterFailure, ImagesWithoutOverlapSimilarityIsRefused) {
   auto ctx = cpu_context();
   const Image camera = read_image(kData + "/camera.png"), coins = read_image(kData + "/coins.png");
   SIFT_OR_SKIP(fa, ctx, camera);
   SIFT_OR_SKIP(fb, ctx, coins);
-  RegistrationOptions o;
-  o.ransac.model = GeometryModel::kSimilarity;
-  const Registration r = register_features(ctx, fb, fa, coins.width, coins.height, camera.width, camera.height, o);
-  EXPECT_TRUE(!r.estimate.found || !r.verdict.reliable)
-      << r.estimate.inliers << " inliers of " << r.matches.size() << " matches, log10 NFA " << r.verdict.log10_nfa;
+  for (bool mutual : {false, true}) {
+    RegistrationOptions o;
+    o.ransac.model = GeometryModel::kSimilarity;
+    o.match.mutual = mutual;
+    const Registration r = register_features(ctx, fb, fa, coins.width, coins.height, camera.width, camera.height, o);
+    EXPECT_TRUE(!r.estimate.found || !r.verdict.reliable)
+        << "mutual " << mutual << ": " << r.estimate.inliers << " inliers (" << r.verdict.distinct_inliers
+        << " distinct) of " << r.matches.size() << " matches, log10 NFA " << r.verdict.log10_nfa;
+  }
 }
 
 // ---- the commands ------------------------------------------------------------------------------------

@@ -158,6 +158,76 @@ TEST(Verdict, ChanceInliersAmongManyMatchesFail) {
   EXPECT_TRUE(v30.reliable) << v30.summary();
 }
 
+// The NFA counts independent correspondences only: inliers that repeat a location pair (SIFT's extra
+// orientations give one point several keypoints, hence several identical matches) must not lower it. 4 true
+// inliers among 200 matches at 1.5 px are not significant for a similarity (log10 NFA 0.6); 8 more copies of
+// one of them (in place of 8 outliers, so n stays 200) made 12 "inliers" at 1.5 px, log10 NFA -28, before the
+// verdict counted distinct locations.
+TEST(Verdict, RepeatedLocationsDoNotLowerTheNfa) {
+  const std::array<double, 9> truth{0.98, -0.17, 40, 0.17, 0.98, -25, 0, 0, 1};
+  Synthetic s = synthetic(truth, 200, 4, 1.5, 1000, 5);
+  auto similarity = [&](int good) {
+    ModelEstimate est = planted(s, truth, good);
+    est.model = GeometryModel::kSimilarity;
+    return est;
+  };
+  const ModelVerdict v0 = assess_model(similarity(4), s.moving, s.fixed, 1000, 1000, 1000, 1000);
+  std::printf("[verdict] 4 of 200 (similarity), rms %.2f px: log10 NFA %.1f\n", v0.rms_px, v0.log10_nfa);
+  EXPECT_EQ(v0.distinct_inliers, 4);
+  ASSERT_FALSE(v0.reliable) << "the base case must be weak for the test to mean anything";
+  for (int i = 4; i < 12; ++i) {
+    s.moving[std::size_t(i)] = s.moving[1];
+    s.fixed[std::size_t(i)] = s.fixed[1];
+  }
+  const ModelEstimate est = similarity(12);
+  const ModelVerdict v1 = assess_model(est, s.moving, s.fixed, 1000, 1000, 1000, 1000);
+  std::printf("[verdict] the same + 8 copies of one inlier: %d inliers, %d distinct, log10 NFA %.1f\n", v1.inliers,
+              v1.distinct_inliers, v1.log10_nfa);
+  EXPECT_EQ(v1.inliers, 12);
+  EXPECT_EQ(v1.distinct_inliers, 4);
+  EXPECT_GE(v1.log10_nfa, v0.log10_nfa);
+  EXPECT_FALSE(v1.reliable) << v1.summary();
+  // A copy a fraction of a pixel off (a re-detection at a neighbouring scale) is the same location too; one
+  // 2 px off (in both images) is another.
+  s.moving[4] = {s.moving[1].x + 0.3, s.moving[1].y};
+  s.fixed[4] = {s.fixed[1].x, s.fixed[1].y - 0.3};
+  s.moving[5] = {s.moving[1].x + 2, s.moving[1].y};
+  s.fixed[5] = apply_model(truth, s.moving[5]);
+  EXPECT_EQ(assess_model(est, s.moving, s.fixed, 1000, 1000, 1000, 1000).distinct_inliers, 5);
+}
+
+// Many distinct moving points matched to ONE fixed keypoint, which a contracting similarity (scale 0.05, inside
+// the scale limit) maps them all near: camera -> coins's 6 "inliers", 5 of them on one camera keypoint. Counted
+// once it leaves 2 location pairs, which every 2-point similarity sample fits: no evidence, log10 NFA +inf.
+TEST(Verdict, ManyMatchesOfOneFixedPointAreOneCorrespondence) {
+  const std::array<double, 9> contract{0.05, 0, 140, 0, 0.05, 380, 0, 0, 1};
+  std::vector<Point2> pm, pf;
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> uni(0, 399);
+  const Point2 hub = apply_model(contract, {100, 100});
+  for (int i = 0; i < 6; ++i) pm.push_back({100 + 10.0 * (i % 3), 100 + 15.0 * (i / 3)}), pf.push_back(hub);
+  pm.push_back({300, 200}), pf.push_back(apply_model(contract, pm.back()));
+  for (int i = 0; i < 20; ++i) pm.push_back({uni(rng), uni(rng)}), pf.push_back({uni(rng), uni(rng)});
+  ModelEstimate est;
+  est.found = true;
+  est.model = GeometryModel::kSimilarity;
+  est.matrix = contract;
+  est.inlier_mask.assign(pm.size(), 0);
+  for (std::size_t i = 0; i < pm.size(); ++i) {
+    const Point2 p = apply_model(contract, pm[i]);
+    if (std::hypot(p.x - pf[i].x, p.y - pf[i].y) < 3) est.inlier_mask[i] = 1, ++est.inliers;
+  }
+  ASSERT_EQ(est.inliers, 7);
+  const ModelVerdict v = assess_model(est, pm, pf, 400, 400, 512, 512);
+  std::printf("[verdict] 6 moving points onto one fixed point + 1: %d inliers, %d distinct, log10 NFA %.1f\n",
+              v.inliers, v.distinct_inliers, v.log10_nfa);
+  EXPECT_EQ(v.distinct_inliers, 2);
+  EXPECT_TRUE(std::isinf(v.log10_nfa) && v.log10_nfa > 0);
+  EXPECT_FALSE(v.reliable);
+  EXPECT_NE(v.summary().find("2 distinct location pairs"), std::string::npos) << v.summary();
+  EXPECT_EQ(v.summary().find("scale"), std::string::npos) << "the scale (0.05) is within its limit: " << v.summary();
+}
+
 /// A perfect model (every point an inlier) with the given matrix, judged on a 400 x 300 moving image.
 ModelVerdict judge_matrix(const std::array<double, 9>& h) {
   std::vector<Point2> pm, pf;

@@ -47,6 +47,7 @@ struct Outputs {
 
 nlohmann::json verdict_json(const ModelVerdict& v) {
   return {{"reliable", v.reliable},       {"problems", v.problems},   {"inlier_ratio", v.inlier_ratio},
+          {"distinct_inliers", v.distinct_inliers},
           {"log10_nfa", v.log10_nfa},     {"scale", v.scale},         {"scale_range", v.scale_range},
           {"anisotropy", v.anisotropy},   {"folds", v.folds},         {"flips", v.flips}};
 }

@@ -22,6 +22,7 @@ nb::dict verdict_dict(const ModelVerdict& v) {
   d["reliable"] = v.reliable;
   d["problems"] = problems;
   d["inlier_ratio"] = v.inlier_ratio;
+  d["distinct_inliers"] = v.distinct_inliers;
   d["log10_nfa"] = v.log10_nfa;
   d["scale"] = v.scale;
   d["scale_range"] = v.scale_range;
