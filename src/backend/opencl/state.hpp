@@ -80,6 +80,10 @@ struct State final : detail::BackendImpl {
                   double* sum2) override;
   Image warp(const Image& moving, const std::array<double, 9>& inverse, int fixed_w, int fixed_h,
              int threads) override;
+  /// ransac.cpp: the refits' sums of a chain of passes on the device (numeric/refit_sums.h's order, so the
+  /// host's bits); false (the host computes them) without doubles or a work-group of 256.
+  bool refit_sums(const int* passes, int npasses, const double* given, const detail::PointPairs& pairs,
+                  const detail::RefitSelection& sel, double* out) override;
   /// Whether the device has cl_khr_fp64 (RANSAC scoring and warping need doubles; ransac.cpp).
   bool has_fp64() const noexcept;
   void match_top2(detail::ContextImpl& ctx, const detail::FeatureView& query, const detail::FeatureView& train,
