@@ -123,6 +123,8 @@ int State::inlier_mask(const double* model, const detail::PointPairs& pairs, dou
 
 bool State::refit_sums(const int* passes, int npasses, const double* given, const detail::PointPairs& pairs,
                        const detail::RefitSelection& sel, double* out) {
+  // On a CPU device the host's sums are the same work without the launches (refit_variant).
+  if (refit_variant == 0 || (refit_variant < 0 && is_cpu)) return false;
   // The header needs doubles on the device; without them the host computes the sums (the same bits).
   if (!has_fp64()) return false;
   // One work-group per block of SS_REFIT_BLOCK pairs, each work-item one pair: the block kernel needs that width
