@@ -133,7 +133,7 @@ bool State::refit_sums(const int* passes, int npasses, const double* given, cons
   std::size_t wg = 1;
   cl_kernel blocks = ransac_kernel(*this, "ransac_refit_blocks", wg);
   if (wg != SS_REFIT_BLOCK) return false;
-  if (npasses <= 0) return true;  // an empty chain: yes, the sums are computed here
+  if (npasses <= 0) return true;   // an empty chain: yes, the sums are computed here
   if (pairs.n <= 0) return false;  // nothing to launch over: the host's (empty) sums
   cl_kernel tree = kernel(kProgram, "ransac_refit_tree", "-DRANSAC_WG=" + std::to_string(SS_REFIT_BLOCK));
   const cl_mem p = pairs_on_device(*this, pairs);
