@@ -6,6 +6,9 @@
 //
 //   geometry_bench [--runs N] [--threads T] [--opencl-device I] [--backends cpu,opencl,cuda] [--only ransac|warp]
 //                  [--verbose]   (the contexts log; estimate_model's line gives the time spent scoring)
+// The backend list may also name opencl/host-sums and opencl/device-sums: an OpenCL context whose RANSAC refits'
+// sums are forced onto the host or the device (State::refit_variant; plain opencl chooses by device: the
+// device on a GPU, the host on a CPU device), so that both can be timed in one run.
 //
 // RANSAC cases: 10,000 pairs in a 1920 x 1080 frame, 50 % and 30 % outliers (uniform), inliers with 1 px
 // Gaussian noise, default RansacOptions (threshold 3 px, confidence 0.999, local optimisation and the final
@@ -26,6 +29,9 @@
 #include <vector>
 
 #include "bench_timing.hpp"
+#ifdef SPECTRASIFT_HAVE_OPENCL
+#include "hooks/opencl_hooks.hpp"
+#endif
 #include "core/context_impl.hpp"
 #include "core/dispatch.hpp"
 #include "spectrasift/context.hpp"
@@ -122,9 +128,10 @@ int main(int argc, char** argv) {
     ContextOptions o;
     o.threads = threads;
     o.verbose = verbose;
+    const int refit_variant = name == "opencl/host-sums" ? 0 : name == "opencl/device-sums" ? 1 : -1;
     if (name == "cpu")
       o.backend = Backend::kCpu;
-    else if (name == "opencl")
+    else if (name == "opencl" || refit_variant >= 0)
       o.backend = Backend::kOpenCL, o.device = std::max(opencl_device, 0);
     else if (name == "cuda")
       o.backend = Backend::kCuda;
@@ -132,7 +139,12 @@ int main(int argc, char** argv) {
       continue;
     try {
       auto ctx = std::make_unique<Context>(o);
-      backends.push_back({ctx->describe(), std::move(ctx)});
+      std::string label = ctx->describe();
+#ifdef SPECTRASIFT_HAVE_OPENCL
+      if (refit_variant >= 0 && opencl::bench::set_refit_variant(ctx->impl(), refit_variant))
+        label += refit_variant ? " [refit sums on the device]" : " [refit sums on the host]";
+#endif
+      backends.push_back({label, std::move(ctx)});
     } catch (const std::exception& e) {
       std::printf("(%s: not available: %s)\n", name.c_str(), e.what());
     }

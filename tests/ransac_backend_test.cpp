@@ -2,9 +2,11 @@
 // score_models and inlier_mask give the CPU backend's counts, masks and sums bit for bit (pairs placed exactly
 // on the threshold, points sent to infinity, invalid models), and estimate_model gives the same model (every
 // matrix entry's bits), inlier mask, iteration count and rms, on planted homographies with outliers and on
-// graf1 -> graf3, for every model kind and ranking; the refits' sums computed on the device (CUDA) are the host's
-// bits pass by pass. Runs on OpenCL (PoCL here) and CUDA; a backend that is not
-// on the machine is skipped with a message.
+// graf1 -> graf3, for every model kind and ranking; the refits' sums computed on the device (CUDA, OpenCL) are the
+// host's bits pass by pass. Runs on OpenCL (PoCL here) and CUDA; a backend that is not on the machine is skipped
+// with a message. On OpenCL every test forces the refits' sums onto the device (State::refit_variant = 1; a CPU
+// device such as PoCL leaves them to the host by default), so the device's sums and the driver's chains run
+// there too.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +16,9 @@
 #include <string>
 #include <vector>
 
+#if SPECTRASIFT_HAVE_OPENCL
+#include "backend/opencl/state.hpp"
+#endif
 #include "core/estimators/estimators.hpp"
 #include "device_geometry_test_util.hpp"
 #include "numeric/refit_sums.h"
@@ -84,6 +89,9 @@ class RansacBackend : public ::testing::TestWithParam<ss::Backend> {
     std::string why;
     ctx_ = ss::test::device_context_for(GetParam(), ss::detail::Operation::kRansac, why);
     if (!ctx_) GTEST_SKIP() << why;
+#if SPECTRASIFT_HAVE_OPENCL
+    if (GetParam() == ss::Backend::kOpenCL) dynamic_cast<ss::opencl::State&>(device()).refit_variant = 1;
+#endif
   }
   ss::detail::BackendImpl& device() { return *ctx_->impl().backend_impl; }
   std::unique_ptr<ss::Context> ctx_;

@@ -77,4 +77,11 @@ std::vector<std::pair<std::string, double>> sift_stage_ms(detail::ContextImpl& c
   return out;
 }
 
+bool set_refit_variant(detail::ContextImpl& ctx, int variant) {
+  auto* s = dynamic_cast<State*>(ctx.backend_impl.get());
+  if (!s) return false;
+  s->refit_variant = variant;
+  return true;
+}
+
 }  // namespace spectrasift::opencl::bench

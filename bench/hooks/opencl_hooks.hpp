@@ -1,6 +1,7 @@
 // Measurement hooks of the OpenCL backend for the benchmarks (bench/spectral_opencl_bench.cpp: the
-// ceilings that the spectral figures are quoted against; bench/sift_bench.cpp: SIFT time per stage). No OpenCL type appears here. Defined in
-// opencl_hooks.cpp, in the spectrasift_bench_hooks library (OpenCL builds only), which the library never links.
+// ceilings that the spectral figures are quoted against; bench/sift_bench.cpp: SIFT time per stage;
+// bench/geometry_bench.cpp: where the refits' sums run). No OpenCL type appears here. Defined in opencl_hooks.cpp, in
+// the spectrasift_bench_hooks library (OpenCL builds only), which the library never links.
 #pragma once
 
 #include <cstddef>
@@ -27,5 +28,9 @@ bool set_sift_profiling(detail::ContextImpl& ctx, bool on);
 /// The device time per stage of the last OpenCL SIFT run with profiling on, in ms (stage name, time), in
 /// pipeline order; empty when the context has no OpenCL SIFT stages.
 std::vector<std::pair<std::string, double>> sift_stage_ms(detail::ContextImpl& ctx);
+
+/// Where the context's OpenCL backend computes the RANSAC refits' sums (State::refit_variant: -1 by device,
+/// 0 the host, 1 the device). Returns false when the context's backend is not OpenCL.
+bool set_refit_variant(detail::ContextImpl& ctx, int variant);
 
 }  // namespace spectrasift::opencl::bench

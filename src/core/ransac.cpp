@@ -117,7 +117,7 @@ std::vector<int> indices_of(const std::vector<std::uint8_t>& mask) {
 }
 
 /// A refit's sums over a mask of the run's pairs: on the scorer's device when it computes them
-/// (BackendImpl::refit_sums; CUDA), else on the host. Both give numeric/refit_sums.h's bits.
+/// (BackendImpl::refit_sums; CUDA and OpenCL with doubles), else on the host. Both give numeric/refit_sums.h's bits.
 class MaskRefitSums final : public geometry::RefitSums {
  public:
   MaskRefitSums(const Problem& pb, const std::vector<std::uint8_t>& mask) : pb_(pb), idx_(indices_of(mask)) {

@@ -2,14 +2,19 @@
 // same per-pair maths as the CPU backend (numeric/ransac_score.h), so the counts, masks and sums are its bits.
 // A run's pairs are uploaded once (keyed by PointPairs::id) and stay on the device between the batches of
 // the driver (core/ransac.cpp); a batch costs one upload of its models, one launch and one read-back.
+// The refits' sums (BackendImpl::refit_sums) run here too, as on CUDA: a chain of passes per call, one upload
+// of the given parameters and the mask, a block kernel and a tree kernel per pass, one read-back of the
+// chain's totals (numeric/refit_sums.h's order, so the host's bits); the small dense solves stay on the host.
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "backend/opencl/sift.hpp"
 #include "backend/opencl/state.hpp"
 #include "numeric/ransac_score.h"
+#include "numeric/refit_sums.h"
 #include "spectrasift/error.hpp"
 
 namespace spectrasift::opencl {
@@ -114,6 +119,63 @@ int State::inlier_mask(const double* model, const detail::PointPairs& pairs, dou
   }
   *sum2 = ss_score_sum(h, l, ss_score_inv_scale(threshold2));
   return total;
+}
+
+bool State::refit_sums(const int* passes, int npasses, const double* given, const detail::PointPairs& pairs,
+                       const detail::RefitSelection& sel, double* out) {
+  // On a CPU device the host's sums are the same work without the launches (refit_variant).
+  if (refit_variant == 0 || (refit_variant < 0 && is_cpu)) return false;
+  // The header needs doubles on the device; without them the host computes the sums (the same bits).
+  if (!has_fp64()) return false;
+  // One work-group per block of SS_REFIT_BLOCK pairs, each work-item one pair: the block kernel needs that width
+  // (it is built in ransac.cl's program of the scoring kernels, the same -DRANSAC_WG=256 option where the device
+  // allows 256). A device or compiled kernel that allows less leaves the sums to the host.
+  std::size_t wg = 1;
+  cl_kernel blocks = ransac_kernel(*this, "ransac_refit_blocks", wg);
+  if (wg != SS_REFIT_BLOCK) return false;
+  if (npasses <= 0) return true;   // an empty chain: yes, the sums are computed here
+  if (pairs.n <= 0) return false;  // nothing to launch over: the host's (empty) sums
+  cl_kernel tree = kernel(kProgram, "ransac_refit_tree", "-DRANSAC_WG=" + std::to_string(SS_REFIT_BLOCK));
+  const cl_mem p = pairs_on_device(*this, pairs);
+  const int nb = ss_refit_blocks(pairs.n);
+  int total = 0;  // the chain's totals
+  for (int c = 0; c < npasses; ++c) total += ss_refit_sum_count(passes[c]);
+  const std::size_t n = std::size_t(pairs.n), given_bytes = SS_REFIT_MAX_PARAMS * sizeof(double);
+  const std::size_t out_bytes = std::size_t(total) * sizeof(double);
+  // The given parameters and the mask go in one write (the mask with every chain: 10 KB for 10,000 pairs, and
+  // no device state to go stale between the driver's masks), from pinned memory (a GPU copies it directly);
+  // the chain's totals come back in one read. The write is complete before the read reuses the staging memory
+  // (one in-order queue).
+  PinnedBuffer& io = pinned("ransac.refit_io", std::max(given_bytes + n, out_bytes));
+  auto* host = static_cast<unsigned char*>(io.host);
+  std::fill(reinterpret_cast<double*>(host), reinterpret_cast<double*>(host) + SS_REFIT_MAX_PARAMS, 0.0);
+  // The given parameters are read by the chain's first pass and its LM passes (ss_refit_chain_params).
+  int given_count = 0;
+  for (int c = 0; c < npasses; ++c)
+    if (c == 0 || passes[c] == SS_REFIT_LM_NORMAL || passes[c] == SS_REFIT_LM_COST)
+      given_count = std::max(given_count, ss_refit_param_count(passes[c]));
+  if (given_count > 0) std::memcpy(host, given, std::size_t(given_count) * sizeof(double));
+  std::memcpy(host + given_bytes, sel.mask, n);
+  const cl_mem in = buffer("ransac.refit_in", given_bytes + n, CL_MEM_READ_ONLY);
+  const cl_mem part = buffer("ransac.refit_part", std::size_t(nb) * SS_REFIT_MAX_SUMS * sizeof(double));
+  const cl_mem totals = buffer("ransac.refit_totals", out_bytes);
+  SPECTRASIFT_CL_CHECK(clEnqueueWriteBuffer(queue, in, CL_FALSE, 0, given_bytes + n, host, 0, nullptr, nullptr));
+  // Pass by pass in queue order: the blocks, then the tree into the chain's totals, which the next pass's
+  // blocks read for their parameters. The partials are reused (the next blocks kernel starts after the tree).
+  const std::size_t local = SS_REFIT_BLOCK, global = std::size_t(nb) * SS_REFIT_BLOCK, tree_size = 32;
+  int at = 0;
+  for (int c = 0; c < npasses; ++c) {
+    const int k = ss_refit_sum_count(passes[c]);
+    set_args(blocks, cl_int(passes[c]), cl_int(c == 0 ? 1 : 0), in, totals, cl_int(at), cl_int(sel.count), p,
+             cl_int(pairs.n), part);
+    SPECTRASIFT_CL_CHECK(clEnqueueNDRangeKernel(queue, blocks, 1, nullptr, &global, &local, 0, nullptr, nullptr));
+    set_args(tree, part, cl_int(nb), cl_int(k), totals, cl_int(at));
+    SPECTRASIFT_CL_CHECK(clEnqueueNDRangeKernel(queue, tree, 1, nullptr, &tree_size, &tree_size, 0, nullptr, nullptr));
+    at += k;
+  }
+  SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(queue, totals, CL_TRUE, 0, out_bytes, host, 0, nullptr, nullptr));
+  std::memcpy(out, host, out_bytes);
+  return true;
 }
 
 }  // namespace spectrasift::opencl
