@@ -3,7 +3,7 @@
 # the H200 (sm_90a), runs the cross-backend bit tests (CUDA, PoCL and NVIDIA OpenCL against the CPU backend; the
 # refits' sums on CUDA and on both OpenCL devices against the host's, RefitSumsAreTheHostBits) and the host's
 # refit-order tests, then the bench: medians of 200 runs per backend, NVIDIA OpenCL with the refits' sums on the
-# device (its default) and on the host (opencl/host-sums), and a few --verbose runs whose log lines split each
+# host (its default) and on the device (opencl/device-sums), and a few --verbose runs whose log lines split each
 # run into hypotheses, scoring (batches and masks: each a host round trip on a device) and least-squares refits.
 # Writes ${OUT:-out}/ransac-gpu.log and ransac-bench.txt; exits non-zero if a step failed (it keeps going after one).
 # Usage (from the repository root): bash scripts/ransac-gpu-check.sh
@@ -24,11 +24,11 @@ run "$bin/geometry_test" --gtest_filter='Ransac.*:Outliers/*:FitModel.*'
 run "$bin/register_test" --gtest_filter='Graffiti.*:Camera/*'
 echo "==== geometry_bench --runs 200" | tee -a "$log"
 "$bin/geometry_bench" --runs 200 --threads 16 --opencl-device "$OPENCL_DEVICE" --only ransac \
-  --backends cpu,opencl,opencl/host-sums,cuda >>"$bench" 2>&1 ||
+  --backends cpu,opencl,opencl/device-sums,cuda >>"$bench" 2>&1 ||
   { echo "FAILED: geometry_bench" | tee -a "$log"; failed=1; }
 echo "==== geometry_bench --runs 3 --verbose (the split of each run)" | tee -a "$log"
 "$bin/geometry_bench" --runs 3 --threads 16 --opencl-device "$OPENCL_DEVICE" --only ransac --verbose \
-  --backends cpu,opencl,opencl/host-sums,cuda 2>&1 |
+  --backends cpu,opencl,opencl/device-sums,cuda 2>&1 |
   grep -E "ransac:|^\|" >>"$bench" || { echo "FAILED: geometry_bench --verbose" | tee -a "$log"; failed=1; }
 cat "$bench"
 exit "$failed"

@@ -123,8 +123,10 @@ int State::inlier_mask(const double* model, const detail::PointPairs& pairs, dou
 
 bool State::refit_sums(const int* passes, int npasses, const double* given, const detail::PointPairs& pairs,
                        const detail::RefitSelection& sel, double* out) {
-  // On a CPU device the host's sums are the same work without the launches (refit_variant).
-  if (refit_variant == 0 || (refit_variant < 0 && is_cpu)) return false;
+  // By default the host computes the sums on every OpenCL device (refit_variant): on a CPU device they are the
+  // same work without the launches, and on NVIDIA's OpenCL the device form is not measured yet (predicted no
+  // faster than the host's: ransac.md, "The refit sums on OpenCL"). 1 runs them here (tests, timing).
+  if (refit_variant <= 0) return false;
   // The header needs doubles on the device; without them the host computes the sums (the same bits).
   if (!has_fp64()) return false;
   // One work-group per block of SS_REFIT_BLOCK pairs, each work-item one pair: the block kernel needs that width

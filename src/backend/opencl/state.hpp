@@ -81,8 +81,8 @@ struct State final : detail::BackendImpl {
   Image warp(const Image& moving, const std::array<double, 9>& inverse, int fixed_w, int fixed_h,
              int threads) override;
   /// ransac.cpp: the refits' sums of a chain of passes on the device (numeric/refit_sums.h's order, so the
-  /// host's bits); false (the host computes them) without doubles or a work-group of 256, and by default on a
-  /// CPU device (refit_variant).
+  /// host's bits); false (the host computes them) by default (refit_variant), and without doubles or a
+  /// work-group of 256.
   bool refit_sums(const int* passes, int npasses, const double* given, const detail::PointPairs& pairs,
                   const detail::RefitSelection& sel, double* out) override;
   /// Whether the device has cl_khr_fp64 (RANSAC scoring and warping need doubles; ransac.cpp).
@@ -130,9 +130,10 @@ struct State final : detail::BackendImpl {
   /// Whether spectral_one_ref / spectral_prepare stage the samples through __local memory: -1 = by device
   /// and layout (GPUs reading bip), 0 = never, 1 = always. The results are the same bits either way.
   int stage_samples = -1;
-  /// Where refit_sums computes the refits' sums: -1 = by device (a GPU; on a CPU device the host, whose sums
-  /// cost ~0.07 ms a refit where PoCL's launches and work-groups of 256 cost ~0.75 ms a chain: ransac.md),
-  /// 0 = the host (refit_sums returns false), 1 = the device. The same bits either way; ransac_backend_test
+  /// Where refit_sums computes the refits' sums: -1 = by device (the host everywhere until the device form is
+  /// measured faster on a GPU: on PoCL the host's sums cost ~0.07 ms a refit where the launches and work-groups
+  /// of 256 cost ~0.75 ms a chain, ransac.md; NVIDIA OpenCL is predicted no faster), 0 = the host (refit_sums
+  /// returns false), 1 = the device. The same bits either way; ransac_backend_test
   /// runs the device form on any device.
   int refit_variant = -1;
   /// Which SIFT blur: -1 = by device (the row kernels on CPU devices, the tiles otherwise), 0 = tiles
