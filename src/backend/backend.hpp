@@ -145,9 +145,9 @@ class BackendImpl {
   /// `given` of its first pass and its LM passes, the others derived by ss_refit_chain_params; the
   /// ss_refit_sum_count of each pass concatenated in out) over the selected pairs, in that header's fixed order
   /// (blocks of 256 pair indices, the pairwise tree), so the host's bits. Returns false when the backend leaves
-  /// the sums to the host (the default: the CPU backend; OpenCL unless State::refit_variant asks for its device form);
-  /// then computes them on the host (core/estimators/refit.cpp). An empty chain (npasses 0) does nothing and says
-  /// which it is.
+  /// the sums to the host (the default: the CPU backend; OpenCL unless State::refit_variant asks for its device
+  /// form); the driver then computes them on the host (core/estimators/refit.cpp). An empty chain (npasses 0) does
+  /// nothing and says which it is.
   virtual bool refit_sums(const int* passes, int npasses, const double* given, const PointPairs& pairs,
                           const RefitSelection& sel, double* out);
   /// kWarp: bilinear warp (see warp_image in geometry.hpp); `inverse` maps FIXED -> MOVING pixels.
