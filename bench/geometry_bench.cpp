@@ -6,6 +6,7 @@
 //
 //   geometry_bench [--runs N] [--threads T] [--opencl-device I] [--backends cpu,opencl,cuda] [--only ransac|warp]
 //                  [--verbose]   (the contexts log; estimate_model's line gives the time spent scoring)
+//                  [--msac]      (RANSAC cases ranked by MSAC, RansacOptions::msac, instead of the inlier count)
 // The backend list may also name opencl/host-sums and opencl/device-sums: an OpenCL context whose RANSAC refits'
 // sums are forced onto the host or the device (State::refit_variant; plain opencl chooses by device: the
 // device on a GPU, the host on a CPU device), so that both can be timed in one run.
@@ -99,7 +100,7 @@ std::vector<std::string> split(const std::string& s) {
 
 int main(int argc, char** argv) {
   int runs = 100, threads = 0, opencl_device = -1;
-  bool verbose = false;
+  bool verbose = false, msac = false;
   std::string wanted = "cpu,opencl,cuda", only;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -115,10 +116,12 @@ int main(int argc, char** argv) {
       only = argv[++i];
     else if (a == "--verbose")
       verbose = true;
+    else if (a == "--msac")
+      msac = true;
     else {
       std::fprintf(stderr,
                    "usage: geometry_bench [--runs N] [--threads T] [--opencl-device I] [--backends LIST] [--only "
-                   "ransac|warp] [--verbose]\n");
+                   "ransac|warp] [--verbose] [--msac]\n");
       return 2;
     }
   }
@@ -155,7 +158,8 @@ int main(int argc, char** argv) {
   }
 
   if (only != "warp") {
-    std::printf("\n## RANSAC homography, 10,000 planted pairs (median of %d runs, ms)\n\n", runs);
+    std::printf("\n## RANSAC homography, 10,000 planted pairs (median of %d runs, ms%s)\n\n", runs,
+                msac ? ", ranked by MSAC" : "");
     std::printf(
         "| backend | outliers | end to end | no final refinement | score 128 x 10k | iterations | inliers | same as "
         "cpu |\n");
@@ -163,8 +167,9 @@ int main(int argc, char** argv) {
     for (double outliers : {0.5, 0.3}) {
       std::vector<Point2> moving, fixed;
       planted(10000, outliers, 1, moving, fixed);
-      const RansacOptions ro;
-      RansacOptions no_refine;
+      RansacOptions ro;
+      ro.msac = msac;
+      RansacOptions no_refine = ro;
       no_refine.refine = false;
       const ModelEstimate reference = estimate_model(*backends.front().ctx, moving, fixed, ro);
       const ModelEstimate reference_nr = estimate_model(*backends.front().ctx, moving, fixed, no_refine);
