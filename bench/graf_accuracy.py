@@ -3,7 +3,7 @@
 'Accuracy on graf1 -> graf3').
 
 Runs `spectrasift register tests/data/graf3_gray.png tests/data/graf1_gray.png --backend B --seed N
-[--threshold T] [--msac] --json` (FIXED = graf3, MOVING = graf1, the CLI's matching: query = MOVING) and
+[--threshold T] [--msac | --no-msac] --json` (FIXED = graf3, MOVING = graf1, the CLI's matching: query = MOVING) and
 prints, per setting, the inliers and the mean corner error against tests/data/H1to3p.xml: the mean distance
 between the four corners (0,0), (w-1,0), (w-1,h-1), (0,h-1) of the 800 x 640 MOVING image mapped by the
 CLI's matrix and by H1to3p (both MOVING -> FIXED pixels), as tests/harness_util.hpp's mean_corner_error.
@@ -45,13 +45,12 @@ def main():
     truth = h1to3p()
     for threshold in (3, 2):
         for msac in (False, True):
-            label = f"--threshold {threshold}" + (" --msac" if msac else "")
+            label = f"--threshold {threshold}" + (" --msac" if msac else " --no-msac")
             cells, errors = [], []
             for seed in range(args.seeds):
                 cmd = [args.cli, "register", str(DATA / "graf3_gray.png"), str(DATA / "graf1_gray.png"), "--backend",
                        args.backend, "--seed", str(seed), "--threshold", str(threshold), "--json", "--quiet"]
-                if msac:
-                    cmd.append("--msac")
+                cmd.append("--msac" if msac else "--no-msac")
                 j = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
                 m = [v for row in j["matrix"] for v in row]
                 e = mean_corner_error(m, truth, j["moving"]["width"], j["moving"]["height"])

@@ -285,8 +285,8 @@ void add_register_command(CLI::App& app, GlobalOptions& g, Action& action) {
   sub->add_option("--min-inliers", args->ransac.min_inliers,
                   "fewest inliers to accept a model, 0 = 2 x sample size (default 0)");
   sub->add_option("--seed", args->ransac.seed, "RANSAC seed: same seed, same result (default 0)")->check(unsigned_64());
-  sub->add_flag("--msac", args->ransac.msac,
-                "rank RANSAC models by the MSAC cost sum min(e^2, t^2) instead of the inlier count (default off)");
+  sub->add_flag("--msac,!--no-msac", args->ransac.msac,
+                "rank RANSAC models by the MSAC cost sum min(e^2, t^2) (default), or with --no-msac by the inlier count");
   sub->add_flag("--accept-weak", args->accept_weak,
                 "keep a model whose verdict is 'not reliable' (weak support, fold, mirror, extreme scale): warning on "
                 "stderr and \"reliable\": false in --json, exit 0 (default: exit 3)");

@@ -355,7 +355,7 @@ def _size_of(x: Any, f: Features) -> tuple[int, int]:
 
 def register(ctx: Context, fixed: Any, moving: Any, *, model: str = "homography", threshold: float = 3.0,
              confidence: float = 0.999, max_iterations: int = 10000, min_inliers: int = 0, seed: int = 0,
-             msac: bool = False, accept_weak: bool = False, ratio: float = 0.8, mutual: bool = False,
+             msac: bool = True, accept_weak: bool = False, ratio: float = 0.8, mutual: bool = False,
              size: tuple[int, int] | None = None, **sift_options: Any) -> Registration:
     """Registers MOVING onto FIXED as ``spectrasift register FIXED MOVING`` does: SIFT (``sift_options``) on images,
     ratio-test matching (query = MOVING, train = FIXED), deterministic RANSAC (``model`` homography, affine or
