@@ -89,6 +89,13 @@ SPECTRASIFT_FN void ss_refit_normalisers(const double* c, const double* s, int c
   q[3] = c[2] / n, q[4] = c[3] / n, q[5] = sqrt(2.0) / (s[7] / n);
 }
 
+/* Whether a pass of a chain takes its parameters from `given` (a chain's first pass, the LM passes) rather than
+ * from the chain's earlier totals (SPREAD, AFFINE, SIMILARITY, DLT after the first pass). */
+SPECTRASIFT_FN int ss_refit_reads_given(int pass, int first) {
+  return first || !(pass == SS_REFIT_SPREAD || pass == SS_REFIT_AFFINE || pass == SS_REFIT_SIMILARITY ||
+                    pass == SS_REFIT_DLT);
+}
+
 /* The parameters p of a pass of a chain (see the file comment) from the chain's earlier totals `done` (the
  * CENTROID totals at done[0..3], then the SPREAD totals at done[4..11] where the chain has them) and `given`:
  * SPREAD, AFFINE, SIMILARITY the centroids done[0..3] / count; DLT ss_refit_normalisers(done, done + 4); the
@@ -96,15 +103,28 @@ SPECTRASIFT_FN void ss_refit_normalisers(const double* c, const double* s, int c
  * chain. */
 SPECTRASIFT_FN void ss_refit_chain_params(int pass, int first, const double* given, const double* done, int count,
                                           double* p) {
-  const int derived = !first && (pass == SS_REFIT_SPREAD || pass == SS_REFIT_AFFINE || pass == SS_REFIT_SIMILARITY ||
-                                 pass == SS_REFIT_DLT);
-  if (!derived) {
+  if (ss_refit_reads_given(pass, first)) {
     for (int k = 0; k < ss_refit_param_count(pass); ++k) p[k] = given[k];
   } else if (pass == SS_REFIT_DLT) {
     ss_refit_normalisers(done, done + 4, count, p);
   } else {
     for (int k = 0; k < 4; ++k) p[k] = done[k] / (double)count;
   }
+}
+
+/* A device's chain (BackendImpl::refit_sums): how many totals it returns (the sums of its passes, concatenated)
+ * and how many of `given` its passes read (the most any of them reads), so that a host writes only those. */
+SPECTRASIFT_FN int ss_refit_chain_sum_count(const int* passes, int npasses) {
+  int total = 0;
+  for (int c = 0; c < npasses; ++c) total += ss_refit_sum_count(passes[c]);
+  return total;
+}
+SPECTRASIFT_FN int ss_refit_chain_given_count(const int* passes, int npasses) {
+  int count = 0;
+  for (int c = 0; c < npasses; ++c)
+    if (ss_refit_reads_given(passes[c], c == 0) && ss_refit_param_count(passes[c]) > count)
+      count = ss_refit_param_count(passes[c]);
+  return count;
 }
 
 /* The number of blocks of n pairs. */

@@ -103,8 +103,7 @@ bool State::refit_sums(const int* passes, int npasses, const double* given, cons
   activate();
   const double2* p = pairs_on_device(*this, pairs);
   const int nb = ss_refit_blocks(pairs.n);
-  int total = 0;  // the chain's totals
-  for (int c = 0; c < npasses; ++c) total += ss_refit_sum_count(passes[c]);
+  const int total = ss_refit_chain_sum_count(passes, npasses);  // the chain's totals
   const std::size_t n = std::size_t(pairs.n), given_bytes = SS_REFIT_MAX_PARAMS * sizeof(double);
   const std::size_t out_bytes = std::size_t(total) * sizeof(double);
   // The given parameters and the mask go in one copy (the mask with every chain: 10 KB for 10,000 pairs, a
@@ -112,11 +111,8 @@ bool State::refit_sums(const int* passes, int npasses, const double* given, cons
   // chain's totals come back in one.
   PinnedBuffer& io = pinned_buffer("ransac.refit_io", std::max(given_bytes + n, out_bytes));
   std::fill(io.as<double>(), io.as<double>() + SS_REFIT_MAX_PARAMS, 0.0);
-  // The given parameters are read by the chain's first pass and its LM passes (ss_refit_chain_params).
-  int given_count = 0;
-  for (int c = 0; c < npasses; ++c)
-    if (c == 0 || passes[c] == SS_REFIT_LM_NORMAL || passes[c] == SS_REFIT_LM_COST)
-      given_count = std::max(given_count, ss_refit_param_count(passes[c]));
+  // The given parameters that the chain's passes read (ss_refit_chain_params).
+  const int given_count = ss_refit_chain_given_count(passes, npasses);
   if (given_count > 0) std::copy(given, given + given_count, io.as<double>());
   std::memcpy(io.as<char>() + given_bytes, sel.mask, n);
   DeviceBuffer& in = buffer("ransac.refit_in", given_bytes + n);

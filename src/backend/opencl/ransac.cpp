@@ -140,8 +140,7 @@ bool State::refit_sums(const int* passes, int npasses, const double* given, cons
   cl_kernel tree = kernel(kProgram, "ransac_refit_tree", "-DRANSAC_WG=" + std::to_string(SS_REFIT_BLOCK));
   const cl_mem p = pairs_on_device(*this, pairs);
   const int nb = ss_refit_blocks(pairs.n);
-  int total = 0;  // the chain's totals
-  for (int c = 0; c < npasses; ++c) total += ss_refit_sum_count(passes[c]);
+  const int total = ss_refit_chain_sum_count(passes, npasses);  // the chain's totals
   const std::size_t n = std::size_t(pairs.n), given_bytes = SS_REFIT_MAX_PARAMS * sizeof(double);
   const std::size_t out_bytes = std::size_t(total) * sizeof(double);
   // The given parameters and the mask go in one write (the mask with every chain: 10 KB for 10,000 pairs, and
@@ -151,11 +150,8 @@ bool State::refit_sums(const int* passes, int npasses, const double* given, cons
   PinnedBuffer& io = pinned("ransac.refit_io", std::max(given_bytes + n, out_bytes));
   auto* host = static_cast<unsigned char*>(io.host);
   std::fill(reinterpret_cast<double*>(host), reinterpret_cast<double*>(host) + SS_REFIT_MAX_PARAMS, 0.0);
-  // The given parameters are read by the chain's first pass and its LM passes (ss_refit_chain_params).
-  int given_count = 0;
-  for (int c = 0; c < npasses; ++c)
-    if (c == 0 || passes[c] == SS_REFIT_LM_NORMAL || passes[c] == SS_REFIT_LM_COST)
-      given_count = std::max(given_count, ss_refit_param_count(passes[c]));
+  // The given parameters that the chain's passes read (ss_refit_chain_params).
+  const int given_count = ss_refit_chain_given_count(passes, npasses);
   if (given_count > 0) std::memcpy(host, given, std::size_t(given_count) * sizeof(double));
   std::memcpy(host + given_bytes, sel.mask, n);
   const cl_mem in = buffer("ransac.refit_in", given_bytes + n, CL_MEM_READ_ONLY);
