@@ -484,22 +484,8 @@ TEST(SiftCuda, DescriptorFormsGiveTheSameFeatures) {
   walkers.cuda().set_descriptor_form(Form::kWalkers);
   staged.cuda().set_descriptor_form(Form::kStaged);
   rows.cuda().set_descriptor_form(Form::kStagedRows);
-  ss::SiftOptions wide, flat, root;
-  wide.sigma = 3.2;
-  flat.upsample = false;
-  root.root_sift = true;
-  std::vector<std::pair<std::string, ss::SiftOptions>> cases = {
-      {"box.png", {}}, {"graf1_gray.png", {}}, {"graf1_gray.png", wide}, {"camera.png", flat}, {"camera.png", root}};
-  const std::string kleiber = ss::test::shared_photo_path("kleiber_1920x1080.jpg");
-  if (kleiber.empty())
-    std::printf("[ sift-cuda ] kleiber_1920x1080.jpg not found (shared/data/photos, SPECTRASIFT_TEST_PHOTOS): "
-                "photo case not run\n");
-  else
-    cases.emplace_back(kleiber, ss::SiftOptions{});
-  for (const auto& [name, o] : cases) {
-    const ss::Image im = kleiber == name ? ss::read_image(name) : load(name.c_str());
-    const std::string what = name + " sigma " + std::to_string(o.sigma) + " upsample " + std::to_string(int(o.upsample)) +
-                             (o.root_sift ? " RootSIFT" : "");
+  for (const auto& [path, o, what] : ss::test::descriptor_form_cases("sift-cuda")) {
+    const ss::Image im = ss::read_image(path);
     const ss::Features a = run_stages(*walkers.stages, walkers.ctx.impl(), sift_view(im), o, nullptr);
     const ss::Features b = run_stages(*staged.stages, staged.ctx.impl(), sift_view(im), o, nullptr);
     const ss::Features c = run_stages(*rows.stages, rows.ctx.impl(), sift_view(im), o, nullptr);

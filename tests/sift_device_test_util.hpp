@@ -238,6 +238,42 @@ inline std::vector<std::pair<const char*, SiftOptions>> select_path_cases() {
   return {{"box.png", {}}, {"graf1_gray.png", {}}, {"camera.png", {}}, {"graf1_gray.png", dense}};
 }
 
+/// An image of the descriptor-form tests: its path, its options, and the label of the printed lines.
+struct DescriptorFormCase {
+  std::string path;
+  SiftOptions options;
+  std::string what;
+};
+
+/// The cases of the GPU descriptor-form tests (every form bit-identical, each agreeing with the CPU): box and graf1
+/// upsampled, graf1 at sigma 3.2 (larger windows, more bands), camera without upsampling and with RootSIFT, and
+/// kleiber 1080p upsampled (2.4k keypoints) when the shared photo is found (else a line with `tag` says so).
+inline std::vector<DescriptorFormCase> descriptor_form_cases(const char* tag) {
+  SiftOptions wide, flat, root;
+  wide.sigma = 3.2;
+  flat.upsample = false;
+  root.root_sift = true;
+  std::vector<std::pair<std::string, SiftOptions>> cases = {{std::string(SPECTRASIFT_TEST_DATA) + "/box.png", {}},
+                                                            {std::string(SPECTRASIFT_TEST_DATA) + "/graf1_gray.png", {}},
+                                                            {std::string(SPECTRASIFT_TEST_DATA) + "/graf1_gray.png", wide},
+                                                            {std::string(SPECTRASIFT_TEST_DATA) + "/camera.png", flat},
+                                                            {std::string(SPECTRASIFT_TEST_DATA) + "/camera.png", root}};
+  const std::string kleiber = shared_photo_path("kleiber_1920x1080.jpg");
+  if (kleiber.empty())
+    std::printf("[ %s ] kleiber_1920x1080.jpg not found (shared/data/photos, SPECTRASIFT_TEST_PHOTOS): photo case not run\n",
+                tag);
+  else
+    cases.emplace_back(kleiber, SiftOptions{});
+  std::vector<DescriptorFormCase> out;
+  for (const auto& [path, o] : cases) {
+    const std::string name = path.substr(path.find_last_of('/') + 1);
+    out.push_back({path, o,
+                   name + " sigma " + std::to_string(o.sigma) + " upsample " + std::to_string(int(o.upsample)) +
+                       (o.root_sift ? " RootSIFT" : "")});
+  }
+  return out;
+}
+
 /// A device backend's SIFT as the shared checks below call it: detect_and_compute on its context.
 struct DeviceSift {
   Backend backend;

@@ -166,22 +166,8 @@ TEST(SiftOpenCL, GpuDescriptorFormsAgree) {
   st.is_cpu = false;
   auto stages = ss::opencl::make_sift_stages(ctx.impl());
   auto& ocl = dynamic_cast<ss::opencl::SiftStagesOpenCL&>(*stages);
-  ss::SiftOptions wide, flat, root;
-  wide.sigma = 3.2;
-  flat.upsample = false;
-  root.root_sift = true;
-  std::vector<std::pair<std::string, ss::SiftOptions>> cases = {
-      {"box.png", {}}, {"graf1_gray.png", {}}, {"graf1_gray.png", wide}, {"camera.png", flat}, {"camera.png", root}};
-  const std::string kleiber = ss::test::shared_photo_path("kleiber_1920x1080.jpg");
-  if (kleiber.empty())
-    std::printf("[ sift-ocl ] kleiber_1920x1080.jpg not found (shared/data/photos, SPECTRASIFT_TEST_PHOTOS): "
-                "photo case not run\n");
-  else
-    cases.emplace_back(kleiber, ss::SiftOptions{});
-  for (const auto& [name, o] : cases) {
-    const ss::Image im = kleiber == name ? ss::read_image(name) : load(name.c_str());
-    const std::string what = name + " sigma " + std::to_string(o.sigma) + " upsample " + std::to_string(int(o.upsample)) +
-                             (o.root_sift ? " RootSIFT" : "");
+  for (const auto& [path, o, what] : ss::test::descriptor_form_cases("sift-ocl")) {
+    const ss::Image im = ss::read_image(path);
     st.descriptor_variant = 0;
     const ss::Features walkers = run_stages(*stages, ctx.impl(), sift_view(im), o, nullptr);
     EXPECT_EQ(ocl.last_descriptors_staged_local(), 0u) << what;
