@@ -413,11 +413,14 @@ TEST(SiftCuda, BatchFromPageLockedMemory) {
     EXPECT_TRUE(same_bits(batch[i], cuda_sift(images[i]))) << "image " << i;
 }
 
-// The select stage's two paths (the whole stage in one block for small counts, kernels/sift_select_small.cuh,
-// and the multi-launch sorts and compactions) keep the same features, with and without the cap and a mask.
+// The select stage's three paths (the rank select for small counts, kernels/sift_select_rank.cuh; the one-block
+// select, kernels/sift_select_small.cuh; the multi-launch sorts and compactions) keep the same features, with and
+// without the cap and a mask, and agree with the CPU backend.
 TEST(SiftCuda, SelectPathsGiveTheSameFeatures) {
   REQUIRE_CUDA();
-  OwnStages small, multi;
+  using SelectForm = ss::cuda::SiftStagesCuda::SelectForm;
+  OwnStages small, one_block, multi;
+  one_block.cuda().set_select_form(SelectForm::kOneBlock);
   multi.cuda().set_select_small(false);
   for (const auto& [name, base] : ss::test::select_path_cases()) {
     const ss::Image im = load(name);
@@ -428,6 +431,8 @@ TEST(SiftCuda, SelectPathsGiveTheSameFeatures) {
         o.max_features = cap;
         const ss::Features a = run_stages(*small.stages, small.ctx.impl(), sift_view(im), o, m);
         EXPECT_TRUE(small.cuda().last_select_was_small()) << name;
+        const ss::Features c = run_stages(*one_block.stages, one_block.ctx.impl(), sift_view(im), o, m);
+        EXPECT_TRUE(one_block.cuda().last_select_was_small()) << name;
         const ss::Features b = run_stages(*multi.stages, multi.ctx.impl(), sift_view(im), o, m);
         EXPECT_FALSE(multi.cuda().last_select_was_small()) << name;
         const std::string what = std::string(name) + " contrast " + std::to_string(o.contrast_threshold) +
@@ -436,13 +441,14 @@ TEST(SiftCuda, SelectPathsGiveTheSameFeatures) {
         if (o.contrast_threshold < 0.02 && cap == 0 && !m) {
           EXPECT_GT(a.keypoints.size(), 4096u) << what;
         }
-        EXPECT_TRUE(same_bits(a, b)) << what;
+        EXPECT_TRUE(same_bits(a, b)) << what << " (rank)";
+        EXPECT_TRUE(same_bits(c, b)) << what << " (one block)";
         expect_agreement(cpu_sift(im, o, m), a, what);
       }
     }
   }
-  // The block queued alone on a guess (set_select_defer(1)): right on graf1, wrong on elephants 4K (120k oriented
-  // records, the multi-launch path in a second round); the multi-launch path's bits either way.
+  // The rank select queued alone on a guess (set_select_defer(1)): right on graf1, wrong on elephants 4K (120k
+  // oriented records, the multi-launch path in a second round); the multi-launch path's bits either way.
   small.cuda().set_select_defer(1);
   const ss::SiftOptions dense = ss::test::select_path_cases().back().second;  // graf1's contrast 0.01
   struct Guess {
@@ -521,13 +527,20 @@ TEST(SiftCuda, DISABLED_StageTimes) {
   OwnStages own;
   ss::cuda::SiftStagesCuda& cuda = own.cuda();
   using BlurForm = ss::cuda::SiftStagesCuda::BlurForm;
-  // The last form is the default's descriptors with round 2's blur (sift_blur_tiles_r2<R>): the pyramid stage A/B.
+  using SelectForm = ss::cuda::SiftStagesCuda::SelectForm;
+  // The defaults (row-walk descriptors, round 3's blur, the rank select), then the select stage's A/B (the
+  // one-block select) and the descriptor stage's (the box walk).
+  const auto form = [&cuda](Form d, SelectForm s) {
+    return [&cuda, d, s] {
+      cuda.set_descriptor_form(d);
+      cuda.set_blur_form(BlurForm::kTiles);
+      cuda.set_select_form(s);
+    };
+  };
   const std::vector<ss::test::StageTimesForm> forms = {
-      {"walkers", [&cuda] { cuda.set_descriptor_form(Form::kWalkers); cuda.set_blur_form(BlurForm::kTiles); }},
-      {"staged", [&cuda] { cuda.set_descriptor_form(Form::kStaged); cuda.set_blur_form(BlurForm::kTiles); }},
-      {"staged-rows", [&cuda] { cuda.set_descriptor_form(Form::kStagedRows); cuda.set_blur_form(BlurForm::kTiles); }},
-      {"staged-rows, blur round 2",
-       [&cuda] { cuda.set_descriptor_form(Form::kStagedRows); cuda.set_blur_form(BlurForm::kTilesRound2); }}};
+      {"defaults (staged-rows, rank select)", form(Form::kStagedRows, SelectForm::kRank)},
+      {"one-block select", form(Form::kStagedRows, SelectForm::kOneBlock)},
+      {"staged (box walk)", form(Form::kStaged, SelectForm::kRank)}};
   ss::test::report_stage_times(kCudaSift, cuda, own.ctx.impl(), 11, forms);
 }
 

@@ -429,6 +429,124 @@ TEST(SiftSelect, RulesOnRecords) {
   EXPECT_TRUE(sift_canonical_before(a, e));
 }
 
+// The rank select (numeric/sift_select.h, "The rank select"; backend/cuda/kernels/sift_select_rank.cuh), run
+// here as its kernels run it: the keys first, then for each record a count over all records with the same fast
+// paths on the keys, then each kept record written to its position. y_scale and canonical_key as the CUDA host
+// computes them.
+static std::vector<SiftKeypoint> rank_select(const std::vector<SiftKeypoint>& kp, int max_features, const ss::Image* mask,
+                                      int input_w, int input_h, int layers) {
+  const int n = int(kp.size());
+  const float y_scale = float(1 << 23) / float(std::max(input_w, input_h) + 1);
+  const int canonical_key = layers <= 15 ? 1 : 0;
+  std::vector<unsigned> dkey(n), rkey(n), ckey(n);
+  for (int i = 0; i < n; ++i) {
+    dkey[i] = sift_rank_ordered_bits(kp[i].x);
+    rkey[i] = ~sift_rank_ordered_bits(kp[i].response);
+    ckey[i] = sift_rank_canonical_key(kp[i], y_scale, canonical_key);
+  }
+  std::vector<int> unique(n), kept(n);
+  unsigned unique_count = 0;
+  for (int i = 0; i < n; ++i) {
+    int drop = 0;
+    for (int j = 0; j < n && !drop; ++j)
+      if (dkey[j] == dkey[i]) drop = sift_rank_drops(kp[j], j, kp[i], i);
+    unique[i] = !drop;
+    unique_count += unsigned(unique[i]);
+  }
+  const int mask_type = !mask ? -1 : mask->type == ss::PixelType::kU8 ? 0 : mask->type == ss::PixelType::kU16 ? 1 : 2;
+  std::size_t kept_count = 0;
+  for (int i = 0; i < n; ++i) {
+    int keep = unique[i];
+    if (keep && max_features > 0 && unique_count > unsigned(max_features)) {
+      unsigned larger = 0;
+      for (int j = 0; j < n; ++j) larger += (unique[j] && rkey[j] < rkey[i]) ? 1u : 0u;
+      keep = larger < unsigned(max_features);
+    }
+    if (keep)
+      keep = sift_rank_mask_ok(kp[i], mask ? mask->data.data() : nullptr, mask_type, mask ? mask->width : 0,
+                               mask ? mask->height : 0);
+    kept[i] = keep;
+    kept_count += std::size_t(keep);
+  }
+  std::vector<SiftKeypoint> out(kept_count);
+  std::vector<int> written(kept_count, 0);
+  for (int i = 0; i < n; ++i) {
+    if (!kept[i]) continue;
+    std::size_t position = 0;
+    for (int j = 0; j < n; ++j)
+      if (kept[j])
+        position += (ckey[j] < ckey[i] || (ckey[j] == ckey[i] && sift_rank_before(kp[j], j, kp[i], i, SIFT_ORDER_CANONICAL)))
+                        ? 1u
+                        : 0u;
+    EXPECT_LT(position, kept_count);
+    if (position >= kept_count) continue;
+    ++written[position];
+    out[position] = kp[i];
+  }
+  for (std::size_t p = 0; p < kept_count; ++p) EXPECT_EQ(written[p], 1) << "position " << p;
+  return out;
+}
+
+// The rank select keeps the sorting select's records in its order, bit for bit (ss::cpu::select_records, the CPU
+// backend's stage), on the oriented records of graf1 and box as they come and with planted duplicates (copies
+// with a smaller and a larger response, exact copies, copies at another angle, in shuffled order), responses
+// rounded so that the cap cuts through ties, a cap, and masks of each pixel type.
+TEST(SiftSelect, RankSelectKeepsTheSortedSelection) {
+  ss::Context ctx = cpu_context(2);
+  std::mt19937 rng(23);
+  int cases = 0, with_drops = 0;
+  for (const char* name : {"graf1_gray.png", "box.png"}) {
+    const ss::ImageF g = ss::to_gray_float(ss::read_image(std::string(SPECTRASIFT_TEST_DATA) + "/" + name));
+    ss::SiftOptions o;
+    const SiftPlan plan = ss::detail::make_sift_plan(g.width, g.height, o);
+    const std::vector<SiftKeypoint> oriented = run_cpu(ctx, g, plan, 2)->keypoints();
+    ASSERT_GT(oriented.size(), 500u) << name;
+    std::vector<SiftKeypoint> planted = oriented;
+    for (std::size_t i = 0; i < oriented.size(); i += 7) {
+      SiftKeypoint weaker = oriented[i], stronger = oriented[i], turned = oriented[i];
+      weaker.response *= 0.5f;
+      stronger.response *= 2.0f;
+      turned.angle = std::fmod(turned.angle + 1.0f, 360.0f);
+      planted.push_back(weaker);
+      planted.push_back(i % 2 ? stronger : oriented[i]);
+      planted.push_back(turned);
+    }
+    std::shuffle(planted.begin(), planted.end(), rng);
+    std::vector<SiftKeypoint> rounded = planted;
+    for (SiftKeypoint& k : rounded) k.response = std::round(k.response * 50.0f) / 50.0f;
+    ss::Image mask_u8{g.width, g.height, 1, ss::PixelType::kU8, std::vector<std::uint8_t>(std::size_t(g.width) * g.height)};
+    for (int y = 0; y < g.height; ++y)
+      for (int x = 0; x < g.width; ++x) mask_u8.data[std::size_t(y) * g.width + x] = ((x / 64 + y / 48) % 3) ? 255 : 0;
+    ss::Image mask_f32{g.width, g.height, 1, ss::PixelType::kF32, std::vector<std::uint8_t>(mask_u8.data.size() * 4)};
+    for (std::size_t p = 0; p < mask_u8.data.size(); ++p) {
+      const float v = mask_u8.data[p] ? 1.0f : 0.0f;
+      std::memcpy(mask_f32.data.data() + 4 * p, &v, 4);
+    }
+    struct Input {
+      const char* what;
+      const std::vector<SiftKeypoint>* records;
+    };
+    for (const Input& in : {Input{"as oriented", &oriented}, Input{"planted duplicates", &planted},
+                            Input{"rounded responses", &rounded}}) {
+      for (int cap : {0, 300, 1000}) {
+        for (const ss::Image* mask : {static_cast<const ss::Image*>(nullptr), static_cast<const ss::Image*>(&mask_u8), static_cast<const ss::Image*>(&mask_f32)}) {
+          std::vector<SiftKeypoint> want = *in.records;
+          ss::cpu::select_records(want, cap, mask);
+          const std::vector<SiftKeypoint> got = rank_select(*in.records, cap, mask, g.width, g.height, plan.layers);
+          const std::string what = std::string(name) + ", " + in.what + ", cap " + std::to_string(cap) +
+                                   (mask ? (mask->type == ss::PixelType::kU8 ? ", u8 mask" : ", f32 mask") : "");
+          ASSERT_EQ(got.size(), want.size()) << what;
+          EXPECT_TRUE(same_bits(got.data(), want.data(), got.size() * sizeof(SiftKeypoint))) << what;
+          ++cases;
+          if (want.size() + 100 < in.records->size() && cap == 0 && !mask) ++with_drops;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(cases, 54);
+  EXPECT_GE(with_drops, 4);  // the planted duplicates were dropped (cap 0, no mask), on both images
+}
+
 // The staged CUDA descriptor kernel's two owner walks (backend/cuda/kernels/sift_descriptor_staged.cuh, numeric/
 // sift_descriptor.h 'The row walk'), run here as the kernel runs them, band by band and owner by owner, on records
 // computed from a random plane for many frames (angles at and next to the axes and random ones, window sizes of

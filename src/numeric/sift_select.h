@@ -143,4 +143,77 @@ SPECTRASIFT_FN int sift_select_flag(SPECTRASIFT_CONST_GLOBAL int* order, SPECTRA
   return sift_select_keep(kp, order[i], prev, cut, pass, mask, mask_type, mask_w, mask_h);
 }
 
+/* The rank select (backend/cuda/kernels/sift_select_rank.cuh): the same stage without sorting, for counts
+ * small enough that comparing every record with every other costs less than a sort's launches. Each rule
+ * becomes a count over all records j, taken for each record i on its own:
+ *   1. i is a duplicate to drop when some j != i is its duplicate and goes before it in the duplicate
+ *      order (duplicates are contiguous in that order, and the first of each run is the one kept);
+ *   2. with more than max_features unique records, i survives the cap when fewer than max_features unique
+ *      records have a larger response (the same set as response >= the max_features-th largest);
+ *   3. the mask, per record;
+ *   4. the kept record i goes to position rank(i) = the number of kept records j before it in the canonical
+ *      order.
+ * Records equal in every field an order compares are taken in index order (sift_rank_before), so the ranks
+ * are a permutation; such records are duplicates, so only one of them is ever kept, and which one does not
+ * change a kept field. The result is the sorting path's, bit for bit. */
+
+/* 1 when record j (index jn) goes before record i (index in) in order `mode`, equal records in index order. */
+SPECTRASIFT_FN int sift_rank_before(SiftKeypoint kj, int jn, SiftKeypoint ki, int in, int mode) {
+  int before, after;
+  if (mode == SIFT_ORDER_DUPLICATES) {
+    before = sift_duplicate_before(kj, ki);
+    after = sift_duplicate_before(ki, kj);
+  } else if (mode == SIFT_ORDER_RESPONSE) {
+    before = kj.response > ki.response;
+    after = ki.response > kj.response;
+  } else {
+    before = sift_canonical_before(kj, ki);
+    after = sift_canonical_before(ki, kj);
+  }
+  return before || (!after && jn < in);
+}
+
+/* 1 when record j drops record i as a duplicate (rule 1). */
+SPECTRASIFT_FN int sift_rank_drops(SiftKeypoint kj, int jn, SiftKeypoint ki, int in) {
+  return jn != in && sift_is_duplicate(kj, ki) && sift_rank_before(kj, jn, ki, in, SIFT_ORDER_DUPLICATES);
+}
+
+/* The mask rule (3) of one record: 1 when there is no mask (mask_type -1) or the mask is set at its rounded
+ * position (sift_select_keep's pass 1 without the cap). */
+SPECTRASIFT_FN int sift_rank_mask_ok(SiftKeypoint k, SPECTRASIFT_CONST_GLOBAL unsigned char* mask, int mask_type,
+                                     int mask_w, int mask_h) {
+  if (mask_type < 0) return 1;
+  const size_t m = (size_t)sift_mask_coord(k.y, mask_h) * (size_t)mask_w + (size_t)sift_mask_coord(k.x, mask_w);
+  if (mask_type == 0) return mask[m] != 0;
+  if (mask_type == 1) return ((SPECTRASIFT_CONST_GLOBAL unsigned short*)mask)[m] != 0;
+  return ((SPECTRASIFT_CONST_GLOBAL float*)mask)[m] != 0.0f;
+}
+
+/* A float as an unsigned integer of the same order (-0 taken as +0; no NaN reaches the select stage). */
+SPECTRASIFT_FN unsigned int sift_rank_ordered_bits(float v) {
+  union {
+    float f;
+    unsigned int u;
+  } b;
+  b.f = v + 0.0f;
+  return (b.u & 0x80000000u) ? ~b.u : (b.u | 0x80000000u);
+}
+
+/* The keys that let most comparisons of the rank select read one word instead of two records:
+ *   duplicate key: x's ordered bits (rule 1 needs equal x, so only equal keys read the records);
+ *   response key: the response's ordered bits, complemented: j has the larger response exactly when its key
+ *                 is smaller (rule 2 reads nothing else);
+ *   canonical key: octave + 1 (5 bits), layer (4 bits), y quantised to 23 bits with y_scale (2^23 / (the
+ *                 largest input side + 1)), non-decreasing along the canonical order, so a smaller key means
+ *                 "before" and only equal keys read the records; 0 for every record when the plan's layers
+ *                 or octaves do not fit (canonical_key 0). */
+SPECTRASIFT_FN unsigned int sift_rank_canonical_key(SiftKeypoint k, float y_scale, int canonical_key) {
+  if (!canonical_key) return 0u;
+  const int o = k.octave + 1 < 0 ? 0 : (k.octave + 1 > 31 ? 31 : k.octave + 1);
+  const int l = k.layer < 0 ? 0 : (k.layer > 15 ? 15 : k.layer);
+  float yq = k.y * y_scale;
+  yq = yq < 0.0f ? 0.0f : (yq > 8388607.0f ? 8388607.0f : yq);
+  return ((unsigned int)o << 27) | ((unsigned int)l << 23) | (unsigned int)yq;
+}
+
 #endif /* SPECTRASIFT_NUMERIC_SIFT_SELECT_H */

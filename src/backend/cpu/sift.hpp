@@ -39,6 +39,11 @@ struct SiftPlane {
   const float* row(int y) const noexcept { return buffer.get() + std::size_t(y) * std::size_t(w); }
 };
 
+/// The select stage on a list of oriented records (numeric/sift_select.h's rules: duplicates, the cap of
+/// max_features (0: none), the mask when given, the canonical order), in place: SiftStagesCpu::select's work,
+/// and the reference the device paths are tested against.
+void select_records(std::vector<SiftKeypoint>& records, int max_features, const Image* mask);
+
 class SiftStagesCpu final : public detail::SiftStages {
  public:
   explicit SiftStagesCpu(detail::ContextImpl& ctx) : ctx_(ctx) {}

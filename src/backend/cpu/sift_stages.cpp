@@ -75,8 +75,7 @@ void SiftStagesCpu::upload(const detail::SiftPlan& plan, const detail::SiftImage
   grey_ = converted_.data();
 }
 
-void SiftStagesCpu::select(const Image* mask) {
-  std::vector<SiftKeypoint>& k = keypoints_;
+void select_records(std::vector<SiftKeypoint>& k, int max_features, const Image* mask) {
   // 1. duplicates (removeDuplicatedSorted)
   std::sort(k.begin(), k.end(),
             [](const SiftKeypoint& a, const SiftKeypoint& b) { return sift_duplicate_before(a, b) != 0; });
@@ -85,7 +84,7 @@ void SiftStagesCpu::select(const Image* mask) {
           }),
           k.end());
   // 2. the cap (retainBest): the max_features-th largest response is the cut; ties at the cut are kept.
-  const int n = plan_->max_features;
+  const int n = max_features;
   if (n > 0 && k.size() > std::size_t(n)) {
     std::vector<float> r(k.size());
     for (std::size_t i = 0; i < k.size(); ++i) r[i] = k[i].response;
@@ -106,7 +105,11 @@ void SiftStagesCpu::select(const Image* mask) {
   // 4. the canonical order
   std::sort(k.begin(), k.end(),
             [](const SiftKeypoint& a, const SiftKeypoint& b) { return sift_canonical_before(a, b) != 0; });
-  counts_.kept = k.size();
+}
+
+void SiftStagesCpu::select(const Image* mask) {
+  select_records(keypoints_, plan_->max_features, mask);
+  counts_.kept = keypoints_.size();
 }
 
 void SiftStagesCpu::download(Features& out, detail::SiftCounts& counts) {

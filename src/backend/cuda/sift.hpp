@@ -70,16 +70,21 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
     blur_form_ = f;
     pyramid_generation_ = 0;
   }
-  /// Tests: whether select() may run the whole stage in one block for small counts (default true; false: the
-  /// multi-launch path always).
+  /// Tests: whether select() may run the whole stage in one small-count path (the rank select or the one-block
+  /// select, set_select_form), decided on the device (default true; false: the multi-launch path always).
   void set_select_small(bool on) noexcept { select_small_allowed_ = on; }
-  /// Tests: whether select() queues the one-block kernel alone when the buffers could hold more records than it
-  /// takes: -1 (default) when the candidates are at most twice its positions, 0 never, 1 always (a wrong guess
+  /// The small-count path of select(): kRank (default) = kernels/sift_select_rank.cuh (every record compared
+  /// with every other, a warp per record: three launches without a cap or a mask), kOneBlock =
+  /// kernels::sift_select_small (one block sorting in shared memory, kept for A/B runs). The same bits.
+  enum class SelectForm { kRank, kOneBlock };
+  void set_select_form(SelectForm f) noexcept { select_form_ = f; }
+  /// Tests: whether select() queues the small-count path alone when the buffers could hold more records than it
+  /// takes: -1 (default) when the candidates are at most twice its limit, 0 never, 1 always (a wrong guess
   /// runs the multi-launch path in a second round, select_again()). The same bits either way.
   void set_select_defer(int mode) noexcept { select_defer_ = mode; }
-  /// Tests: whether the last run's select stage ran in one block (kernels::sift_select_small).
+  /// Tests: whether the last run's select stage ran in the small-count path (rank or one block).
   bool last_select_was_small() const noexcept;
-  /// Tests: whether the last run's select() queued the one-block kernel alone on a guess (set_select_defer).
+  /// Tests: whether the last run's select() queued the small-count path alone on a guess (set_select_defer).
   bool last_select_deferred() const noexcept { return select_guessed_; }
   /// The descriptor kernel: kWalkers = kernels::sift_descriptor (a block of 36 walkers per keypoint),
   /// kStaged = kernels::sift_descriptor_staged<false> (a warp per keypoint, each sample computed once, each owner
@@ -138,6 +143,7 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   std::size_t staged_descriptor_shared() const noexcept;  // dynamic shared memory of sift_descriptor_staged
   void sort(int* order, int count_slot, int mode);
   void compact(const int* in, int in_slot, int out_slot, int* out);
+  void select_rank(unsigned cap);  // the small-count path of SelectForm::kRank
   // sift_download.cu
   /// Read-back 2's features: one copy of the packed layout into a reused pinned buffer, unpacked into out,
   /// and the device copy of the float descriptors (Features::device) in a recycled block.
@@ -164,6 +170,7 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   bool desc_staged_fits_ = false;  // the device's shared memory holds sift_descriptor_staged's bands
   bool select_small_ = false;      // the device runs kernels::sift_select_small (enough shared memory)
   bool select_small_allowed_ = true;  // set_select_small
+  SelectForm select_form_ = SelectForm::kRank;  // set_select_form
   int select_defer_ = -1;             // set_select_defer
   bool select_deferred_ = false;      // this run's select() queued the block alone on a guess (until select_again)
   bool select_guessed_ = false;       // the same, kept for last_select_deferred()

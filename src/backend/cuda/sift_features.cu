@@ -10,6 +10,7 @@
 #include "backend/cuda/kernels/sift_descriptor_staged.cuh"
 #include "backend/cuda/kernels/sift_orientation.cuh"
 #include "backend/cuda/kernels/sift_select.cuh"
+#include "backend/cuda/kernels/sift_select_rank.cuh"
 #include "backend/cuda/kernels/sift_select_small.cuh"
 #include "backend/cuda/kernels/sift_sort.cuh"
 #include "backend/cuda/shared_opt_in.hpp"
@@ -169,21 +170,29 @@ void SiftStagesCuda::select(const Image* mask) {
   select_multi_now_ = false;
   select_deferred_ = false;
   if (!multi_only) select_guessed_ = false;  // a new run's select (select_again's keeps the run's flag)
-  if (select_small_ && select_small_allowed_ && !multi_only) {
-    // The whole stage in one block when the oriented count is small (decided on the device); the launches
-    // below then return at once. They are not queued when the buffers cannot hold more records than it takes,
-    // nor when the block is queued alone on a guess (set_select_defer; by default when the candidates are at
-    // most 2 x its positions: kleiber 1080p upsampled has ~6,500 candidates and 2,411 oriented records, and a
+  const bool rank = select_form_ == SelectForm::kRank;
+  if (select_small_allowed_ && !multi_only && (rank || select_small_)) {
+    // The whole stage in one small-count path when the oriented count is small (decided on the device); the
+    // launches below then return at once. They are not queued when the buffers cannot hold more records than it
+    // takes, nor when the path is queued alone on a guess (set_select_defer; by default when the candidates are
+    // at most 2 x its limit: kleiber 1080p upsampled has ~6,500 candidates and 2,411 oriented records, and a
     // capacity that would queue ~22 launches returning at once, ~50 us). A wrong guess costs one more round:
     // download() reads the slot 0 and select_again() has the multi-launch path run.
-    // The key prefixes' scale: coordinates (input pixels) times it fall in [0, 2^18).
-    const kernels::SiftSelectKeys keys{float(1 << 18) / float(std::max(p.input_width, p.input_height) + 1),
-                                       p.layers <= 15 ? 1 : 0};
-    kernels::sift_select_small<<<1, kernels::kSelectSmallThreads, std::size_t(kernels::kSelectSmallShared),
-                                 st_.compute>>>(kps, count_slots, cap, p.max_features, m, keys, kept);
-    SPECTRASIFT_CUDA_CHECK_LAUNCH();
-    if (keypoint_capacity_ <= kernels::kSelectSmallPositions) return;
-    if (select_defer_ > 0 || (select_defer_ < 0 && candidates_ <= 2 * std::size_t(kernels::kSelectSmallPositions))) {
+    std::size_t limit;
+    if (rank) {
+      limit = kernels::kSelectRankRecords;
+      select_rank(cap);
+    } else {
+      limit = kernels::kSelectSmallPositions;
+      // The key prefixes' scale: coordinates (input pixels) times it fall in [0, 2^18).
+      const kernels::SiftSelectKeys keys{float(1 << 18) / float(std::max(p.input_width, p.input_height) + 1),
+                                         p.layers <= 15 ? 1 : 0};
+      kernels::sift_select_small<<<1, kernels::kSelectSmallThreads, std::size_t(kernels::kSelectSmallShared),
+                                   st_.compute>>>(kps, count_slots, cap, p.max_features, m, keys, kept);
+      SPECTRASIFT_CUDA_CHECK_LAUNCH();
+    }
+    if (keypoint_capacity_ <= limit) return;
+    if (select_defer_ > 0 || (select_defer_ < 0 && candidates_ <= 2 * limit)) {
       select_deferred_ = true;
       select_guessed_ = true;
       return;
@@ -206,6 +215,36 @@ void SiftStagesCuda::select(const Image* mask) {
   // 4. the canonical order, and the kept records gathered in it
   sort(a, kernels::kCountKept, kernels::kOrderCanonical);
   kernels::sift_select_gather<<<blocks_for(keypoint_capacity_, 256), 256, 0, st_.compute>>>(a, kps, count_slots, cap, kept);
+  SPECTRASIFT_CUDA_CHECK_LAUNCH();
+}
+
+// The rank select (kernels/sift_select_rank.cuh): keys, duplicates, the cap and the mask (only when there is
+// either), the canonical positions. A warp per record; the kernels return at once past kSelectRankRecords.
+void SiftStagesCuda::select_rank(unsigned cap) {
+  const detail::SiftPlan& p = *plan_;
+  const kernels::SiftMask m{static_cast<const unsigned char*>(buffer("sift.mask", 4)), mask_type_, mask_w_, mask_h_};
+  const auto* kps = static_cast<const SiftKeypoint*>(buffer("sift.kp", keypoint_capacity_ * sizeof(SiftKeypoint)));
+  auto* kept = static_cast<SiftKeypoint*>(buffer("sift.kept", keypoint_capacity_ * sizeof(SiftKeypoint)));
+  auto* words = static_cast<unsigned int*>(buffer("sift.rank", 5 * keypoint_capacity_ * sizeof(unsigned int)));
+  const std::size_t c = keypoint_capacity_;
+  const kernels::SiftRankArrays a{words, words + c, words + 2 * c, reinterpret_cast<int*>(words + 3 * c),
+                                  reinterpret_cast<int*>(words + 4 * c)};
+  // y times y_scale falls in [0, 2^23): the canonical key's y field.
+  const kernels::SiftRankKeys keys{float(1 << 23) / float(std::max(p.input_width, p.input_height) + 1),
+                                   p.layers <= 15 ? 1 : 0};
+  const bool cap_or_mask = p.max_features > 0 || m.type >= 0;
+  const unsigned warps = blocks_for(keypoint_capacity_, kernels::kSelectRankWarps);
+  const unsigned threads = 32 * kernels::kSelectRankWarps;
+  kernels::sift_select_rank_keys<<<blocks_for(keypoint_capacity_, 256), 256, 0, st_.compute>>>(kps, counters(), cap,
+                                                                                             keys, a);
+  SPECTRASIFT_CUDA_CHECK_LAUNCH();
+  kernels::sift_select_rank_unique<<<warps, threads, 0, st_.compute>>>(kps, counters(), cap, a, cap_or_mask ? 0 : 1);
+  SPECTRASIFT_CUDA_CHECK_LAUNCH();
+  if (cap_or_mask) {
+    kernels::sift_select_rank_keep<<<warps, threads, 0, st_.compute>>>(kps, counters(), cap, a, p.max_features, m);
+    SPECTRASIFT_CUDA_CHECK_LAUNCH();
+  }
+  kernels::sift_select_rank_place<<<warps, threads, 0, st_.compute>>>(kps, counters(), cap, a, kept);
   SPECTRASIFT_CUDA_CHECK_LAUNCH();
 }
 
@@ -247,7 +286,8 @@ bool SiftStagesCuda::select_again() {
 }
 
 bool SiftStagesCuda::last_select_was_small() const noexcept {
-  return select_small_ && select_small_allowed_ && counters_[kernels::kCountSelectSmall] == 1;
+  return (select_form_ == SelectForm::kRank || select_small_) && select_small_allowed_ &&
+         counters_[kernels::kCountSelectSmall] == 1;
 }
 
 std::size_t SiftStagesCuda::staged_descriptor_shared() const noexcept {
