@@ -313,16 +313,15 @@ void SiftStagesOpenCL::descriptors() {
   const cl_mem desc = st_.buffer("sift.desc", descriptor_capacity_ * Features::kDescriptorSize * sizeof(float));
   const float deg2rad = float(M_PI / 180.0);
   const cl_int root = p.root_sift ? 1 : 0;
-  // GPUs: the staged form, box walk, in work-groups of 32 (one keypoint each; the default,
-  // State::descriptor_variant -1 or 2) or of 128 (four keypoints in lockstep, variant 1), or the row walk in
-  // work-groups of 32 (3) or 128 (4), where the device allows it, else the walkers (the same bits). On the H200
-  // through NVIDIA OpenCL the 32-wide box walk was the fastest of the first three at every count
-  // (docs/performance/sift.md, "The OpenCL staged form again"); the row walk is not measured there yet.
-  const int variant = st_.descriptor_variant;
-  const std::size_t staged_local = st_.is_cpu                                    ? 0
-                                   : variant == 1 || variant == 4                ? 128
-                                   : variant == 2 || variant == 3 || variant < 0 ? 32
-                                                                                 : 0;
+  // GPUs: the staged form's row walk in work-groups of 32 (one keypoint each; the default, State::
+  // descriptor_variant -1 or 3) or 128 (4), or its box walk in work-groups of 32 (2) or of 128 (four keypoints in
+  // lockstep, 1), where the device allows it, else the walkers (the same bits). On the H200 through NVIDIA OpenCL
+  // the 32-wide row walk was the fastest at every count (docs/performance/sift.md, "The OpenCL row walk").
+  const int variant = st_.descriptor_variant < 0 ? 3 : st_.descriptor_variant;
+  const std::size_t staged_local = st_.is_cpu                    ? 0
+                                   : variant == 1 || variant == 4 ? 128
+                                   : variant == 2 || variant == 3 ? 32
+                                                                  : 0;
   const char* staged_name = variant == 3 || variant == 4 ? "sift_descriptor_staged_rows" : "sift_descriptor_staged";
   desc_staged_used_ = staged_local && desc_staged_fits(staged_name, staged_local) ? staged_local : 0;
   desc_row_walk_used_ = desc_staged_used_ && (variant == 3 || variant == 4);

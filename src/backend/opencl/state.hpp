@@ -149,13 +149,12 @@ struct State final : detail::BackendImpl {
   /// oriented count fits its local memory; sift_features.cpp): -1 = by device (GPUs), 0 = never, 1 = where
   /// the device's local memory holds enough positions (tests force it on PoCL). The same bits either way.
   int select_small = -1;
-  /// Which SIFT descriptor kernel on GPUs (sift_features.cpp): -1 = by device (the staged form in work-groups
-  /// of 32, as 2: the fastest of the three on the H200 through NVIDIA OpenCL), 0 = the walkers
-  /// (sift_descriptor), 1 = the staged form (sift_descriptor_staged: each sample computed once) with four
-  /// keypoints a work-group of 128, 2 = the staged form with one keypoint a work-group of 32, 3 and 4 = the
-  /// staged form's row walk (sift_descriptor_staged_rows, CUDA's kStagedRows; not measured on NVIDIA OpenCL yet)
-  /// in work-groups of 32 and 128; 1 to 4 where the device allows the work-group and local memory, else the
-  /// walkers. CPU devices always run sift_descriptor_serial. The same bits in every
+  /// Which SIFT descriptor kernel on GPUs (sift_features.cpp): -1 = by device (the row walk in work-groups of
+  /// 32, as 3: the fastest of the five on the H200 through NVIDIA OpenCL), 0 = the walkers (sift_descriptor),
+  /// 1 = the staged form (sift_descriptor_staged: each sample computed once, each owner walking its box) with
+  /// four keypoints a work-group of 128, 2 = the same with one keypoint a work-group of 32, 3 and 4 = the staged
+  /// form's row walk (sift_descriptor_staged_rows, CUDA's kStagedRows) in work-groups of 32 and 128; 1 to 4
+  /// where the device allows the work-group and local memory, else the walkers. CPU devices always run sift_descriptor_serial. The same bits in every
   /// form; tests force each on PoCL with is_cpu = false.
   int descriptor_variant = -1;
   /// When the host's bound on the oriented count (the keypoint capacity, 2 x the candidates) exceeds
