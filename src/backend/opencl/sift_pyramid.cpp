@@ -223,10 +223,12 @@ std::size_t SiftStagesOpenCL::extrema() {
   const cl_mem dog = st_.buffer("sift.dog", p.dog_floats * sizeof(float));
   const cl_mem info = octave_table();
   const cl_mem counters = counter_buffer();
-  // CPU devices take the row-run form (kernels/sift_extrema.cl), GPUs a work-item per pixel.
+  // CPU devices take the row-run form (kernels/sift_extrema.cl), GPUs a work-item per column walking every
+  // kExtremaRowsPerGroup-th row.
   constexpr std::size_t kRun = 64;  // SIFT_EXTREMA_RUN
+  constexpr std::size_t kExtremaRowsPerGroup = 8;
   cl_kernel k = kernel(st_.is_cpu ? "sift_extrema_rows" : "sift_extrema");
-  const std::size_t lx = st_.work_group_1d(k, 64);
+  const std::size_t lx = st_.work_group_1d(k, st_.is_cpu ? 64 : 128);
   const std::size_t l[3] = {lx, 1, 1};
   // GPUs: an octave whose launch has fewer work-groups than this would leave most of the device idle for a
   // launch's latency; it and the smaller octaves after it go in one launch (sift_extrema loops over them).
@@ -237,9 +239,10 @@ std::size_t SiftStagesOpenCL::extrema() {
     for (int o = 0; o < p.octaves; ++o) {
       const int w = int(octave_info_[4 * std::size_t(o)]), h = int(octave_info_[4 * std::size_t(o) + 1]);
       if (w <= 2 * p.border || h <= 2 * p.border) continue;
-      const std::size_t cols = std::size_t(w - 2 * p.border);
+      const std::size_t cols = std::size_t(w - 2 * p.border), rows = std::size_t(h - 2 * p.border);
       const std::size_t g[3] = {round_up(st_.is_cpu ? (cols + kRun - 1) / kRun : cols, lx),
-                                std::size_t(h - 2 * p.border), std::size_t(p.layers)};
+                                st_.is_cpu ? rows : std::min<std::size_t>((rows + kExtremaRowsPerGroup - 1) / kExtremaRowsPerGroup, 65535),
+                                std::size_t(p.layers)};
       if (st_.is_cpu) {
         set_args(k, dog, info, o, p.border, p.prefilter_threshold, counters, cand, cap);
         launch(k, 3, g, l, kExtrema);

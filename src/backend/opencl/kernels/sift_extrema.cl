@@ -1,30 +1,35 @@
 /* sift_extrema.cl — the candidate search of one octave, written as compact records with an atomic counter.
  * (Part of the sift.cl program.) */
 
-/* sift_extrema (GPUs): global (w - 2B, h - 2B, S) of octave `octave` (B = the plan's border), any work-group
- * shape; one work-item per interior pixel of DoG layers 1..S, for each octave octave .. octave_end - 1 in turn
- * (the host launches the large octaves one by one, octave_end = octave + 1, and the trailing small ones, whose
- * own launches would be a few work-groups each and cost a launch's latency, in one launch sized for the first
- * of them: the later octaves are smaller, their columns and rows are checked per octave). A pixel that passes
- * numeric/sift_extrema.h's test takes a slot from the counter and writes (octave index, layer, row, column)
- * there when the slot is below capacity; the counter ends at the true count, which the host reads back (a
- * count above capacity: grow, run again). The slots are in arrival order, which no result depends on: the
- * select stage sorts to canonical order. */
+/* sift_extrema (GPUs): global (round_up(w - 2B, X), Y, S) for octave `octave`'s w x h (B = the plan's border),
+ * work-group (X, 1, 1) (the host takes X = 128 where the kernel allows it and Y = ceil((h - 2B) / 8), CUDA's
+ * sift_extrema geometry: a work-group per row and layer made 1.5 M work-groups of 64 at 4K upsampled, bound by
+ * work-group scheduling); one work-item per interior column of DoG layers 1..S, walking the rows r = B + group
+ * y, + Y, ..., for each octave octave .. octave_end - 1 in turn (the host launches the large octaves one by
+ * one, octave_end = octave + 1, and the trailing small ones, whose own launches would be a few work-groups each
+ * and cost a launch's latency, in one launch sized for the first of them: the later octaves are smaller, their
+ * columns and rows are checked per octave). A pixel that passes numeric/sift_extrema.h's test takes a slot
+ * from the counter and writes (octave index, layer, row, column) there when the slot is below capacity; the
+ * counter ends at the true count, which the host reads back (a count above capacity: grow, run again). The
+ * slots are in arrival order, which no result depends on: the select stage sorts to canonical order. */
 __kernel void sift_extrema(__global const float* dog, __global const long* info, int octave, int octave_end,
                            int border, float thr, __global volatile uint* counters, __global int4* candidates,
                            uint capacity) {
   const int c = border + (int)get_global_id(0);
-  const int r = border + (int)get_global_id(1);
+  const int r0 = border + (int)get_group_id(1), rows_step = (int)get_num_groups(1);
   const int layer = 1 + (int)get_global_id(2);
   for (int o = octave; o < octave_end; ++o) {
     const int w = sift_oct_w(info, o), h = sift_oct_h(info, o);
-    if (c >= w - border || r >= h - border) continue;
+    if (c >= w - border) continue;
     const size_t plane = (size_t)w * (size_t)h;
-    __global const float* cur = dog + sift_oct_dog(info, o) + (size_t)layer * plane + (size_t)r * (size_t)w + c;
-    if (fabs(cur[0]) <= thr) continue;  /* most pixels: the test below fails on its first condition */
-    if (!sift_is_extremum_global(cur - plane, cur, cur + plane, w, thr)) continue;
-    const uint slot = atomic_inc(&counters[SIFT_COUNT_CANDIDATES]);
-    if (slot < capacity) candidates[slot] = (int4)(o, layer, r, c);
+    __global const float* column = dog + sift_oct_dog(info, o) + (size_t)layer * plane + c;
+    for (int r = r0; r < h - border; r += rows_step) {
+      __global const float* cur = column + (size_t)r * (size_t)w;
+      if (fabs(cur[0]) <= thr) continue; /* most pixels: the test below fails on its first condition */
+      if (!sift_is_extremum_global(cur - plane, cur, cur + plane, w, thr)) continue;
+      const uint slot = atomic_inc(&counters[SIFT_COUNT_CANDIDATES]);
+      if (slot < capacity) candidates[slot] = (int4)(o, layer, r, c);
+    }
   }
 }
 
