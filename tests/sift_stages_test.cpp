@@ -430,54 +430,57 @@ TEST(SiftSelect, RulesOnRecords) {
 }
 
 // The rank select (numeric/sift_select.h, "The rank select"; backend/cuda/kernels/sift_select_rank.cuh), run
-// here as its kernels run it: the keys first, then for each record a count over all records with the same fast
-// paths on the keys, then each kept record written to its position. y_scale and canonical_key as the CUDA host
-// computes them.
+// here as its kernels run it: the duplicate and response keys first; a dropped duplicate's response key becomes
+// SIFT_RANK_NONE; a kept record gets its canonical key, the others SIFT_RANK_NONE; each kept record is written
+// to its position, counted over every record's keys with the same fast paths. y_scale and canonical_key as the
+// CUDA host computes them.
 static std::vector<SiftKeypoint> rank_select(const std::vector<SiftKeypoint>& kp, int max_features, const ss::Image* mask,
-                                      int input_w, int input_h, int layers) {
+                                             int input_w, int input_h, int layers, int octaves) {
   const int n = int(kp.size());
   const float y_scale = float(1 << 23) / float(std::max(input_w, input_h) + 1);
-  const int canonical_key = layers <= 15 ? 1 : 0;
+  const int canonical_key = layers <= 15 && octaves <= 31 ? 1 : 0;
   std::vector<unsigned> dkey(n), rkey(n), ckey(n);
   for (int i = 0; i < n; ++i) {
     dkey[i] = sift_rank_ordered_bits(kp[i].x);
     rkey[i] = ~sift_rank_ordered_bits(kp[i].response);
-    ckey[i] = sift_rank_canonical_key(kp[i], y_scale, canonical_key);
+    EXPECT_LT(rkey[i], SIFT_RANK_NONE);
   }
-  std::vector<int> unique(n), kept(n);
+  std::vector<unsigned> rkey_after = rkey;  // the unique pass writes while others read the keys it started from
   unsigned unique_count = 0;
   for (int i = 0; i < n; ++i) {
     int drop = 0;
-    for (int j = 0; j < n && !drop; ++j)
-      if (dkey[j] == dkey[i]) drop = sift_rank_drops(kp[j], j, kp[i], i);
-    unique[i] = !drop;
-    unique_count += unsigned(unique[i]);
+    for (int j = 0; j < n; ++j)
+      if (dkey[j] == dkey[i] && sift_rank_drops(kp[j], j, kp[i], i)) drop = 1;
+    if (drop) rkey_after[i] = SIFT_RANK_NONE;
+    unique_count += unsigned(!drop);
   }
+  rkey = rkey_after;
   const int mask_type = !mask ? -1 : mask->type == ss::PixelType::kU8 ? 0 : mask->type == ss::PixelType::kU16 ? 1 : 2;
+  const bool cap = max_features > 0 && unique_count > unsigned(max_features);
   std::size_t kept_count = 0;
   for (int i = 0; i < n; ++i) {
-    int keep = unique[i];
-    if (keep && max_features > 0 && unique_count > unsigned(max_features)) {
-      unsigned larger = 0;
-      for (int j = 0; j < n; ++j) larger += (unique[j] && rkey[j] < rkey[i]) ? 1u : 0u;
-      keep = larger < unsigned(max_features);
+    unsigned larger = 0;
+    if (cap) {
+      for (int j = 0; j < n; ++j) larger += rkey[j] < rkey[i] ? 1u : 0u;
     }
-    if (keep)
-      keep = sift_rank_mask_ok(kp[i], mask ? mask->data.data() : nullptr, mask_type, mask ? mask->width : 0,
-                               mask ? mask->height : 0);
-    kept[i] = keep;
+    const bool keep = rkey[i] != SIFT_RANK_NONE && (!cap || larger < unsigned(max_features)) &&
+                      sift_rank_mask_ok(kp[i], mask ? mask->data.data() : nullptr, mask_type, mask ? mask->width : 0,
+                                        mask ? mask->height : 0);
+    ckey[i] = keep ? sift_rank_canonical_key(kp[i], y_scale, canonical_key) : SIFT_RANK_NONE;
+    if (keep) {
+      EXPECT_LT(ckey[i], SIFT_RANK_NONE);
+    }
     kept_count += std::size_t(keep);
   }
   std::vector<SiftKeypoint> out(kept_count);
   std::vector<int> written(kept_count, 0);
   for (int i = 0; i < n; ++i) {
-    if (!kept[i]) continue;
+    if (ckey[i] == SIFT_RANK_NONE) continue;
     std::size_t position = 0;
-    for (int j = 0; j < n; ++j)
-      if (kept[j])
-        position += (ckey[j] < ckey[i] || (ckey[j] == ckey[i] && sift_rank_before(kp[j], j, kp[i], i, SIFT_ORDER_CANONICAL)))
-                        ? 1u
-                        : 0u;
+    for (int j = 0; j < n; ++j) {
+      position += ckey[j] < ckey[i] ? 1u : 0u;
+      if (ckey[j] == ckey[i] && sift_rank_before(kp[j], j, kp[i], i, SIFT_ORDER_CANONICAL)) ++position;
+    }
     EXPECT_LT(position, kept_count);
     if (position >= kept_count) continue;
     ++written[position];
@@ -532,7 +535,7 @@ TEST(SiftSelect, RankSelectKeepsTheSortedSelection) {
         for (const ss::Image* mask : {static_cast<const ss::Image*>(nullptr), static_cast<const ss::Image*>(&mask_u8), static_cast<const ss::Image*>(&mask_f32)}) {
           std::vector<SiftKeypoint> want = *in.records;
           ss::cpu::select_records(want, cap, mask);
-          const std::vector<SiftKeypoint> got = rank_select(*in.records, cap, mask, g.width, g.height, plan.layers);
+          const std::vector<SiftKeypoint> got = rank_select(*in.records, cap, mask, g.width, g.height, plan.layers, plan.octaves);
           const std::string what = std::string(name) + ", " + in.what + ", cap " + std::to_string(cap) +
                                    (mask ? (mask->type == ss::PixelType::kU8 ? ", u8 mask" : ", f32 mask") : "");
           ASSERT_EQ(got.size(), want.size()) << what;

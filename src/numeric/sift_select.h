@@ -201,15 +201,19 @@ SPECTRASIFT_FN unsigned int sift_rank_ordered_bits(float v) {
 
 /* The keys that let most comparisons of the rank select read one word instead of two records:
  *   duplicate key: x's ordered bits (rule 1 needs equal x, so only equal keys read the records);
- *   response key: the response's ordered bits, complemented: j has the larger response exactly when its key
- *                 is smaller (rule 2 reads nothing else);
- *   canonical key: octave + 1 (5 bits), layer (4 bits), y quantised to 23 bits with y_scale (2^23 / (the
- *                 largest input side + 1)), non-decreasing along the canonical order, so a smaller key means
- *                 "before" and only equal keys read the records; 0 for every record when the plan's layers
- *                 or octaves do not fit (canonical_key 0). */
+ *   response key: the response's ordered bits, complemented (at most 0x7fffffff for responses >= 0): j has the
+ *                 larger response exactly when its key is smaller (rule 2 reads nothing else); a dropped
+ *                 duplicate's key becomes SIFT_RANK_NONE, above every record's, so it is never counted;
+ *   canonical key: octave + 1 (5 bits, at most 30), layer (4 bits), y quantised to 23 bits with y_scale (2^23 /
+ *                 (the largest input side + 1)), non-decreasing along the canonical order, so a smaller key
+ *                 means "before" and only equal keys read the records; 0 for every record when the plan's
+ *                 layers or octaves do not fit (canonical_key 0: layers above 15 or more than 31 octaves); a
+ *                 record not kept gets SIFT_RANK_NONE instead (real keys stay below it), so rule 4 counts the
+ *                 kept records without a flag array. */
+#define SIFT_RANK_NONE 0xffffffffu
 SPECTRASIFT_FN unsigned int sift_rank_canonical_key(SiftKeypoint k, float y_scale, int canonical_key) {
   if (!canonical_key) return 0u;
-  const int o = k.octave + 1 < 0 ? 0 : (k.octave + 1 > 31 ? 31 : k.octave + 1);
+  const int o = k.octave + 1 < 0 ? 0 : (k.octave + 1 > 30 ? 30 : k.octave + 1);
   const int l = k.layer < 0 ? 0 : (k.layer > 15 ? 15 : k.layer);
   float yq = k.y * y_scale;
   yq = yq < 0.0f ? 0.0f : (yq > 8388607.0f ? 8388607.0f : yq);

@@ -225,26 +225,24 @@ void SiftStagesCuda::select_rank(unsigned cap) {
   const kernels::SiftMask m{static_cast<const unsigned char*>(buffer("sift.mask", 4)), mask_type_, mask_w_, mask_h_};
   const auto* kps = static_cast<const SiftKeypoint*>(buffer("sift.kp", keypoint_capacity_ * sizeof(SiftKeypoint)));
   auto* kept = static_cast<SiftKeypoint*>(buffer("sift.kept", keypoint_capacity_ * sizeof(SiftKeypoint)));
-  auto* words = static_cast<unsigned int*>(buffer("sift.rank", 5 * keypoint_capacity_ * sizeof(unsigned int)));
+  auto* words = static_cast<unsigned int*>(buffer("sift.rank", 3 * keypoint_capacity_ * sizeof(unsigned int)));
   const std::size_t c = keypoint_capacity_;
-  const kernels::SiftRankArrays a{words, words + c, words + 2 * c, reinterpret_cast<int*>(words + 3 * c),
-                                  reinterpret_cast<int*>(words + 4 * c)};
-  // y times y_scale falls in [0, 2^23): the canonical key's y field.
+  const kernels::SiftRankArrays a{words, words + c, words + 2 * c};
+  // y times y_scale falls in [0, 2^23): the canonical key's y field; its octave field holds octave + 1 <= 30.
   const kernels::SiftRankKeys keys{float(1 << 23) / float(std::max(p.input_width, p.input_height) + 1),
-                                   p.layers <= 15 ? 1 : 0};
+                                   p.layers <= 15 && p.octaves <= 31 ? 1 : 0};
   const bool cap_or_mask = p.max_features > 0 || m.type >= 0;
-  const unsigned warps = blocks_for(keypoint_capacity_, kernels::kSelectRankWarps);
+  const unsigned grid = blocks_for(keypoint_capacity_, kernels::kSelectRankWarps * kernels::kSelectRankPerWarp);
   const unsigned threads = 32 * kernels::kSelectRankWarps;
-  kernels::sift_select_rank_keys<<<blocks_for(keypoint_capacity_, 256), 256, 0, st_.compute>>>(kps, counters(), cap,
-                                                                                             keys, a);
+  kernels::sift_select_rank_keys<<<blocks_for(keypoint_capacity_, 256), 256, 0, st_.compute>>>(kps, counters(), cap, a);
   SPECTRASIFT_CUDA_CHECK_LAUNCH();
-  kernels::sift_select_rank_unique<<<warps, threads, 0, st_.compute>>>(kps, counters(), cap, a, cap_or_mask ? 0 : 1);
+  kernels::sift_select_rank_unique<<<grid, threads, 0, st_.compute>>>(kps, counters(), cap, a, keys, cap_or_mask ? 0 : 1);
   SPECTRASIFT_CUDA_CHECK_LAUNCH();
   if (cap_or_mask) {
-    kernels::sift_select_rank_keep<<<warps, threads, 0, st_.compute>>>(kps, counters(), cap, a, p.max_features, m);
+    kernels::sift_select_rank_keep<<<grid, threads, 0, st_.compute>>>(kps, counters(), cap, a, keys, p.max_features, m);
     SPECTRASIFT_CUDA_CHECK_LAUNCH();
   }
-  kernels::sift_select_rank_place<<<warps, threads, 0, st_.compute>>>(kps, counters(), cap, a, kept);
+  kernels::sift_select_rank_place<<<grid, threads, 0, st_.compute>>>(kps, counters(), cap, a, kept);
   SPECTRASIFT_CUDA_CHECK_LAUNCH();
 }
 
