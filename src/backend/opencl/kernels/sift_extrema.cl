@@ -5,13 +5,15 @@
  * work-group (X, 1, 1) (the host takes X = 128 where the kernel allows it and Y = ceil((h - 2B) / 8), CUDA's
  * sift_extrema geometry: a work-group per row and layer made 1.5 M work-groups of 64 at 4K upsampled, bound by
  * work-group scheduling); one work-item per interior column of DoG layers 1..S, walking the rows r = B + group
- * y, + Y, ..., for each octave octave .. octave_end - 1 in turn (the host launches the large octaves one by
+ * y, + Y, ..., SIFT_EXTREMA_LOADS rows at a time (their values loaded together, then tested), for each octave
+ * octave .. octave_end - 1 in turn (the host launches the large octaves one by
  * one, octave_end = octave + 1, and the trailing small ones, whose own launches would be a few work-groups each
  * and cost a launch's latency, in one launch sized for the first of them: the later octaves are smaller, their
  * columns and rows are checked per octave). A pixel that passes numeric/sift_extrema.h's test takes a slot
  * from the counter and writes (octave index, layer, row, column) there when the slot is below capacity; the
  * counter ends at the true count, which the host reads back (a count above capacity: grow, run again). The
  * slots are in arrival order, which no result depends on: the select stage sorts to canonical order. */
+#define SIFT_EXTREMA_LOADS 4
 __kernel void sift_extrema(__global const float* dog, __global const long* info, int octave, int octave_end,
                            int border, float thr, __global volatile uint* counters, __global int4* candidates,
                            uint capacity) {
@@ -23,12 +25,21 @@ __kernel void sift_extrema(__global const float* dog, __global const long* info,
     if (c >= w - border) continue;
     const size_t plane = (size_t)w * (size_t)h;
     __global const float* column = dog + sift_oct_dog(info, o) + (size_t)layer * plane + c;
-    for (int r = r0; r < h - border; r += rows_step) {
-      __global const float* cur = column + (size_t)r * (size_t)w;
-      if (fabs(cur[0]) <= thr) continue; /* most pixels: the test below fails on its first condition */
-      if (!sift_is_extremum_global(cur - plane, cur, cur + plane, w, thr)) continue;
-      const uint slot = atomic_inc(&counters[SIFT_COUNT_CANDIDATES]);
-      if (slot < capacity) candidates[slot] = (int4)(o, layer, r, c);
+    const int r_end = h - border;
+    for (int q = r0; q < r_end; q += SIFT_EXTREMA_LOADS * rows_step) {
+      float v[SIFT_EXTREMA_LOADS]; /* loaded together: independent loads in flight */
+      for (int u = 0; u < SIFT_EXTREMA_LOADS; ++u) {
+        const int r = q + u * rows_step;
+        v[u] = r < r_end ? column[(size_t)r * (size_t)w] : 0.0f;
+      }
+      for (int u = 0; u < SIFT_EXTREMA_LOADS; ++u) {
+        const int r = q + u * rows_step;
+        if (r >= r_end || fabs(v[u]) <= thr) continue; /* most pixels: the test below fails on its first condition */
+        __global const float* cur = column + (size_t)r * (size_t)w;
+        if (!sift_is_extremum_global(cur - plane, cur, cur + plane, w, thr)) continue;
+        const uint slot = atomic_inc(&counters[SIFT_COUNT_CANDIDATES]);
+        if (slot < capacity) candidates[slot] = (int4)(o, layer, r, c);
+      }
     }
   }
 }
