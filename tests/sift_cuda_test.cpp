@@ -486,15 +486,19 @@ using Form = ss::cuda::SiftStagesCuda::DescriptorForm;
 // shared memory cannot hold the staged form's bands runs the walkers instead, with the same bits.
 TEST(SiftCuda, DescriptorFormsGiveTheSameFeatures) {
   REQUIRE_CUDA();
-  OwnStages walkers, staged, rows;
+  OwnStages walkers, staged, rows, rows_wide;
   walkers.cuda().set_descriptor_form(Form::kWalkers);
   staged.cuda().set_descriptor_form(Form::kStaged);
   rows.cuda().set_descriptor_form(Form::kStagedRows);
+  rows_wide.cuda().set_descriptor_form(Form::kStagedRowsWide);
   for (const auto& [path, o, what] : ss::test::descriptor_form_cases("sift-cuda")) {
     const ss::Image im = ss::read_image(path);
     const ss::Features a = run_stages(*walkers.stages, walkers.ctx.impl(), sift_view(im), o, nullptr);
     const ss::Features b = run_stages(*staged.stages, staged.ctx.impl(), sift_view(im), o, nullptr);
     const ss::Features c = run_stages(*rows.stages, rows.ctx.impl(), sift_view(im), o, nullptr);
+    const ss::Features e = run_stages(*rows_wide.stages, rows_wide.ctx.impl(), sift_view(im), o, nullptr);
+    EXPECT_EQ(rows_wide.cuda().descriptor_form_in_use(), Form::kStagedRowsWide) << what;
+    EXPECT_TRUE(same_bits(a, e)) << what << ": the staged (row walk, 6 blocks) descriptors differ from the walkers'";
     EXPECT_EQ(walkers.cuda().descriptor_form_in_use(), Form::kWalkers) << what;
     EXPECT_EQ(staged.cuda().descriptor_form_in_use(), Form::kStaged) << what;
     EXPECT_EQ(rows.cuda().descriptor_form_in_use(), Form::kStagedRows) << what;
@@ -508,7 +512,7 @@ TEST(SiftCuda, DescriptorFormsGiveTheSameFeatures) {
   }
   // 12 KiB of shared memory a block: enough for the walkers and the sort, not for the staged bands.
   const ss::Image box = load("box.png");
-  for (Form form : {Form::kStaged, Form::kStagedRows}) {
+  for (Form form : {Form::kStaged, Form::kStagedRows, Form::kStagedRowsWide}) {
     OwnStages small;
     small.cuda().set_descriptor_form(form);
     small.cuda().set_shared_memory_limit(12 * 1024);
@@ -540,7 +544,8 @@ TEST(SiftCuda, DISABLED_StageTimes) {
   const std::vector<ss::test::StageTimesForm> forms = {
       {"defaults (staged-rows, rank select)", form(Form::kStagedRows, SelectForm::kRank)},
       {"one-block select", form(Form::kStagedRows, SelectForm::kOneBlock)},
-      {"staged (box walk)", form(Form::kStaged, SelectForm::kRank)}};
+      {"staged (box walk)", form(Form::kStaged, SelectForm::kRank)},
+      {"staged-rows, 6 blocks an SM", form(Form::kStagedRowsWide, SelectForm::kRank)}};
   ss::test::report_stage_times(kCudaSift, cuda, own.ctx.impl(), 11, forms);
 }
 

@@ -89,9 +89,10 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   /// The descriptor kernel: kWalkers = kernels::sift_descriptor (a block of 36 walkers per keypoint),
   /// kStaged = kernels::sift_descriptor_staged<false> (a warp per keypoint, each sample computed once, each owner
   /// walking its box), kStagedRows = kernels::sift_descriptor_staged<true> (the same with decoded records and each
-  /// owner visiting only the columns of its rotated square, row by row). The same bits every way; the staged
-  /// forms run the walkers where the device's shared memory cannot hold their bands.
-  enum class DescriptorForm { kWalkers, kStaged, kStagedRows };
+  /// owner visiting only the columns of its rotated square, row by row), kStagedRowsWide = the row walk compiled
+  /// for 6 blocks an SM instead of 8 (80 registers: no spills around the bands, 24 warps an SM; an A/B form). The
+  /// same bits every way; the staged forms run the walkers where the device's shared memory cannot hold their bands.
+  enum class DescriptorForm { kWalkers, kStaged, kStagedRows, kStagedRowsWide };
   // The row walk by default: on the H200 (fifth session of 2026-12-02, StageTimes) it gave the walkers' bits
   // (SiftCuda.DescriptorFormsGiveTheSameFeatures) in 0.297 / 0.839 / 6.26 ms against the box walk's 0.464 / 1.185 /
   // 8.81 and the walkers' 0.56 / 2.39 / 18.4 (kleiber 1080p, elephants 1080p, elephants 4K, upsampled).

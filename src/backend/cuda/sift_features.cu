@@ -79,11 +79,14 @@ void SiftStagesCuda::size_feature_kernels() {
   // where the device cannot hold them, descriptors() runs the walkers (the same bits).
   desc_chunk_ = std::max(desc_ex_, 128);
   const std::size_t staged_dynamic = staged_descriptor_shared();
-  desc_staged_fits_ = std::max(static_shared(kernels::sift_descriptor_staged<false>),
-                               static_shared(kernels::sift_descriptor_staged<true>)) + staged_dynamic <= avail;
+  constexpr auto kRowsWide = kernels::sift_descriptor_staged<true, kernels::kDescrRowBlocksWide>;
+  desc_staged_fits_ = std::max({static_shared(kernels::sift_descriptor_staged<false>),
+                                static_shared(kernels::sift_descriptor_staged<true>), static_shared(kRowsWide)}) +
+                          staged_dynamic <= avail;
   if (desc_staged_fits_) {
     allow_shared(kernels::sift_descriptor_staged<false>, staged_dynamic);
     allow_shared(kernels::sift_descriptor_staged<true>, staged_dynamic);
+    allow_shared(kRowsWide, staged_dynamic);
   }
   // The one-block select (kernels/sift_select_small.cuh) where the device's shared memory holds its records.
   select_small_ = std::size_t(kernels::kSelectSmallShared) + static_shared(kernels::sift_select_small) <= avail;
@@ -259,8 +262,9 @@ void SiftStagesCuda::descriptors() {
     const std::size_t warps = kernels::kDescrWarps;
     const unsigned grid = unsigned(
         std::max<std::size_t>(1, std::min<std::size_t>(std::size_t(blocks_), (descriptor_capacity_ + warps - 1) / warps)));
-    auto* kernel = form == DescriptorForm::kStagedRows ? kernels::sift_descriptor_staged<true>
-                                                       : kernels::sift_descriptor_staged<false>;
+    auto* kernel = form == DescriptorForm::kStagedRows       ? kernels::sift_descriptor_staged<true>
+                   : form == DescriptorForm::kStagedRowsWide ? kernels::sift_descriptor_staged<true, kernels::kDescrRowBlocksWide>
+                                                             : kernels::sift_descriptor_staged<false>;
     kernel<<<grid, unsigned(32 * warps), staged_descriptor_shared(), st_.compute>>>(
         levels(), octave_table(), kept, counters(), unsigned(descriptor_capacity_), deg2rad, p.root_sift ? 1 : 0,
         desc, desc_ex_, desc_chunk_);

@@ -41,8 +41,10 @@ constexpr int kDescrOwners = SIFT_DESCR_WIDTH * SIFT_DESCR_WIDTH;     // inner c
 constexpr int kDescrAcc = (SIFT_DESCR_HIST_BINS + 2) * kDescrOwners;  // their entries
 constexpr int kDescrLoads = 4;  // row walk: samples whose pixels a lane loads before computing them (128 a warp)
 // Row walk: blocks an SM in the launch bounds, as the box walk's: 64 registers; ptxas spills ~13 values around each
-// band (not in the owners' loop); 6 (80 registers) spills only in the per-keypoint setup but holds 24 warps an SM.
+// band (not in the owners' loop); kDescrRowBlocksWide (80 registers) spills only in the per-keypoint setup but
+// holds 24 warps an SM (SiftStagesCuda's DescriptorForm::kStagedRowsWide, an A/B form).
 constexpr int kDescrRowBlocks = 8;
+constexpr int kDescrRowBlocksWide = 6;
 
 // The dynamic shared memory of one warp, in float4 units: recs[chunk] (rf, cf, of, mag), codes[chunk],
 // ex[ex_cap] (the window weights).
@@ -55,9 +57,9 @@ __host__ __device__ inline int sift_descriptor_warp_float4s(int chunk, int ex_ca
 // shared memory (host-sized): kDescrWarps sift_descriptor_warp_float4s(chunk, ex_cap) float4s, with ex_cap >= 2R
 // + 1 for the plan's largest window radius R and chunk >= ex_cap (a band holds at least one window row).
 // deg2rad = float(pi / 180) from the host. Launch bounds: 8 blocks (32 warps) an SM (the row walk:
-// kDescrRowBlocks). kRowWalk: the row walk (above), else the box walk.
-template <bool kRowWalk>
-__global__ void __launch_bounds__(32 * kDescrWarps, kRowWalk ? kDescrRowBlocks : 8)
+// kMinBlocks: kDescrRowBlocks or kDescrRowBlocksWide). kRowWalk: the row walk (above), else the box walk.
+template <bool kRowWalk, int kMinBlocks = (kRowWalk ? kDescrRowBlocks : 8)>
+__global__ void __launch_bounds__(32 * kDescrWarps, kMinBlocks)
     sift_descriptor_staged(const float* gauss, const long long* info, const SiftKeypoint* kps,
                            const unsigned int* counters, unsigned int capacity, float deg2rad, int root_sift,
                            float* descriptors, int ex_cap, int chunk) {
