@@ -56,9 +56,10 @@ SPECTRASIFT_FN SPECTRASIFT_CONST_GLOBAL float* sift_level_of(SPECTRASIFT_CONST_G
 #define SIFT_COUNT_ORIENTED 2
 #define SIFT_COUNT_UNIQUE 3
 #define SIFT_COUNT_KEPT 4
-/* 1 when the one-work-group select (OpenCL's sift_select_small; CUDA's, whose kCountSelectSmall in
- * backend/cuda/kernels/sift_select.cuh is this slot) ran the whole select stage: the multi-launch select
- * kernels queued after it then return at once; 0 otherwise (every slot is zeroed by the upload). */
+/* 1 when a small-count select path (the rank select, sift_select_rank.cuh / .cl, or the one-work-group
+ * sift_select_small; CUDA's kCountSelectSmall in backend/cuda/kernels/sift_select.cuh is this slot) ran the whole
+ * select stage: the multi-launch select kernels queued after it then return at once; 0 otherwise (every slot is
+ * zeroed by the upload). */
 #define SIFT_COUNT_SELECT_SMALL 5
 #define SIFT_COUNTERS 8
 

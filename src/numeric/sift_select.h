@@ -143,8 +143,8 @@ SPECTRASIFT_FN int sift_select_flag(SPECTRASIFT_CONST_GLOBAL int* order, SPECTRA
   return sift_select_keep(kp, order[i], prev, cut, pass, mask, mask_type, mask_w, mask_h);
 }
 
-/* The rank select (backend/cuda/kernels/sift_select_rank.cuh): the same stage without sorting, for counts
- * small enough that comparing every record with every other costs less than a sort's launches. Each rule
+/* The rank select: the same stage without sorting, for counts small enough that comparing every record with
+ * every other costs less than a sort's launches. Each rule
  * becomes a count over all records j, taken for each record i on its own:
  *   1. i is a duplicate to drop when some j != i is its duplicate and goes before it in the duplicate
  *      order (duplicates are contiguous in that order, and the first of each run is the one kept);
@@ -155,7 +155,12 @@ SPECTRASIFT_FN int sift_select_flag(SPECTRASIFT_CONST_GLOBAL int* order, SPECTRA
  *      order.
  * Records equal in every field an order compares are taken in index order (sift_rank_before), so the ranks
  * are a permutation; such records are duplicates, so only one of them is ever kept, and which one does not
- * change a kept field. The result is the sorting path's, bit for bit. */
+ * change a kept field. The result is the sorting path's, bit for bit.
+ * The backends' kernels: backend/cuda/kernels/sift_select_rank.cuh and backend/opencl/kernels/sift_select_rank.cl. */
+
+/* The most oriented records the rank select takes (its kernels and the hosts that queue them read it): the
+ * comparisons grow as the count squared, and past this count the multi-launch sorting path runs instead. */
+#define SIFT_RANK_MAX_RECORDS 16384u
 
 /* 1 when record j (index jn) goes before record i (index in) in order `mode`, equal records in index order. */
 SPECTRASIFT_FN int sift_rank_before(SiftKeypoint kj, int jn, SiftKeypoint ki, int in, int mode) {

@@ -20,9 +20,9 @@
 
 namespace spectrasift::cuda::kernels {
 
-constexpr unsigned int kSelectRankRecords = 16384;  // the most oriented records handled here (else multi-launch)
-constexpr int kSelectRankWarps = 8;                 // warps a block of the warp kernels
-constexpr int kSelectRankPerWarp = 8;               // records a warp
+constexpr unsigned int kSelectRankRecords = SIFT_RANK_MAX_RECORDS;  // the most records handled here (else multi-launch)
+constexpr int kSelectRankWarps = 8;                                 // warps a block of the warp kernels
+constexpr int kSelectRankPerWarp = 8;                               // records a warp
 constexpr unsigned int kRankNone = SIFT_RANK_NONE;
 
 // What the canonical key needs from the plan (host-computed): y_scale = 2^23 / (largest input side + 1);
