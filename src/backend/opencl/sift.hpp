@@ -56,10 +56,17 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   /// none; tests check the small-octave cases exist).
   int small_octaves_from() const noexcept { return small_from_; }
 
-  /// Tests: whether the last run's select stage ran in one work-group (sift_select_small set its counter slot).
+  /// Tests: whether the last run's select stage ran in a small-count path (the rank select or sift_select_small
+  /// set its counter slot).
   bool last_select_was_small() const noexcept { return counters_[SIFT_COUNT_SELECT_SMALL] == 1; }
+  /// Tests: whether that small-count path was the rank select (kernels/sift_select_rank.cl): the last select()
+  /// queued it and its counter slot says it ran.
+  bool last_select_was_rank() const noexcept { return select_rank_queued_ && last_select_was_small(); }
   /// The positions sift_select_small handles with the State's switch and local memory now (0: not run).
   std::size_t select_small_positions();
+  /// The records the rank select takes with the State's switches and the kernels' limits now (0: not run;
+  /// else SIFT_RANK_MAX_RECORDS).
+  std::size_t select_rank_records();
 
   /// Tests: the work-group size the last descriptors() ran sift_descriptor_staged or sift_descriptor_staged_rows
   /// with (128 for State::descriptor_variant 1 and 4, 32 for 2 and 3, on a GPU path where the device allows
@@ -86,7 +93,7 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   void finish_profile() override;  // stage_ms_ from the profiling events (launches and transfers)
   void read_counters() override;
   void clear_feature_counters() override;
-  bool select_again() override;  // sift_features.cpp: the one work-group queued alone fell back
+  bool select_again() override;  // sift_features.cpp: the small-count path queued alone fell back
   // sift_upload.cpp: bytes of the caller's memory into dst (directly, or staged through pinned memory).
   void write_input(cl_mem dst, const void* src, std::size_t bytes);
   // sift_download.cpp
@@ -113,6 +120,7 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   // sift_features.cpp
   void sort(cl_mem order, int count_slot, int mode);
   void compact(cl_mem in, int in_slot, int out_slot, cl_mem out);
+  void select_rank(std::size_t bound);  // the rank select's launches over at most `bound` records
   void group_sizes();
 
   State& st_;
@@ -149,7 +157,9 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   bool desc_staged_fits(const char* name, std::size_t local);
   std::size_t oriented_bound_ = ~std::size_t(0);  // select(): the oriented count read back (CPU devices), else the capacity
   std::size_t compact_local_ = 0;
-  bool select_deferred_ = false;    // select() queued sift_select_small alone on a guess (select_again checks it)
+  bool select_deferred_ = false;    // select() queued the small-count path alone on a guess (select_again checks it)
+  bool select_rank_queued_ = false;  // the last select() queued the rank select (last_select_was_rank())
+  std::size_t rank_local_ = ~std::size_t(0);  // work-items of the rank select's slice kernels (select_rank_records())
   bool select_multi_now_ = false;   // select_again(): the next select() runs the multi-launch path on the count read
   std::size_t select_small_local_ = 0;        // work-items of sift_select_small (select_small_positions())
   std::size_t select_small_fixed_ = ~std::size_t(0);  // its local memory besides `shared` (measured once)

@@ -1,12 +1,13 @@
 // OpenCL SIFT per-keypoint stages (see sift.hpp): orientations (one work-group per refined point), select
-// (device sorts and compactions of an index array: duplicates, cap, mask, canonical order; on GPUs the whole
-// stage in one work-group first when the count is small) and descriptors (one work-group per kept keypoint;
-// the staged forms one or four a work-group).
+// (device sorts and compactions of an index array: duplicates, cap, mask, canonical order; on GPUs first a
+// small-count path that does the whole stage when the count is small: the rank select, or the one work-group)
+// and descriptors (one work-group per kept keypoint; the staged forms one or four a work-group).
 #include <algorithm>
 #include <cmath>
 
 #include "backend/opencl/sift.hpp"
 #include "numeric/sift_common.h"
+#include "numeric/sift_select.h"
 #include "spectrasift/error.hpp"
 
 namespace spectrasift::opencl {
@@ -26,6 +27,9 @@ constexpr int kOrderDuplicates = 0, kOrderResponse = 1, kOrderCanonical = 2;
 // sift_select_small (kernels/sift_select.cl): the most positions (SIFT_SELECT_SMALL_MAX_POSITIONS, its 13-bit
 // index), the most per work-item (SIFT_SELECT_SMALL_PER_MAX), and the fewest worth running it for.
 constexpr std::size_t kSelectSmallMaxPositions = 8192, kSelectSmallPerMax = 16, kSelectSmallMinPositions = 2048;
+// The rank select (kernels/sift_select_rank.cl): work-items a record (SIFT_RANK_LANES) and the largest work-group
+// of its slice kernels (SIFT_RANK_GROUP_MAX, the size of their local sums).
+constexpr std::size_t kRankLanes = 32, kRankGroupMax = 256;
 
 }  // namespace
 
@@ -174,7 +178,8 @@ void SiftStagesOpenCL::compact(cl_mem in, int in_slot, int out_slot, cl_mem out)
 }
 
 // The positions P of sift_select_small (kernels/sift_select.cl) with the State's switch (by default on GPUs
-// only) and local memory now, or 0 when it is not run: the largest power of two up to 8,192 (its 13-bit record
+// only; select() takes it where the rank select is off: State::select_rank 0, or CPU devices with select_small 1)
+// and local memory now, or 0 when it is not run: the largest power of two up to 8,192 (its 13-bit record
 // index) whose P + L ints (the order's words and the scan of L work-items) fit the device's local memory less
 // the kernel's own, and at most 16 positions per work-item. NVIDIA OpenCL's 48 KiB gives 8,192 with L = 1024.
 // Below 2,048 positions the one work-group would rarely take the stage (kleiber 1080p has 2,411 oriented
@@ -199,6 +204,56 @@ std::size_t SiftStagesOpenCL::select_small_positions() {
   if (positions < kSelectSmallMinPositions || positions < l) return 0;
   select_small_local_ = l;
   return positions;
+}
+
+// The records the rank select (kernels/sift_select_rank.cl) takes with the State's switches (by default on GPUs
+// only; State::select_small 0 turns it off with the one work-group), or 0 when it is not run: SIFT_RANK_MAX_RECORDS
+// where its slice kernels allow a work-group of at least one slice of 32 work-items. Their work-group: as many
+// slices as the three kernels allow, up to 8 (256 work-items).
+std::size_t SiftStagesOpenCL::select_rank_records() {
+  const bool small = st_.select_small > 0 || (st_.select_small < 0 && !st_.is_cpu);
+  const bool rank = st_.select_rank > 0 || (st_.select_rank < 0 && !st_.is_cpu);
+  if (!small || !rank) return 0;
+  if (rank_local_ == ~std::size_t(0)) {
+    std::size_t l = kRankGroupMax;
+    for (const char* name : {"sift_select_rank_unique", "sift_select_rank_keep", "sift_select_rank_place"})
+      l = std::min(l, st_.work_group_1d(kernel(name), kRankGroupMax));
+    rank_local_ = l / kRankLanes * kRankLanes;
+  }
+  return rank_local_ >= kRankLanes ? std::size_t(SIFT_RANK_MAX_RECORDS) : 0;
+}
+
+// The rank select's launches (kernels/sift_select_rank.cl) over at most `bound` records (the host's bound on the
+// oriented count): keys, duplicates, the cap and the mask (only when there is either), the canonical positions.
+// A slice of 32 work-items per record; the kernels skip their work past SIFT_RANK_MAX_RECORDS. The per-record
+// arrays are five runs of the keypoint capacity in "sift.rank".
+void SiftStagesOpenCL::select_rank(std::size_t bound) {
+  const detail::SiftPlan& p = *plan_;
+  const cl_mem counters = counter_buffer();
+  const cl_mem kps = st_.buffer("sift.kp", keypoint_capacity_ * sizeof(SiftKeypoint));
+  const cl_mem kept = st_.buffer("sift.kept", keypoint_capacity_ * sizeof(SiftKeypoint));
+  const cl_mem m = st_.buffer("sift.mask", 4);
+  const cl_mem words = st_.buffer("sift.rank", 5 * keypoint_capacity_ * sizeof(cl_uint));
+  const cl_uint cap = cl_uint(keypoint_capacity_);
+  // y times y_scale falls in [0, 2^23): the canonical key's y field; the key only where layers fit 4 bits.
+  const float y_scale = float(1 << 23) / float(std::max(p.input_width, p.input_height) + 1);
+  const bool cap_or_mask = p.max_features > 0 || mask_type_ >= 0;
+  cl_kernel keys = kernel("sift_select_rank_keys");
+  set_args(keys, kps, counters, cap, y_scale, cl_int(p.layers <= 15 ? 1 : 0), words);
+  launch_1d(keys, bound, 256, kSelect);
+  const std::size_t slices = rank_local_ / kRankLanes;
+  const std::size_t g = (bound + slices - 1) / slices * rank_local_;
+  cl_kernel unique = kernel("sift_select_rank_unique");
+  set_args(unique, kps, counters, cap, words, cl_int(cap_or_mask ? 0 : 1));
+  launch(unique, 1, &g, &rank_local_, kSelect);
+  if (cap_or_mask) {
+    cl_kernel keep = kernel("sift_select_rank_keep");
+    set_args(keep, kps, counters, cap, words, p.max_features, m, mask_type_, mask_w_, mask_h_);
+    launch(keep, 1, &g, &rank_local_, kSelect);
+  }
+  cl_kernel place = kernel("sift_select_rank_place");
+  set_args(place, kps, counters, cap, words, kept);
+  launch(place, 1, &g, &rank_local_, kSelect);
 }
 
 void SiftStagesOpenCL::select(const Image* mask) {
@@ -239,23 +294,37 @@ void SiftStagesOpenCL::select(const Image* mask) {
   const cl_mem m = st_.buffer("sift.mask", 4);
   const cl_uint cap = cl_uint(keypoint_capacity_);
   const cl_mem kept = st_.buffer("sift.kept", keypoint_capacity_ * sizeof(SiftKeypoint));
-  const std::size_t small = multi_only ? 0 : select_small_positions();
+  // The small-count path and the most records it takes (0: none): the rank select, else the one work-group.
+  std::size_t small = 0;
+  bool rank = false;
+  if (!multi_only) {
+    small = select_rank_records();
+    rank = small != 0;
+    if (!rank) small = select_small_positions();
+  }
+  select_rank_queued_ = false;
   if (small && !(exact && bound > small)) {
-    // The whole stage in one work-group when the oriented count is at most `small` (decided on the device,
-    // which sets counters[SIFT_COUNT_SELECT_SMALL]); the launches below then return at once. They are not
-    // queued when the host's bound on the count is within `small` (the keypoint capacity; on CPU devices the
-    // count read back), nor when it queues the one work-group alone on a guess (State::select_small_defer; by
-    // default when the candidates are at most 2 x small: at kleiber 1080p upsampled 6,528 candidates give
-    // 2,427 oriented records, and the capacity 13,056 would queue 48 launches that return at once, each a
-    // launch's fixed cost on NVIDIA). A wrong guess costs one more round: download() reads the slot 0, and
-    // select_again() has the multi-launch path run on the count read. The key prefixes' scale: coordinates
-    // (input pixels) times it fall in [0, 2^19); the canonical prefix only where layers fit 4 bits.
-    cl_kernel k = kernel("sift_select_small");
-    const float coord_scale = float(1 << 19) / float(std::max(p.input_width, p.input_height) + 1);
-    set_args(k, kps, counters, cap, cl_uint(small), p.max_features, m, mask_type_, mask_w_, mask_h_, coord_scale,
-             cl_int(p.layers <= 15 ? 1 : 0), kept);
-    SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 12, (small + select_small_local_) * sizeof(cl_int), nullptr));
-    launch(k, 1, &select_small_local_, &select_small_local_, kSelect);
+    // The whole stage in the small-count path when the oriented count is at most `small` (decided on the
+    // device, which sets counters[SIFT_COUNT_SELECT_SMALL]); the launches below then return at once. They are
+    // not queued when the host's bound on the count is within `small` (the keypoint capacity; on CPU devices the
+    // count read back), nor when it queues the path alone on a guess (State::select_small_defer; by default
+    // when the candidates are at most 2 x small: at kleiber 1080p upsampled 6,528 candidates give 2,427
+    // oriented records, and the capacity 13,056 would queue 48 launches that return at once, each a launch's
+    // fixed cost on NVIDIA). A wrong guess costs one more round: download() reads the slot 0, and
+    // select_again() has the multi-launch path run on the count read.
+    if (rank) {
+      select_rank(bound);
+      select_rank_queued_ = true;
+    } else {
+      // The one work-group. The key prefixes' scale: coordinates (input pixels) times it fall in [0, 2^19); the
+      // canonical prefix only where layers fit 4 bits.
+      cl_kernel k = kernel("sift_select_small");
+      const float coord_scale = float(1 << 19) / float(std::max(p.input_width, p.input_height) + 1);
+      set_args(k, kps, counters, cap, cl_uint(small), p.max_features, m, mask_type_, mask_w_, mask_h_, coord_scale,
+               cl_int(p.layers <= 15 ? 1 : 0), kept);
+      SPECTRASIFT_CL_CHECK(clSetKernelArg(k, 12, (small + select_small_local_) * sizeof(cl_int), nullptr));
+      launch(k, 1, &select_small_local_, &select_small_local_, kSelect);
+    }
     const bool defer = st_.select_small_defer > 0 || (st_.select_small_defer < 0 && candidates_ <= 2 * small);
     if (bound <= small || defer) {
       select_deferred_ = bound > small;
@@ -289,7 +358,7 @@ void SiftStagesOpenCL::select(const Image* mask) {
   flush();
 }
 
-// download(): the one work-group was queued alone on a guess and found more oriented records than its positions
+// download(): the small-count path was queued alone on a guess and found more oriented records than it takes
 // (its counter slot is 0): the next select() runs the multi-launch path, sized to the count just read.
 bool SiftStagesOpenCL::select_again() {
   if (!select_deferred_ || counters_[SIFT_COUNT_SELECT_SMALL] != 0) return false;

@@ -145,10 +145,16 @@ struct State final : detail::BackendImpl {
   /// (GPUs), 0 = never, 1 = where they fit (tests force it on PoCL with blur_variant 0 or 2). The row
   /// kernels (blur_variant 1, CPU devices) never take it. The same bits either way.
   int small_octaves = -1;
-  /// Whether SIFT's select stage runs sift_select_small first (the whole stage in one work-group when the
-  /// oriented count fits its local memory; sift_features.cpp): -1 = by device (GPUs), 0 = never, 1 = where
-  /// the device's local memory holds enough positions (tests force it on PoCL). The same bits either way.
+  /// Whether SIFT's select stage runs a small-count path first (the whole stage when the oriented count is small,
+  /// decided on the device; sift_features.cpp; which path: select_rank): -1 = by device (GPUs), 0 = never (the
+  /// multi-launch path alone), 1 = where the device allows it (tests force it on PoCL). The same bits either way.
   int select_small = -1;
+  /// Which small-count path select_small lets run: -1 = by device (the rank select on GPUs, sift_select_small on
+  /// CPU devices), 0 = sift_select_small (kernels/sift_select.cl: one work-group sorting in local memory, up to
+  /// its positions), 1 = the rank select (kernels/sift_select_rank.cl: every record compared with every other, a
+  /// slice of 32 work-items per record, three or four launches, up to SIFT_RANK_MAX_RECORDS = 16,384 records;
+  /// tests force it on PoCL with select_small 1). The same bits either way.
+  int select_rank = -1;
   /// Which SIFT descriptor kernel on GPUs (sift_features.cpp): -1 = by device (the row walk in work-groups of
   /// 32, as 3: the fastest of the five on the H200 through NVIDIA OpenCL), 0 = the walkers (sift_descriptor),
   /// 1 = the staged form (sift_descriptor_staged: each sample computed once, each owner walking its box) with
@@ -157,11 +163,12 @@ struct State final : detail::BackendImpl {
   /// where the device allows the work-group and local memory, else the walkers. CPU devices always run sift_descriptor_serial. The same bits in every
   /// form; tests force each on PoCL with is_cpu = false.
   int descriptor_variant = -1;
-  /// When the host's bound on the oriented count (the keypoint capacity, 2 x the candidates) exceeds
-  /// sift_select_small's positions: -1 = queue it alone when the candidates are at most twice its positions
-  /// (the oriented count is then most likely within them; the rare miss runs the multi-launch path from
-  /// download() once the count is read), else with the multi-launch kernels behind it; 0 = always with them
-  /// (they return at once when it did the stage); 1 = always alone. Tests force each. The same bits either way.
+  /// When the host's bound on the oriented count (the keypoint capacity, 2 x the candidates) exceeds what the
+  /// small-count path takes (the rank select's records or sift_select_small's positions): -1 = queue it alone
+  /// when the candidates are at most twice that (the oriented count is then most likely within it; the rare miss
+  /// runs the multi-launch path from download() once the count is read), else with the multi-launch kernels
+  /// behind it; 0 = always with them (they return at once when it did the stage); 1 = always alone. Tests force
+  /// each. The same bits either way.
   int select_small_defer = -1;
   /// The GPU extrema search (sift_extrema) launches an octave on its own while its launch has at least this
   /// many work-groups, the remaining octaves in one launch (0: 2 x compute_units). Tests set it huge to search

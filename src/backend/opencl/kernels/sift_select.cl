@@ -8,8 +8,9 @@
  * the steps (k, j) for its bound on P; a step whose k exceeds the device's P returns at once. Each
  * comparison is a total order on the records, so the result never depends on the arrival order.
  *
- * On GPUs sift_select_small (below) runs the whole stage in one work-group first when the oriented count is
- * small; it then sets counters[SIFT_COUNT_SELECT_SMALL] and every multi-launch kernel here returns at once. */
+ * On GPUs a small-count path runs the whole stage first when the oriented count is small: the rank select
+ * (sift_select_rank.cl, the default) or sift_select_small (below, one work-group; State::select_rank); it then
+ * sets counters[SIFT_COUNT_SELECT_SMALL] and every multi-launch kernel here returns at once. */
 
 /* The orders (SIFT_ORDER_*), the comparisons (sift_pow2_at_least, sift_index_before,
  * sift_compare_exchange) and the keep flag of a position (sift_select_flag) are numeric/sift_select.h's,
