@@ -238,6 +238,18 @@ inline std::vector<std::pair<const char*, SiftOptions>> select_path_cases() {
   return {{"box.png", {}}, {"graf1_gray.png", {}}, {"camera.png", {}}, {"graf1_gray.png", dense}};
 }
 
+/// g repeated nx x ny times: about nx ny times g's keypoints, with its responses repeated (ties at a cap), for
+/// the select-path tests' counts around the small-count paths' limits.
+inline Image tiled_image(const Image& g, int nx, int ny) {
+  Image out = Image::allocate(g.width * nx, g.height * ny, g.channels, g.type);
+  const std::size_t row = g.row_bytes();
+  for (int y = 0; y < out.height; ++y)
+    for (int tx = 0; tx < nx; ++tx)
+      std::memcpy(out.data.data() + std::size_t(y) * out.row_bytes() + std::size_t(tx) * row,
+                  g.data.data() + std::size_t(y % g.height) * row, row);
+  return out;
+}
+
 /// An image of the descriptor-form tests: its path, its options, and the label of the printed lines.
 struct DescriptorFormCase {
   std::string path;

@@ -36,6 +36,7 @@
 #include "backend/opencl/device_features.hpp"
 #include "backend/opencl/sift.hpp"
 #include "backend/opencl/state.hpp"
+#include "numeric/sift_select.h"
 #endif
 
 namespace ss = spectrasift;
@@ -360,18 +361,28 @@ TEST(SiftOpenCL, ExtremaOctavesInOneLaunchFindTheSameCandidates) {
   }
 }
 
-// The select stage's two paths keep the same features bit for bit: sift_select_small (the whole stage in one
-// work-group, the order as 32-bit words of a key prefix and a record index in local memory; forced on PoCL
-// with State::select_small = 1) and the multi-launch sorts and compactions, with and without the cap and a mask,
-// and agree with the CPU backend. The forms, each against the multi-launch path (GPU host path):
-//  - GPU host path, default: the one work-group queued alone (the capacity is within its 8,192 positions, or
-//    the candidates within twice them: every case here), so the multi-launch kernels are never queued;
-//  - GPU host path, State::select_small_defer = 0: the multi-launch kernels queued behind it when the capacity
-//    (2 x the candidates) exceeds its positions, returning at once on its counter slot;
-//  - the CPU-device host path (the oriented count read back: never queued);
-//  - 16 KiB of local memory (2,048 positions: box fits, graf1 does not), the multi-launch kernels queued behind
-//    (defer 0: the device's slot 0 lets them run) and not queued (defer 1: download() sees the slot 0 and
-//    select_again() runs the multi-launch path).
+// The select stage's three paths keep the same features bit for bit: the rank select (kernels/sift_select_rank.cl:
+// every record compared with every other, a slice of 32 work-items per record; the GPUs' default, forced on PoCL
+// with State::select_small = select_rank = 1), sift_select_small (the whole stage in one work-group, the order as
+// 32-bit words of a key prefix and a record index in local memory; select_rank = 0) and the multi-launch sorts
+// and compactions, with and without the cap and a mask, and agree with the CPU backend. The forms, each against
+// the multi-launch path (GPU host path):
+//  - the rank select: the GPU host path's default (select_small and select_rank -1), queued alone (the capacity is
+//    within its 16,384 records, or the candidates within twice them: every case here); with the multi-launch
+//    kernels queued behind it (State::select_small_defer = 0); the CPU-device host path (forced; the oriented
+//    count read back: never queued);
+//  - the one work-group: the GPU host path, queued alone (the capacity within its 8,192 positions, or the
+//    candidates within twice them: every case here), and with the multi-launch kernels behind it when the
+//    capacity (2 x the candidates) exceeds its positions (defer 0), returning at once on its counter slot; the
+//    CPU-device host path (select_rank -1: the one work-group on CPU devices);
+//  - the one work-group in 16 KiB of local memory (2,048 positions: box fits, graf1 does not), the multi-launch
+//    kernels queued behind (defer 0: the device's slot 0 lets them run) and not queued (defer 1: download() sees
+//    the slot 0 and select_again() runs the multi-launch path).
+// Then counts around the limits, graf1 at contrast 0.01 tiled: 2 x 1 (more records than the one work-group's
+// 8,192 positions, within the rank select's 16,384; with and without a cap of 3,000, the tiles repeating responses:
+// ties at the cut) and 2 x 2 (more than 16,384); the rank select queued alone on a guess (defer 1: right on the
+// first, wrong on the second, where select_again() runs the multi-launch path), with the multi-launch kernels
+// behind it (defer 0), and the default.
 // "sift.order_a" exists after a run only when the multi-launch path was queued (erased before each run).
 // graf1 at a low contrast threshold has 4,483 features.
 TEST(SiftOpenCL, SelectPathsGiveTheSameFeatures) {
@@ -382,32 +393,39 @@ TEST(SiftOpenCL, SelectPathsGiveTheSameFeatures) {
     std::unique_ptr<ss::detail::SiftStages> stages;
     std::size_t local = 0;  // local memory (0: the device's)
     ss::opencl::SiftStagesOpenCL& ocl() { return dynamic_cast<ss::opencl::SiftStagesOpenCL&>(*stages); }
-    ss::Features run(const ss::Image& im, const ss::SiftOptions& o, const ss::Image* m) {
+    ss::Features run(const ss::Image& im, const ss::SiftOptions& o, const ss::Image* m,
+                     ss::detail::SiftCounts* counts = nullptr) {
       const std::size_t saved = st->local_mem;
       if (local) st->local_mem = local;
       st->buffers.erase("sift.order_a");
-      ss::Features r = run_stages(*stages, ctx->impl(), sift_view(im), o, m);
+      ss::Features r = run_stages(*stages, ctx->impl(), sift_view(im), o, m, counts);
       st->local_mem = saved;
       return r;
     }
     bool queued() const { return st->buffers.count("sift.order_a") != 0; }
   };
-  auto make = [](bool gpu, int select_small, int defer, std::size_t local) {
+  auto make = [](bool gpu, int select_small, int select_rank, int defer, std::size_t local) {
     Form f;
     f.ctx = std::make_unique<ss::Context>(opencl_options());
     f.st = &ss::opencl::state(f.ctx->impl());
     f.st->is_cpu = !gpu;  // the host path's choice (a GPU's guess, or a CPU device's count read back)
     f.st->select_small = select_small;
+    f.st->select_rank = select_rank;
     f.st->select_small_defer = defer;
     f.local = local;
     f.stages = ss::opencl::make_sift_stages(f.ctx->impl());
     return f;
   };
   const std::size_t narrow_local = 16 * 1024;
-  Form multi = make(true, 0, -1, 0), small = make(true, 1, -1, 0), behind = make(true, 1, 0, 0),
-       cpu_form = make(false, 1, -1, 0), narrow_behind = make(true, 1, 0, narrow_local),
-       narrow_again = make(true, 1, 1, narrow_local);
+  Form multi = make(true, 0, -1, -1, 0), rank = make(true, -1, -1, -1, 0), rank_behind = make(true, 1, 1, 0, 0),
+       rank_cpu = make(false, 1, 1, -1, 0), small = make(true, 1, 0, -1, 0), behind = make(true, 1, 0, 0, 0),
+       cpu_form = make(false, 1, -1, -1, 0), narrow_behind = make(true, 1, 0, 0, narrow_local),
+       narrow_again = make(true, 1, 0, 1, narrow_local);
+  ASSERT_EQ(rank.ocl().select_rank_records(), std::size_t(SIFT_RANK_MAX_RECORDS));
+  EXPECT_EQ(cpu_form.ocl().select_rank_records(), 0u) << "CPU devices: the one work-group by default";
+  EXPECT_EQ(multi.ocl().select_rank_records(), 0u) << "select_small 0: no small-count path";
   bool behind_queued = false, behind_alone = false, narrow_fell_back = false, narrow_small = false;
+  bool rank_behind_queued = false, rank_behind_alone = false;
   for (const auto& [name, base] : ss::test::select_path_cases()) {
     const ss::Image im = load(name);
     const ss::Image mask = ss::test::tile_mask(im.width, im.height);
@@ -427,12 +445,27 @@ TEST(SiftOpenCL, SelectPathsGiveTheSameFeatures) {
         if (cap > 0) {
           EXPECT_LE(ref.keypoints.size(), std::size_t(cap) + 30) << what;
         }
+        // The rank select: the default, queued alone; the multi-launch kernels behind it; the CPU host path.
+        const ss::Features r = rank.run(im, o, m);
+        EXPECT_TRUE(rank.ocl().last_select_was_rank()) << what;
+        EXPECT_FALSE(rank.queued()) << what << ": the default queued the multi-launch kernels behind the rank select";
+        EXPECT_TRUE(same_bits(r, ref)) << what << ": the rank select (GPU host path) differs from multi-launch";
+        const ss::Features rb = rank_behind.run(im, o, m);
+        EXPECT_TRUE(rank_behind.ocl().last_select_was_rank()) << what;
+        (rank_behind.queued() ? rank_behind_queued : rank_behind_alone) = true;
+        EXPECT_TRUE(same_bits(rb, ref)) << what << ": the rank select, the multi-launch kernels behind it, differs";
+        const ss::Features rc = rank_cpu.run(im, o, m);
+        EXPECT_TRUE(rank_cpu.ocl().last_select_was_rank()) << what;
+        EXPECT_FALSE(rank_cpu.queued()) << what << ": the count was known, nothing to queue";
+        EXPECT_TRUE(same_bits(rc, ref)) << what << ": the rank select (CPU host path) differs from multi-launch";
+        expect_agreement(cpu_sift(im, o, m), r, what);  // every form below has r's bits
         // 8,192 where the work-group size and local memory allow (PoCL); NVIDIA OpenCL gave 4,096 on the H200.
         const std::size_t positions = small.ocl().select_small_positions();
         ASSERT_GE(positions, 4096u);
         if (positions < 8192u && o.contrast_threshold < 0.02) continue;  // the dense case exceeds 4,096 records
         const ss::Features a = small.run(im, o, m);
         EXPECT_TRUE(small.ocl().last_select_was_small()) << what;
+        EXPECT_FALSE(small.ocl().last_select_was_rank()) << what;
         // The default's guess (candidates within 2 x the positions) holds for every case at 8,192 positions; at
         // NVIDIA's 4,096, graf1's candidates exceed 8,192 and the multi-launch kernels are rightly queued behind.
         if (positions >= 8192u) {
@@ -445,6 +478,7 @@ TEST(SiftOpenCL, SelectPathsGiveTheSameFeatures) {
         EXPECT_TRUE(same_bits(b, ref)) << what << ": one work-group, the multi-launch kernels behind it, differs";
         const ss::Features c = cpu_form.run(im, o, m);
         EXPECT_TRUE(cpu_form.ocl().last_select_was_small()) << what;
+        EXPECT_FALSE(cpu_form.ocl().last_select_was_rank()) << what;
         EXPECT_FALSE(cpu_form.queued()) << what << ": the count was known, nothing to queue";
         EXPECT_TRUE(same_bits(c, ref)) << what << ": one work-group (CPU host path) differs from the multi-launch path";
         // 2,048 positions in 16 KiB: the one work-group takes box, not graf1.
@@ -460,18 +494,75 @@ TEST(SiftOpenCL, SelectPathsGiveTheSameFeatures) {
           EXPECT_TRUE(same_bits(d, ref)) << what << ": 16 KiB, defer " << f->st->select_small_defer
                                          << ": differs from the multi-launch path";
         }
-        expect_agreement(cpu_sift(im, o, m), a, what);
       }
     }
   }
   EXPECT_TRUE(behind_queued) << "no case queued the multi-launch kernels behind the one work-group";
   EXPECT_TRUE(behind_alone) << "no case had a capacity within the one work-group's positions";
+  EXPECT_TRUE(rank_behind_queued) << "no case queued the multi-launch kernels behind the rank select";
+  EXPECT_TRUE(rank_behind_alone) << "no case had a capacity within the rank select's records";
   EXPECT_TRUE(narrow_fell_back) << "no case exceeded the 2,048 positions of 16 KiB";
   EXPECT_TRUE(narrow_small) << "no case fit the 2,048 positions of 16 KiB";
   narrow_again.st->local_mem = narrow_local;
   EXPECT_EQ(narrow_again.ocl().select_small_positions(), 2048u);
   narrow_again.st->local_mem = 1024;
   EXPECT_EQ(narrow_again.ocl().select_small_positions(), 0u) << "1 KiB of local memory holds no useful order";
+  // The rank select's buffers are reused: a steady run creates none (the multi-launch kernels are not queued, so
+  // erasing "sift.order_a" before each run costs nothing here).
+  {
+    const ss::Image im = load("graf1_gray.png");
+    (void)rank.run(im, {}, nullptr);
+    const std::size_t before = rank.st->buffer_allocations;
+    (void)rank.run(im, {}, nullptr);
+    EXPECT_TRUE(rank.ocl().last_select_was_rank());
+    EXPECT_EQ(rank.st->buffer_allocations, before) << "the rank select created buffers on a steady run";
+  }
+
+  // Counts around the limits: graf1 at contrast 0.01 tiled 2 x 1 (with and without the cap) and 2 x 2.
+  Form rank_again = make(true, 1, 1, 1, 0);
+  const ss::SiftOptions dense = ss::test::select_path_cases().back().second;  // graf1's contrast 0.01
+  const ss::Image graf1 = load("graf1_gray.png");
+  struct Tiled {
+    int nx, ny, cap;
+  };
+  for (const auto& [nx, ny, cap] : {Tiled{2, 1, 0}, Tiled{2, 1, 3000}, Tiled{2, 2, 0}}) {
+    const ss::Image im = ss::test::tiled_image(graf1, nx, ny);
+    const bool fits = nx * ny == 2;  // the rank select takes it
+    ss::SiftOptions o = dense;
+    o.max_features = cap;
+    const std::string what = "graf1 contrast 0.01 tiled " + std::to_string(nx) + " x " + std::to_string(ny) +
+                             " max_features " + std::to_string(cap);
+    ss::detail::SiftCounts counts;
+    const ss::Features ref = multi.run(im, o, nullptr, &counts);
+    std::printf("[ sift-ocl ] %s: %zu candidates, %zu oriented, %zu kept\n", what.c_str(), counts.candidates,
+                counts.oriented, counts.kept);
+    if (fits) {
+      EXPECT_GT(counts.oriented, 8192u) << what << ": within the one work-group's positions";
+      EXPECT_LE(counts.oriented, std::size_t(SIFT_RANK_MAX_RECORDS)) << what;
+    } else {
+      EXPECT_GT(counts.oriented, std::size_t(SIFT_RANK_MAX_RECORDS)) << what;
+    }
+    if (cap > 0) {
+      EXPECT_LE(ref.keypoints.size(), std::size_t(cap) + 30) << what;
+    }
+    for (Form* f : {&rank, &rank_behind, &rank_again}) {
+      const std::string form = what + ", defer " + std::to_string(f->st->select_small_defer);
+      const ss::Features r = f->run(im, o, nullptr);
+      EXPECT_EQ(f->ocl().last_select_was_rank(), fits) << form;
+      EXPECT_EQ(f->ocl().last_select_was_small(), fits) << form;
+      if (f->st->select_small_defer == 1) {  // queued only for the rerun
+        EXPECT_EQ(f->queued(), !fits) << form;
+      } else if (!fits) {
+        EXPECT_TRUE(f->queued()) << form << ": fell back with nothing queued";
+      }
+      EXPECT_TRUE(same_bits(r, ref)) << form << ": the rank select differs from the multi-launch path";
+    }
+    if (fits && cap == 0) {  // the one work-group's positions do not hold it: the multi-launch path, the same bits
+      const ss::Features a = small.run(im, o, nullptr);
+      EXPECT_FALSE(small.ocl().last_select_was_small()) << what;
+      EXPECT_TRUE(same_bits(a, ref)) << what << ": one work-group (fell back) differs";
+    }
+  }
 }
 
 // Buffers too small for a run grow and the stages run again, with the same result.
@@ -533,9 +624,10 @@ TEST(SiftOpenCL, DISABLED_StageTimes) {
 }
 
 // The select stage's device time (profiling events) and the run's wall time, medians of 11 after a warm-up,
-// the forms' runs interleaved: the multi-launch path (State::select_small = 0), sift_select_small queued
-// alone (select_small 1, select_small_defer 1: on GPUs the default for these counts) and sift_select_small
-// with the multi-launch kernels queued behind it (defer 0: they return at once), for the timing images (graf1,
+// the forms' runs interleaved: the multi-launch path (State::select_small = 0), the rank select queued alone
+// (select_small 1, select_rank 1, select_small_defer 1: on GPUs the default for these counts) and with the
+// multi-launch kernels queued behind it (defer 0: they return at once), sift_select_small queued alone
+// (select_rank 0, defer 1) and with the multi-launch kernels behind it (defer 0), for the timing images (graf1,
 // box and SPECTRASIFT_SIFT_TIMING_IMAGES'), with the counts that decide the path. Reported, never asserted.
 // Run with --gtest_also_run_disabled_tests --gtest_filter=*SelectTimes*.
 TEST(SiftOpenCL, DISABLED_SelectTimes) {
@@ -546,39 +638,47 @@ TEST(SiftOpenCL, DISABLED_SelectTimes) {
   auto& ocl = dynamic_cast<ss::opencl::SiftStagesOpenCL&>(*stages);
   ocl.set_profiling(true);
   using Stages = ss::detail::SiftDeviceStages;
-  struct Form { int small, defer; const char* what; };
-  const Form forms[] = {{0, -1, "multi-launch"}, {1, 1, "one work-group alone"}, {1, 0, "one work-group + queued"}};
+  struct Form { int small, rank, defer; const char* what; };
+  const Form forms[] = {{0, -1, -1, "multi-launch"},
+                        {1, 1, 1, "rank alone"},
+                        {1, 1, 0, "rank + queued"},
+                        {1, 0, 1, "one work-group alone"},
+                        {1, 0, 0, "one work-group + queued"}};
+  constexpr int kForms = int(std::size(forms));
   for (const std::string& path : ss::test::timing_images()) {
     const ss::Image im = ss::read_image(path);
     for (bool upsample : {true, false}) {
       ss::SiftOptions o;
       o.upsample = upsample;
-      std::vector<double> ms[3], wall[3];
+      std::vector<double> ms[kForms], wall[kForms];
       ss::detail::SiftCounts counts;
-      bool small_ran = false;
+      bool rank_ran = false, small_ran = false;
       for (int rep = 0; rep < 12; ++rep) {
-        for (int f = 0; f < 3; ++f) {
+        for (int f = 0; f < kForms; ++f) {
           st.select_small = forms[f].small;
+          st.select_rank = forms[f].rank;
           st.select_small_defer = forms[f].defer;
           const auto t0 = std::chrono::steady_clock::now();
           (void)run_stages(ocl, ctx.impl(), sift_view(im), o, nullptr, &counts);
           const auto t1 = std::chrono::steady_clock::now();
-          if (f == 1) small_ran = ocl.last_select_was_small();
+          if (f == 1) rank_ran = ocl.last_select_was_rank();
+          if (f == 3) small_ran = ocl.last_select_was_small();
           if (rep == 0) continue;
           ms[f].push_back(ocl.stage_ms()[std::size_t(Stages::kSelect)]);
           wall[f].push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
         }
       }
-      std::printf("[ sift-ocl ] select %s upsample %d: candidates %zu, oriented %zu, kept %zu; one work-group %zu "
-                  "positions, %s; select ms (run wall ms):",
+      std::printf("[ sift-ocl ] select %s upsample %d: candidates %zu, oriented %zu, kept %zu; rank select %s; one "
+                  "work-group %zu positions, %s; select ms (run wall ms):",
                   path.c_str(), int(upsample), counts.candidates, counts.oriented, counts.kept,
-                  ocl.select_small_positions(), small_ran ? "ran" : "fell back");
-      for (int f = 0; f < 3; ++f)
+                  rank_ran ? "ran" : "fell back", ocl.select_small_positions(), small_ran ? "ran" : "fell back");
+      for (int f = 0; f < kForms; ++f)
         std::printf(" %s %.3f (%.2f)", forms[f].what, ss::test::median_of(ms[f]), ss::test::median_of(wall[f]));
       std::printf("\n");
     }
   }
   st.select_small = -1;
+  st.select_rank = -1;
   st.select_small_defer = -1;
 }
 
