@@ -27,9 +27,10 @@ constexpr int kOrderDuplicates = 0, kOrderResponse = 1, kOrderCanonical = 2;
 // sift_select_small (kernels/sift_select.cl): the most positions (SIFT_SELECT_SMALL_MAX_POSITIONS, its 13-bit
 // index), the most per work-item (SIFT_SELECT_SMALL_PER_MAX), and the fewest worth running it for.
 constexpr std::size_t kSelectSmallMaxPositions = 8192, kSelectSmallPerMax = 16, kSelectSmallMinPositions = 2048;
-// The rank select (kernels/sift_select_rank.cl): work-items a record (SIFT_RANK_LANES) and the largest work-group
-// of its slice kernels (SIFT_RANK_GROUP_MAX, the size of their local sums).
-constexpr std::size_t kRankLanes = 32, kRankGroupMax = 256;
+// The rank select (kernels/sift_select_rank.cl): work-items a slice (SIFT_RANK_LANES), records a slice
+// (SIFT_RANK_PER_SLICE) and the largest work-group of its slice kernels (SIFT_RANK_GROUP_MAX, the size of their
+// local sums).
+constexpr std::size_t kRankLanes = 32, kRankPerSlice = 8, kRankGroupMax = 256;
 
 }  // namespace
 
@@ -209,7 +210,7 @@ std::size_t SiftStagesOpenCL::select_small_positions() {
 // The records the rank select (kernels/sift_select_rank.cl) takes with the State's switches (by default on GPUs
 // only; State::select_small 0 turns it off with the one work-group), or 0 when it is not run: SIFT_RANK_MAX_RECORDS
 // where its slice kernels allow a work-group of at least one slice of 32 work-items. Their work-group: as many
-// slices as the three kernels allow, up to 8 (256 work-items).
+// slices as the three kernels allow, up to 8 (256 work-items, 64 records).
 std::size_t SiftStagesOpenCL::select_rank_records() {
   const bool small = st_.select_small > 0 || (st_.select_small < 0 && !st_.is_cpu);
   const bool rank = st_.select_rank > 0 || (st_.select_rank < 0 && !st_.is_cpu);
@@ -225,30 +226,33 @@ std::size_t SiftStagesOpenCL::select_rank_records() {
 
 // The rank select's launches (kernels/sift_select_rank.cl) over at most `bound` records (the host's bound on the
 // oriented count): keys, duplicates, the cap and the mask (only when there is either), the canonical positions.
-// A slice of 32 work-items per record; the kernels skip their work past SIFT_RANK_MAX_RECORDS. The per-record
-// arrays are five runs of the keypoint capacity in "sift.rank".
+// A slice of 32 work-items per 8 records; the kernels skip their work past SIFT_RANK_MAX_RECORDS. The per-record
+// keys are three runs of the keypoint capacity in "sift.rank".
 void SiftStagesOpenCL::select_rank(std::size_t bound) {
   const detail::SiftPlan& p = *plan_;
   const cl_mem counters = counter_buffer();
   const cl_mem kps = st_.buffer("sift.kp", keypoint_capacity_ * sizeof(SiftKeypoint));
   const cl_mem kept = st_.buffer("sift.kept", keypoint_capacity_ * sizeof(SiftKeypoint));
   const cl_mem m = st_.buffer("sift.mask", 4);
-  const cl_mem words = st_.buffer("sift.rank", 5 * keypoint_capacity_ * sizeof(cl_uint));
+  const cl_mem words = st_.buffer("sift.rank", 3 * keypoint_capacity_ * sizeof(cl_uint));
   const cl_uint cap = cl_uint(keypoint_capacity_);
-  // y times y_scale falls in [0, 2^23): the canonical key's y field; the key only where layers fit 4 bits.
+  // y times y_scale falls in [0, 2^23): the canonical key's y field; the key only where the layers fit its 4 bits
+  // and octave + 1 its 5 (at most 30, below SIFT_RANK_NONE's).
   const float y_scale = float(1 << 23) / float(std::max(p.input_width, p.input_height) + 1);
+  const cl_int canonical_key = p.layers <= 15 && p.octaves <= 31 ? 1 : 0;
   const bool cap_or_mask = p.max_features > 0 || mask_type_ >= 0;
   cl_kernel keys = kernel("sift_select_rank_keys");
-  set_args(keys, kps, counters, cap, y_scale, cl_int(p.layers <= 15 ? 1 : 0), words);
+  set_args(keys, kps, counters, cap, words);
   launch_1d(keys, bound, 256, kSelect);
-  const std::size_t slices = rank_local_ / kRankLanes;
-  const std::size_t g = (bound + slices - 1) / slices * rank_local_;
+  const std::size_t records = rank_local_ / kRankLanes * kRankPerSlice;  // a work-group's
+  const std::size_t g = (bound + records - 1) / records * rank_local_;
   cl_kernel unique = kernel("sift_select_rank_unique");
-  set_args(unique, kps, counters, cap, words, cl_int(cap_or_mask ? 0 : 1));
+  set_args(unique, kps, counters, cap, words, y_scale, canonical_key, cl_int(cap_or_mask ? 0 : 1));
   launch(unique, 1, &g, &rank_local_, kSelect);
   if (cap_or_mask) {
     cl_kernel keep = kernel("sift_select_rank_keep");
-    set_args(keep, kps, counters, cap, words, p.max_features, m, mask_type_, mask_w_, mask_h_);
+    set_args(keep, kps, counters, cap, words, y_scale, canonical_key, p.max_features, m, mask_type_, mask_w_,
+             mask_h_);
     launch(keep, 1, &g, &rank_local_, kSelect);
   }
   cl_kernel place = kernel("sift_select_rank_place");

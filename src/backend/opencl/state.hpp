@@ -152,7 +152,7 @@ struct State final : detail::BackendImpl {
   /// Which small-count path select_small lets run: -1 = by device (the rank select on GPUs, sift_select_small on
   /// CPU devices), 0 = sift_select_small (kernels/sift_select.cl: one work-group sorting in local memory, up to
   /// its positions), 1 = the rank select (kernels/sift_select_rank.cl: every record compared with every other, a
-  /// slice of 32 work-items per record, three or four launches, up to SIFT_RANK_MAX_RECORDS = 16,384 records;
+  /// slice of 32 work-items per 8 records, three or four launches, up to SIFT_RANK_MAX_RECORDS = 16,384 records;
   /// tests force it on PoCL with select_small 1). The same bits either way.
   int select_rank = -1;
   /// Which SIFT descriptor kernel on GPUs (sift_features.cpp): -1 = by device (the row walk in work-groups of
