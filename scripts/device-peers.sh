@@ -24,7 +24,8 @@
 # .photos alone first (carry [".photos"], command: bash scripts/device-peers.sh stage photos) and leave it out of
 # call 1. The tables come back in peers.md of the last call. If a call finds the machine fresh (stage or run says a
 # part or the build is missing), begin again at the first call. `run STEP...` runs some steps only (cudasift
-# ours-cuda cvcuda ours-opencl opencv, in that order by default; caps 60+90+220+110+60 s), e.g. to finish in a
+# ours-cuda cvcuda ours-opencl opencv, in that order by default; caps 60+90+220+110+60 s; silx, 150 s, only when
+# named: silx 3.1.3 on every OpenCL platform from the wheels of the ignored .whl/, carried), e.g. to finish in a
 # further call: bash scripts/device-peers.sh run opencv
 #
 # Steps:
@@ -189,7 +190,9 @@ run() {
                      --photos "$photos" --runs "$RUNS" --warmup "$WARMUP" ;;
       opencv) step "OpenCV cv2.SIFT, host cores" 60 python3 -u bench/sift_peers.py --no-silx --photos "$photos" \
                 --runs "${CV_RUNS:-10}" --warmup 2 ;;
-      *) die "unknown run step $s (cudasift ours-cuda cvcuda ours-opencl opencv)" ;;
+      silx) step "silx OpenCL SIFT (every platform)" 150 python3 -u bench/sift_peers.py --no-opencv --photos "$photos" \
+              --runs "${SILX_RUNS:-10}" --warmup 2 --platform all ;;  # the wheels of the ignored .whl/ (carried)
+      *) die "unknown run step $s (cudasift ours-cuda cvcuda ours-opencl opencv silx)" ;;
     esac
   done
   echo "tables in $md"
@@ -201,6 +204,6 @@ case "$what" in
   stage) stage "$@" ;;
   build) build ;;
   run) run "$@" ;;
-  *) echo "usage: scripts/device-peers.sh stage N|photos | build | run [cudasift ours-cuda cvcuda ours-opencl opencv]" >&2
+  *) echo "usage: scripts/device-peers.sh stage N|photos | build | run [cudasift ours-cuda cvcuda ours-opencl opencv silx]" >&2
      exit 2 ;;
 esac
