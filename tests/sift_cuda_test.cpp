@@ -532,8 +532,8 @@ TEST(SiftCuda, DISABLED_StageTimes) {
   ss::cuda::SiftStagesCuda& cuda = own.cuda();
   using BlurForm = ss::cuda::SiftStagesCuda::BlurForm;
   using SelectForm = ss::cuda::SiftStagesCuda::SelectForm;
-  // The defaults (row-walk descriptors, round 3's blur, the rank select), then the select stage's A/B (the
-  // one-block select) and the descriptor stage's (the box walk).
+  // The defaults (row-walk descriptors for 6 blocks an SM, round 3's blur, the rank select), then the select
+  // stage's A/B (the one-block select) and the descriptor stage's (the box walk, the row walk for 8 blocks an SM).
   const auto form = [&cuda](Form d, SelectForm s) {
     return [&cuda, d, s] {
       cuda.set_descriptor_form(d);
@@ -542,10 +542,10 @@ TEST(SiftCuda, DISABLED_StageTimes) {
     };
   };
   const std::vector<ss::test::StageTimesForm> forms = {
-      {"defaults (staged-rows, rank select)", form(Form::kStagedRows, SelectForm::kRank)},
-      {"one-block select", form(Form::kStagedRows, SelectForm::kOneBlock)},
+      {"defaults (staged-rows, 6 blocks an SM, rank select)", form(Form::kStagedRowsWide, SelectForm::kRank)},
+      {"one-block select", form(Form::kStagedRowsWide, SelectForm::kOneBlock)},
       {"staged (box walk)", form(Form::kStaged, SelectForm::kRank)},
-      {"staged-rows, 6 blocks an SM", form(Form::kStagedRowsWide, SelectForm::kRank)}};
+      {"staged-rows, 8 blocks an SM", form(Form::kStagedRows, SelectForm::kRank)}};
   ss::test::report_stage_times(kCudaSift, cuda, own.ctx.impl(), 11, forms);
 }
 

@@ -90,13 +90,14 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   /// kStaged = kernels::sift_descriptor_staged<false> (a warp per keypoint, each sample computed once, each owner
   /// walking its box), kStagedRows = kernels::sift_descriptor_staged<true> (the same with decoded records and each
   /// owner visiting only the columns of its rotated square, row by row), kStagedRowsWide = the row walk compiled
-  /// for 6 blocks an SM instead of 8 (80 registers: no spills around the bands, 24 warps an SM; an A/B form). The
+  /// for 6 blocks an SM instead of 8 (80 registers: no spills around the bands, 24 warps an SM; the default). The
   /// same bits every way; the staged forms run the walkers where the device's shared memory cannot hold their bands.
   enum class DescriptorForm { kWalkers, kStaged, kStagedRows, kStagedRowsWide };
-  // The row walk by default: on the H200 (fifth session of 2026-12-02, StageTimes) it gave the walkers' bits
-  // (SiftCuda.DescriptorFormsGiveTheSameFeatures) in 0.297 / 0.839 / 6.26 ms against the box walk's 0.464 / 1.185 /
-  // 8.81 and the walkers' 0.56 / 2.39 / 18.4 (kleiber 1080p, elephants 1080p, elephants 4K, upsampled).
-  static constexpr DescriptorForm kDefaultDescriptorForm = DescriptorForm::kStagedRows;
+  // The row walk by default, compiled for 6 blocks an SM: on the H200 (sixth session of 2026-12-02, StageTimes) it
+  // gave the walkers' bits (SiftCuda.DescriptorFormsGiveTheSameFeatures) in 0.266 / 0.797 / 6.01 ms against the
+  // 8-block row walk's 0.299 / 0.841 / 6.24, the box walk's 0.463 / 1.182 / 8.79 and the walkers' 0.56 / 2.39 / 18.4
+  // (kleiber 1080p, elephants 1080p, elephants 4K, upsampled; faster at every count of the eight photo runs).
+  static constexpr DescriptorForm kDefaultDescriptorForm = DescriptorForm::kStagedRowsWide;
   /// Tests and timing: the form descriptors() runs (default kDefaultDescriptorForm).
   void set_descriptor_form(DescriptorForm form) noexcept { descriptor_form_ = form; }
   /// The form descriptors() runs for the current plan (kWalkers when a staged form was asked for and does not fit).

