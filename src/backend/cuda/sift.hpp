@@ -74,7 +74,7 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   /// select, set_select_form), decided on the device (default true; false: the multi-launch path always).
   void set_select_small(bool on) noexcept { select_small_allowed_ = on; }
   /// The small-count path of select(): kRank (default) = kernels/sift_select_rank.cuh (every record compared
-  /// with every other, a warp per record: three launches without a cap or a mask), kOneBlock =
+  /// with every other, a warp per eight records: three launches without a cap or a mask), kOneBlock =
   /// kernels::sift_select_small (one block sorting in shared memory, kept for A/B runs). The same bits.
   enum class SelectForm { kRank, kOneBlock };
   void set_select_form(SelectForm f) noexcept { select_form_ = f; }

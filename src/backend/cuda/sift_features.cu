@@ -1,6 +1,6 @@
-// CUDA SIFT per-keypoint stages (see sift.hpp): orientations (one block per refined point), select (device
-// sorts and compactions of an index array: duplicates, cap, mask, canonical order) and descriptors (one
-// block per kept keypoint, or one warp in the staged form).
+// CUDA SIFT per-keypoint stages (see sift.hpp): orientations (one block per refined point), select (duplicates,
+// cap, mask, canonical order: the rank select for up to 16,384 oriented records, else device sorts and compactions
+// of an index array) and descriptors (one block per kept keypoint, or one warp in the staged form).
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -222,7 +222,7 @@ void SiftStagesCuda::select(const Image* mask) {
 }
 
 // The rank select (kernels/sift_select_rank.cuh): keys, duplicates, the cap and the mask (only when there is
-// either), the canonical positions. A warp per record; the kernels return at once past kSelectRankRecords.
+// either), the canonical positions. A warp per eight records; the kernels return at once past kSelectRankRecords.
 void SiftStagesCuda::select_rank(unsigned cap) {
   const detail::SiftPlan& p = *plan_;
   const kernels::SiftMask m{static_cast<const unsigned char*>(buffer("sift.mask", 4)), mask_type_, mask_w_, mask_h_};
