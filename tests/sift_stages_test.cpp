@@ -441,8 +441,8 @@ static std::vector<SiftKeypoint> rank_select(const std::vector<SiftKeypoint>& kp
   const int canonical_key = layers <= 15 && octaves <= 31 ? 1 : 0;
   std::vector<unsigned> dkey(n), rkey(n), ckey(n);
   for (int i = 0; i < n; ++i) {
-    dkey[i] = sift_rank_ordered_bits(kp[i].x);
-    rkey[i] = ~sift_rank_ordered_bits(kp[i].response);
+    dkey[i] = sift_select_ordered_bits(kp[i].x);
+    rkey[i] = ~sift_select_ordered_bits(kp[i].response);
     EXPECT_LT(rkey[i], SIFT_RANK_NONE);
   }
   std::vector<unsigned> rkey_after = rkey;  // the unique pass writes while others read the keys it started from
@@ -464,7 +464,7 @@ static std::vector<SiftKeypoint> rank_select(const std::vector<SiftKeypoint>& kp
       for (int j = 0; j < n; ++j) larger += rkey[j] < rkey[i] ? 1u : 0u;
     }
     const bool keep = rkey[i] != SIFT_RANK_NONE && (!cap || larger < unsigned(max_features)) &&
-                      sift_rank_mask_ok(kp[i], mask ? mask->data.data() : nullptr, mask_type, mask ? mask->width : 0,
+                      sift_select_mask_ok(kp[i], mask ? mask->data.data() : nullptr, mask_type, mask ? mask->width : 0,
                                         mask ? mask->height : 0);
     ckey[i] = keep ? sift_rank_canonical_key(kp[i], y_scale, canonical_key) : SIFT_RANK_NONE;
     if (keep) {

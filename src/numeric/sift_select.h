@@ -104,6 +104,28 @@ SPECTRASIFT_FN void sift_compare_exchange(SPECTRASIFT_CONST_GLOBAL SiftKeypoint*
   }
 }
 
+/* The mask rule of one record: 1 when there is no mask (mask_type -1: none, 0 u8, 1 u16, 2 f32; mask_w x mask_h
+ * pixels) or the mask is set at its rounded position (OpenCV's runByPixelsMask). */
+SPECTRASIFT_FN int sift_select_mask_ok(SiftKeypoint k, SPECTRASIFT_CONST_GLOBAL unsigned char* mask, int mask_type,
+                                       int mask_w, int mask_h) {
+  if (mask_type < 0) return 1;
+  const size_t m = (size_t)sift_mask_coord(k.y, mask_h) * (size_t)mask_w + (size_t)sift_mask_coord(k.x, mask_w);
+  if (mask_type == 0) return mask[m] != 0;
+  if (mask_type == 1) return ((SPECTRASIFT_CONST_GLOBAL unsigned short*)mask)[m] != 0;
+  return ((SPECTRASIFT_CONST_GLOBAL float*)mask)[m] != 0.0f;
+}
+
+/* A float as an unsigned integer of the same order (-0 taken as +0; no NaN reaches the select stage): the key
+ * words of the one-work-group selects and of the rank select. */
+SPECTRASIFT_FN unsigned int sift_select_ordered_bits(float v) {
+  union {
+    float f;
+    unsigned int u;
+  } b;
+  b.f = v + 0.0f;
+  return (b.u & 0x80000000u) ? ~b.u : (b.u | 0x80000000u);
+}
+
 /* The keep flag of record r (an index into kp) at its position of a sorted order, given the records the flag
  * reads besides it: prev, the record at the position before (pass 0; -1 at position 0) and cut, the record at
  * position max_features - 1 (pass 1 when the order holds more than max_features records; else -1). pass 0:
@@ -120,12 +142,7 @@ SPECTRASIFT_FN int sift_select_keep(SPECTRASIFT_CONST_GLOBAL SiftKeypoint* kp, i
     flag = prev < 0 || !sift_is_duplicate(kp[prev], k);
   } else {
     if (cut >= 0) flag = sift_response_kept(k.response, kp[cut].response);
-    if (flag && mask_type >= 0) {
-      const size_t m = (size_t)sift_mask_coord(k.y, mask_h) * (size_t)mask_w + (size_t)sift_mask_coord(k.x, mask_w);
-      if (mask_type == 0) flag = mask[m] != 0;
-      else if (mask_type == 1) flag = ((SPECTRASIFT_CONST_GLOBAL unsigned short*)mask)[m] != 0;
-      else flag = ((SPECTRASIFT_CONST_GLOBAL float*)mask)[m] != 0.0f;
-    }
+    if (flag) flag = sift_select_mask_ok(k, mask, mask_type, mask_w, mask_h);
   }
   return flag;
 }
@@ -181,27 +198,6 @@ SPECTRASIFT_FN int sift_rank_before(SiftKeypoint kj, int jn, SiftKeypoint ki, in
 /* 1 when record j drops record i as a duplicate (rule 1). */
 SPECTRASIFT_FN int sift_rank_drops(SiftKeypoint kj, int jn, SiftKeypoint ki, int in) {
   return jn != in && sift_is_duplicate(kj, ki) && sift_rank_before(kj, jn, ki, in, SIFT_ORDER_DUPLICATES);
-}
-
-/* The mask rule (3) of one record: 1 when there is no mask (mask_type -1) or the mask is set at its rounded
- * position (sift_select_keep's pass 1 without the cap). */
-SPECTRASIFT_FN int sift_rank_mask_ok(SiftKeypoint k, SPECTRASIFT_CONST_GLOBAL unsigned char* mask, int mask_type,
-                                     int mask_w, int mask_h) {
-  if (mask_type < 0) return 1;
-  const size_t m = (size_t)sift_mask_coord(k.y, mask_h) * (size_t)mask_w + (size_t)sift_mask_coord(k.x, mask_w);
-  if (mask_type == 0) return mask[m] != 0;
-  if (mask_type == 1) return ((SPECTRASIFT_CONST_GLOBAL unsigned short*)mask)[m] != 0;
-  return ((SPECTRASIFT_CONST_GLOBAL float*)mask)[m] != 0.0f;
-}
-
-/* A float as an unsigned integer of the same order (-0 taken as +0; no NaN reaches the select stage). */
-SPECTRASIFT_FN unsigned int sift_rank_ordered_bits(float v) {
-  union {
-    float f;
-    unsigned int u;
-  } b;
-  b.f = v + 0.0f;
-  return (b.u & 0x80000000u) ? ~b.u : (b.u | 0x80000000u);
 }
 
 /* The keys that let most comparisons of the rank select read one word instead of two records:

@@ -63,8 +63,8 @@ __global__ void sift_select_rank_keys(const SiftKeypoint* kp, unsigned int* coun
   const unsigned int n = sift_rank_count(counters, capacity);
   if (i == 0) counters[kCountSelectSmall] = n <= kSelectRankRecords ? 1u : 0u;
   if (i >= n || n > kSelectRankRecords) return;
-  a.dup_key[i] = sift_rank_ordered_bits(kp[i].x);
-  a.response_key[i] = ~sift_rank_ordered_bits(kp[i].response);
+  a.dup_key[i] = sift_select_ordered_bits(kp[i].x);
+  a.response_key[i] = ~sift_select_ordered_bits(kp[i].response);
 }
 
 // sift_select_rank_unique: grid ceil(capacity / (kSelectRankWarps kSelectRankPerWarp)), block 32 kSelectRankWarps;
@@ -146,7 +146,7 @@ __global__ void __launch_bounds__(32 * kSelectRankWarps)
   if (lane < m) {
     const unsigned int i = i0 + lane;
     keep = a.response_key[i] != kRankNone && (!cap || mine < (unsigned int)max_features) &&
-           sift_rank_mask_ok(kp[i], mask.data, mask.type, mask.width, mask.height);
+           sift_select_mask_ok(kp[i], mask.data, mask.type, mask.width, mask.height);
     a.canonical_key[i] = keep ? sift_rank_canonical_key(kp[i], keys.y_scale, keys.canonical_key) : kRankNone;
   }
   const unsigned int count = __popc(__ballot_sync(0xffffffffu, keep));
@@ -170,10 +170,10 @@ __global__ void __launch_bounds__(32 * kSelectRankWarps)
     key[r] = (unsigned int)r < m ? a.canonical_key[i0 + r] : kRankNone;
     before[r] = 0;
   }
-  bool any_kept = false;
+  unsigned int kept = 0;  // bit r: record i0 + r is kept
 #pragma unroll
-  for (int r = 0; r < kSelectRankPerWarp; ++r) any_kept |= key[r] != kRankNone;
-  if (!any_kept) return;  // uniform in the warp
+  for (int r = 0; r < kSelectRankPerWarp; ++r) kept |= key[r] != kRankNone ? 1u << r : 0u;
+  if (!kept) return;  // uniform in the warp
 #pragma unroll 4
   for (unsigned int j = lane; j < n; j += 32) {
     const unsigned int kj = a.canonical_key[j];
@@ -188,9 +188,6 @@ __global__ void __launch_bounds__(32 * kSelectRankWarps)
     for (int r = 0; r < kSelectRankPerWarp; ++r)
       if (kj == key[r] && sift_rank_before(kp[j], int(j), kp[i0 + r], int(i0 + r), kOrderCanonical)) ++before[r];
   }
-  unsigned int kept = 0;  // bit r: record i0 + r is kept
-#pragma unroll
-  for (int r = 0; r < kSelectRankPerWarp; ++r) kept |= key[r] != kRankNone ? 1u << r : 0u;
   unsigned int position = 0;  // lane r: record i0 + r's
 #pragma unroll
   for (int r = 0; r < kSelectRankPerWarp; ++r) {

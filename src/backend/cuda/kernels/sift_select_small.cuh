@@ -39,12 +39,6 @@ struct SiftSelectKeys {
   int canonical_prefix;
 };
 
-// A float as an unsigned integer of the same order (-0 taken as +0; no NaN reaches the select stage).
-__device__ inline unsigned int sift_select_ordered_bits(float v) {
-  const unsigned int u = __float_as_uint(v + 0.0f);
-  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
-
 // min(max(v, 0), hi) truncated: monotone non-decreasing in v.
 __device__ inline unsigned int sift_select_quantize(float v, float hi) { return (unsigned int)fminf(fmaxf(v, 0.0f), hi); }
 

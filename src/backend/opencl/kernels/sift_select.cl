@@ -149,12 +149,6 @@ __kernel void sift_select_gather(__global const int* order, __global const SiftK
 /* The most positions per work-item in a compaction (P / L; the host keeps L >= P / 16). */
 #define SIFT_SELECT_SMALL_PER_MAX 16
 
-/* A float as an unsigned integer of the same order (-0 taken as +0; no NaN reaches the select stage). */
-uint sift_select_ordered_bits(float v) {
-  const uint u = as_uint(v + 0.0f);
-  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
-
 /* min(max(v, 0), hi) truncated: monotone non-decreasing in v. */
 uint sift_select_quantize(float v, float hi) { return (uint)fmin(fmax(v, 0.0f), hi); }
 

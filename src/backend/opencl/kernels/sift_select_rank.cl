@@ -22,7 +22,7 @@
  * SIFT_RANK_MAX_RECORDS) carries a count of 0 records, never a return.
  *
  * The per-record keys are three runs of `capacity` words of one buffer, `words`: the duplicate key
- * (sift_rank_ordered_bits of x), the response key (its complement for the response; SIFT_RANK_NONE once the
+ * (sift_select_ordered_bits of x), the response key (its complement for the response; SIFT_RANK_NONE once the
  * record is dropped as a duplicate) and the canonical key (sift_rank_canonical_key; SIFT_RANK_NONE for a record
  * not kept), so the kept-ness of a record travels in its keys and no flag array is read in the loops. The unique
  * and kept counts go to their counter slots through atomic additions (one a slice) on slots that the upload (and
@@ -75,8 +75,8 @@ __kernel void sift_select_rank_keys(__global const SiftKeypoint* kp, __global ui
   const uint n = sift_rank_count(counters, capacity);
   if (i == 0) counters[SIFT_COUNT_SELECT_SMALL] = n <= SIFT_RANK_MAX_RECORDS ? 1u : 0u;
   if (i >= n || n > SIFT_RANK_MAX_RECORDS) return; /* no barrier in this kernel */
-  words[SIFT_RANK_DUP_KEY * capacity + i] = sift_rank_ordered_bits(kp[i].x);
-  words[SIFT_RANK_RESPONSE_KEY * capacity + i] = ~sift_rank_ordered_bits(kp[i].response);
+  words[SIFT_RANK_DUP_KEY * capacity + i] = sift_select_ordered_bits(kp[i].x);
+  words[SIFT_RANK_RESPONSE_KEY * capacity + i] = ~sift_select_ordered_bits(kp[i].response);
 }
 
 /* sift_select_rank_unique: global = G L, work-group L = 32 S <= SIFT_RANK_GROUP_MAX, 8 G S >= the host's bound on
@@ -139,7 +139,7 @@ __kernel void sift_select_rank_unique(__global const SiftKeypoint* kp, __global 
 /* sift_select_rank_keep: global and work-group as sift_select_rank_unique; queued only with a cap (max_features
  * > 0) or a mask (mask_type: -1 none, 0 u8, 1 u16, 2 f32; mask_w x mask_h pixels). A unique record i is kept when,
  * with more than max_features unique records, fewer than max_features unique records j have a larger response (a
- * smaller response key: the dropped ones hold SIFT_RANK_NONE), and the mask is set at i (sift_rank_mask_ok). Its
+ * smaller response key: the dropped ones hold SIFT_RANK_NONE), and the mask is set at i (sift_select_mask_ok). Its
  * canonical key (SIFT_RANK_NONE when not kept; y_scale and canonical_key as sift_select_rank_unique's) and the kept
  * count into counters[SIFT_COUNT_KEPT]. */
 __kernel void sift_select_rank_keep(__global const SiftKeypoint* kp, __global uint* counters, uint capacity,
@@ -175,7 +175,7 @@ __kernel void sift_select_rank_keep(__global const SiftKeypoint* kp, __global ui
     keep = response_key[i] != SIFT_RANK_NONE &&
            (!capped || sift_rank_sum(larger_of + lane * SIFT_RANK_RUN + base, SIFT_RANK_LANES) <
                            (uint)max_features) &&
-           sift_rank_mask_ok(kp[i], mask, mask_type, mask_w, mask_h);
+           sift_select_mask_ok(kp[i], mask, mask_type, mask_w, mask_h);
     words[SIFT_RANK_CANONICAL_KEY * capacity + i] =
         keep ? sift_rank_canonical_key(kp[i], y_scale, canonical_key) : SIFT_RANK_NONE;
   }
