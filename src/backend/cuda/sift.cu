@@ -32,6 +32,12 @@ SiftStagesCuda::SiftStagesCuda(detail::ContextImpl& ctx)
 SiftStagesCuda::~SiftStagesCuda() {
   drop_prefetch();
   if (pyramid_graph_) cudaGraphExecDestroy(pyramid_graph_);
+  if (side_) cudaStreamDestroy(side_);
+}
+
+cudaStream_t SiftStagesCuda::side_stream() {
+  if (!side_) SPECTRASIFT_CUDA_CHECK(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking));
+  return side_;
 }
 
 void* SiftStagesCuda::buffer(const char* name, std::size_t bytes) {

@@ -139,7 +139,11 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   };
   void blur(const BlurSource& src, float* dst, int w, int h, int kernel_index, const float* taps, float* dog,
             float* level0);
-  void launch_pyramid(const float* grey, float* gauss, float* dog, const float* taps);  // every launch of pyramid()
+  /// Every launch of pyramid(): the levels on the compute stream and, forked onto side_stream() as soon as an
+  /// octave's last DoG plane is written, that octave's extrema (into cand, capacity cap), joined back at the end.
+  void launch_pyramid(const float* grey, float* gauss, float* dog, const float* taps, void* cand, unsigned cap);
+  void launch_extrema(int octave, void* cand, unsigned cap, CUstream_st* stream);  // one octave's sift_extrema
+  CUstream_st* side_stream();  // the pyramid graph's second branch (created on first use)
   // sift_features.cu
   void size_feature_kernels();
   std::size_t staged_descriptor_shared() const noexcept;  // dynamic shared memory of sift_descriptor_staged
@@ -160,7 +164,9 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   // plan, the tile and these buffers), replayed for every image of that plan.
   CUgraphExec_st* pyramid_graph_ = nullptr;
   unsigned long long pyramid_generation_ = 0;
-  std::array<const void*, 4> pyramid_buffers_{};  // grey, gauss, dog, taps the graph was captured with
+  std::array<const void*, 5> pyramid_buffers_{};  // grey, gauss, dog, taps, candidates the graph was captured with
+  unsigned pyramid_cap_ = 0;                      // and the candidate capacity
+  CUstream_st* side_ = nullptr;                   // side_stream()
   // Launch geometry (from the device's limits and the plan).
   int blur_tx_ = 0, blur_ty_ = 0;  // output tile of sift_blur_dog
   int blur_r_ = -1;                // the largest radius the tile was sized for
@@ -180,7 +186,7 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   std::size_t memory_limit_ = 0, shared_limit_ = 0;
   // Timing: events in order, the stage each one starts.
   std::unique_ptr<EventSet> events_;
-  std::unique_ptr<EventSet> ordering_;         // [0]: copy_done()
+  std::unique_ptr<EventSet> ordering_;  // [0]: copy_done(); [1], [2]: the prefetch slots; [3], [4]: the graph's fork, join
   // prefetch(): the batch's next image, copied into slot `slot` ("sift.prefetch<slot>", staged through
   // "sift.prefetch_host<slot>", its copy done at ordering event 1 + slot). Two slots, used in turn: the copy
   // into one overlaps the grey kernel reading the other.

@@ -1,7 +1,8 @@
 // CUDA SIFT scale space and candidates (see sift.hpp): the upload (its copy in sift_upload.cu) and grey
 // conversion, the pyramid (upsample or base blur, then one launch per level: the separable blur through a
 // shared-memory tile with the downsample and the DoG plane fused in, sift_blur_tiles<R> for radii up to 16,
-// sift_blur_dog above), the extrema with their count read back, and the refinement.
+// sift_blur_dog above) with each octave's extrema on a second branch of its graph, the candidate count read
+// back, and the refinement.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -138,11 +139,17 @@ void SiftStagesCuda::blur(const BlurSource& src, float* dst, int w, int h, int k
 
 // Launches per octave: level 0 (octave 0: the upsample and kernel 0's blur; later octaves: none, the
 // downsample is read by level 1's blur, which also writes level 0), then one blur launch per level
-// 1 .. S + 2, each also writing the DoG plane below it. So dog() has nothing left to do. Only the plan, the
-// blur tile and the four buffers enter the launches (no buffer is looked up or grown here), so that
-// pyramid() can capture them as a graph.
-void SiftStagesCuda::launch_pyramid(const float* grey, float* gauss, float* dog, const float* taps) {
+// 1 .. S + 2, each also writing the DoG plane below it. So dog() has nothing left to do. Then the octave's
+// extrema, forked onto the side stream: they read only this octave's DoG planes, which no later launch
+// writes, so they run beside the next octaves' levels (from octave 2 on a chain of small launches that
+// leaves most of the GPU idle) instead of after the whole pyramid. The side stream is joined back at the
+// end. Only the plan, the blur tile, the five buffers and the capacity enter the launches (no buffer is
+// looked up or grown here), so that pyramid() can capture them as a graph.
+void SiftStagesCuda::launch_pyramid(const float* grey, float* gauss, float* dog, const float* taps, void* cand,
+                                    unsigned cap) {
   const detail::SiftPlan& p = *plan_;
+  cudaEvent_t fork = (*ordering_)[3], join = (*ordering_)[4];
+  cudaStream_t side = side_stream();
   for (int o = 0; o < p.octaves; ++o) {
     const int w = int(octave_info_[4 * std::size_t(o)]), h = int(octave_info_[4 * std::size_t(o) + 1]);
     const std::size_t plane = std::size_t(w) * std::size_t(h);
@@ -165,13 +172,34 @@ void SiftStagesCuda::launch_pyramid(const float* grey, float* gauss, float* dog,
     for (int i = 2; i < p.levels; ++i)
       blur({g0 + std::size_t(i - 1) * plane, w, 1}, g0 + std::size_t(i) * plane, w, h, i, taps,
            d0 + std::size_t(i - 1) * plane, nullptr);
+    SPECTRASIFT_CUDA_CHECK(cudaEventRecord(fork, st_.compute));
+    SPECTRASIFT_CUDA_CHECK(cudaStreamWaitEvent(side, fork, 0));
+    launch_extrema(o, cand, cap, side);
   }
+  SPECTRASIFT_CUDA_CHECK(cudaEventRecord(join, side));
+  SPECTRASIFT_CUDA_CHECK(cudaStreamWaitEvent(st_.compute, join, 0));
+}
+
+// Octave o's candidates: blocks of 128 columns, each walking kExtremaRowsPerBlock rows (strided by grid.y);
+// one block per row and layer made ~390k blocks of 64 threads at 1080p upsampled, bound by block scheduling.
+// Octaves too small for the border have none.
+void SiftStagesCuda::launch_extrema(int o, void* cand, unsigned cap, cudaStream_t stream) {
+  const detail::SiftPlan& p = *plan_;
+  const int w = int(octave_info_[4 * std::size_t(o)]), h = int(octave_info_[4 * std::size_t(o) + 1]);
+  if (w <= 2 * p.border || h <= 2 * p.border) return;
+  const unsigned rows = unsigned(h - 2 * p.border);
+  const dim3 grid(blocks_for(std::size_t(w - 2 * p.border), kExtremaThreads),
+                  std::min((rows + kExtremaRowsPerBlock - 1) / kExtremaRowsPerBlock, 65535u), unsigned(p.layers));
+  kernels::sift_extrema<<<grid, dim3(kExtremaThreads, 1, 1), 0, stream>>>(
+      dog_planes(), octave_table(), o, p.border, p.prefilter_threshold, counters(), static_cast<int4*>(cand), cap);
+  SPECTRASIFT_CUDA_CHECK_LAUNCH();
 }
 
 // The launches of launch_pyramid() as a CUDA graph: captured (relaxed mode: nothing but launches happens
 // during the capture) the first time a plan runs on these buffers, then one cudaGraphLaunch per image
-// instead of ~5 launches per octave (a launch costs about 5 us on the H200). A new plan (prepare()) or a
-// moved buffer captures again. The graph's kernels are exactly the stream's, so the results are the same.
+// instead of ~6 launches per octave (a launch costs about 5 us on the H200). A new plan (prepare()), a
+// moved buffer or a grown candidate capacity captures again. The graph's kernels are exactly the stream's,
+// so the results are the same (the candidates' slot order never mattered: select sorts).
 void SiftStagesCuda::pyramid() {
   const detail::SiftPlan& p = *plan_;
   if (p.octaves == 0) return;
@@ -181,8 +209,13 @@ void SiftStagesCuda::pyramid() {
   float* gauss = levels();
   float* dog = dog_planes();
   const float* taps = static_cast<const float*>(buffer("sift.taps", p.taps.size() * sizeof(float)));
-  const std::array<const void*, 4> used{grey, gauss, dog, taps};
-  if (!pyramid_graph_ || pyramid_generation_ != prepared_generation_ || pyramid_buffers_ != used) {
+  void* cand = buffer("sift.cand", candidate_capacity_ * sizeof(int4));
+  const unsigned cap = unsigned(std::min<std::size_t>(candidate_capacity_, 0xffffffffu));
+  (void)octave_table();  // looked up (not grown) by launch_extrema during the capture
+  (void)counters();
+  const std::array<const void*, 5> used{grey, gauss, dog, taps, cand};
+  if (!pyramid_graph_ || pyramid_generation_ != prepared_generation_ || pyramid_buffers_ != used ||
+      pyramid_cap_ != cap) {
     if (pyramid_graph_) {
       SPECTRASIFT_CUDA_CHECK(cudaGraphExecDestroy(pyramid_graph_));
       pyramid_graph_ = nullptr;
@@ -190,7 +223,7 @@ void SiftStagesCuda::pyramid() {
     SPECTRASIFT_CUDA_CHECK(cudaStreamBeginCapture(st_.compute, cudaStreamCaptureModeRelaxed));
     cudaGraph_t graph = nullptr;
     try {
-      launch_pyramid(grey, gauss, dog, taps);
+      launch_pyramid(grey, gauss, dog, taps, cand, cap);
     } catch (...) {
       if (cudaStreamEndCapture(st_.compute, &graph) == cudaSuccess && graph) cudaGraphDestroy(graph);
       throw;
@@ -202,6 +235,7 @@ void SiftStagesCuda::pyramid() {
     SPECTRASIFT_CUDA_CHECK(e);
     pyramid_generation_ = prepared_generation_;
     pyramid_buffers_ = used;
+    pyramid_cap_ = cap;
   }
   SPECTRASIFT_CUDA_CHECK(cudaGraphLaunch(pyramid_graph_, st_.compute));
 }
@@ -209,35 +243,24 @@ void SiftStagesCuda::pyramid() {
 // Fused into pyramid() (each level's blur writes the DoG plane below it): nothing to do, no time recorded.
 void SiftStagesCuda::dog() {}
 
+// The candidates were searched in pyramid()'s graph: read back their count (read-back 1). More than the
+// buffer holds: grow it and search every octave again on the compute stream (the next image's graph is
+// captured with the new capacity).
 std::size_t SiftStagesCuda::extrema() {
   const detail::SiftPlan& p = *plan_;
   if (p.octaves == 0) return 0;
   mark(kExtrema);
-  const float* dog = dog_planes();
-  const long long* info = octave_table();
-  unsigned int* count_slots = counters();
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    auto* cand = static_cast<int4*>(buffer("sift.cand", candidate_capacity_ * sizeof(int4)));
-    const unsigned cap = unsigned(std::min<std::size_t>(candidate_capacity_, 0xffffffffu));
-    for (int o = 0; o < p.octaves; ++o) {
-      const int w = int(octave_info_[4 * std::size_t(o)]), h = int(octave_info_[4 * std::size_t(o) + 1]);
-      if (w <= 2 * p.border || h <= 2 * p.border) continue;
-      // Blocks of 128 columns, each walking kExtremaRowsPerBlock rows (strided by grid.y): one block per row
-      // and layer made ~390k blocks of 64 threads at 1080p upsampled, bound by block scheduling.
-      const unsigned rows = unsigned(h - 2 * p.border);
-      const dim3 grid(blocks_for(std::size_t(w - 2 * p.border), kExtremaThreads),
-                      std::min((rows + kExtremaRowsPerBlock - 1) / kExtremaRowsPerBlock, 65535u), unsigned(p.layers));
-      kernels::sift_extrema<<<grid, dim3(kExtremaThreads, 1, 1), 0, st_.compute>>>(
-          dog, info, o, p.border, p.prefilter_threshold, count_slots, cand, cap);
-      SPECTRASIFT_CUDA_CHECK_LAUNCH();
-    }
-    read_counters();  // read-back 1: the candidate count
-    candidates_ = counters_[kernels::kCountCandidates];
-    if (candidates_ <= candidate_capacity_) break;
-    // More candidates than the buffer holds: grow it and search again.
+  read_counters();  // read-back 1: the candidate count
+  candidates_ = counters_[kernels::kCountCandidates];
+  if (candidates_ > candidate_capacity_) {
     candidate_capacity_ = candidates_;
     ++regrowths_;
-    SPECTRASIFT_CUDA_CHECK(cudaMemsetAsync(count_slots, 0, sizeof(unsigned int), st_.compute));
+    void* cand = buffer("sift.cand", candidate_capacity_ * sizeof(int4));
+    const unsigned cap = unsigned(std::min<std::size_t>(candidate_capacity_, 0xffffffffu));
+    SPECTRASIFT_CUDA_CHECK(cudaMemsetAsync(counters() + kernels::kCountCandidates, 0, sizeof(unsigned int), st_.compute));
+    for (int o = 0; o < p.octaves; ++o) launch_extrema(o, cand, cap, st_.compute);
+    read_counters();
+    candidates_ = counters_[kernels::kCountCandidates];  // the same count: the search is deterministic
   }
   // The later stages are sized from the count (keypoints_per_candidate_ orientation peaks per candidate; a
   // run with more grows them and runs those stages again in download()).
