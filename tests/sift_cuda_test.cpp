@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -301,21 +302,27 @@ TEST(SiftCuda, BlurFormsWriteTheSamePyramid) {
                                                            {"box.png", wide},
                                                            {"HappyFish_cv2_rgb.png", {}},
                                                            {"camera.png", flat}};
-  const std::pair<BlurForm, const char*> forms[] = {{BlurForm::kRuntimeRadius, "sift_blur_dog"},
-                                                    {BlurForm::kTilesRound2, "sift_blur_tiles_r2"},
-                                                    {BlurForm::kTiles, "sift_blur_tiles"}};
+  // The reference in plain launches; the others as programmatic dependents (the default), and the default form
+  // both ways: a level that read its source before the level before it had written it would show here.
+  const std::tuple<BlurForm, bool, const char*> forms[] = {
+      {BlurForm::kRuntimeRadius, false, "sift_blur_dog, plain launches"},
+      {BlurForm::kRuntimeRadius, true, "sift_blur_dog, programmatic dependent launches"},
+      {BlurForm::kTilesRound2, true, "sift_blur_tiles_r2"},
+      {BlurForm::kTiles, false, "sift_blur_tiles, plain launches"},
+      {BlurForm::kTiles, true, "sift_blur_tiles"}};
   for (const auto& [name, o] : cases) {
     const ss::Image im = load(name);
     const ss::detail::SiftImageView v{im.data.data(), im.type, im.width, im.height, im.channels, false};
     const ss::detail::SiftPlan& plan = ss::detail::sift_plan(own.ctx.impl(), v.width, v.height, o);
     const std::string label = std::string(name) + " sigma " + std::to_string(o.sigma) + (o.upsample ? "" : " no upsample");
     std::vector<float> gauss0, dog0;
-    for (const auto& [form, what] : forms) {
+    for (const auto& [form, pdl, what] : forms) {
       if (!gauss0.empty()) {
         ss::cuda::bench::fill_buffer(own.ctx, "sift.gauss", 0xff);
         ss::cuda::bench::fill_buffer(own.ctx, "sift.dog", 0xff);
       }
       own.cuda().set_blur_form(form);
+      own.cuda().set_blur_pdl(pdl);
       (void)run_stages(*own.stages, own.ctx.impl(), v, o, nullptr);
       const std::vector<float> gauss = ss::cuda::bench::read_float_buffer(own.ctx, "sift.gauss", plan.gauss_floats);
       const std::vector<float> dog = ss::cuda::bench::read_float_buffer(own.ctx, "sift.dog", plan.dog_floats);
@@ -337,6 +344,7 @@ TEST(SiftCuda, BlurFormsWriteTheSamePyramid) {
     }
   }
   own.cuda().set_blur_form(BlurForm::kTiles);
+  own.cuda().set_blur_pdl(true);
 }
 
 TEST(SiftCuda, PublicApiRunsTheDeviceStages) {
@@ -532,17 +540,20 @@ TEST(SiftCuda, DISABLED_StageTimes) {
   ss::cuda::SiftStagesCuda& cuda = own.cuda();
   using BlurForm = ss::cuda::SiftStagesCuda::BlurForm;
   using SelectForm = ss::cuda::SiftStagesCuda::SelectForm;
-  // The defaults (row-walk descriptors for 6 blocks an SM, round 3's blur, the rank select), then the select
-  // stage's A/B (the one-block select) and the descriptor stage's (the box walk, the row walk for 8 blocks an SM).
-  const auto form = [&cuda](Form d, SelectForm s) {
-    return [&cuda, d, s] {
+  // The defaults (row-walk descriptors for 6 blocks an SM, round 3's blur as programmatic dependent launches, the
+  // rank select), then the pyramid's A/B (plain launches), the select stage's (the one-block select) and the
+  // descriptor stage's (the box walk, the row walk for 8 blocks an SM).
+  const auto form = [&cuda](Form d, SelectForm s, bool pdl = true) {
+    return [&cuda, d, s, pdl] {
       cuda.set_descriptor_form(d);
       cuda.set_blur_form(BlurForm::kTiles);
+      cuda.set_blur_pdl(pdl);
       cuda.set_select_form(s);
     };
   };
   const std::vector<ss::test::StageTimesForm> forms = {
       {"defaults (staged-rows, 6 blocks an SM, rank select)", form(Form::kStagedRowsWide, SelectForm::kRank)},
+      {"pyramid in plain launches", form(Form::kStagedRowsWide, SelectForm::kRank, false)},
       {"one-block select", form(Form::kStagedRowsWide, SelectForm::kOneBlock)},
       {"staged (box walk)", form(Form::kStaged, SelectForm::kRank)},
       {"staged-rows, 8 blocks an SM", form(Form::kStagedRows, SelectForm::kRank)}};

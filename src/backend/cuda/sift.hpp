@@ -70,6 +70,13 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
     blur_form_ = f;
     pyramid_generation_ = 0;
   }
+  /// Tests and timing: whether the pyramid's levels are launched as programmatic dependents of the level before
+  /// them (default true; Hopper and later only, kernels/sift_blur.cuh). The same bits either way; the pyramid
+  /// graph is captured again.
+  void set_blur_pdl(bool on) noexcept {
+    blur_pdl_ = on;
+    pyramid_generation_ = 0;
+  }
   /// Tests: whether select() may run the whole stage in one small-count path (the rank select or the one-block
   /// select, set_select_form), decided on the device (default true; false: the multi-launch path always).
   void set_select_small(bool on) noexcept { select_small_allowed_ = on; }
@@ -171,6 +178,7 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   int blur_tx_ = 0, blur_ty_ = 0;  // output tile of sift_blur_dog
   int blur_r_ = -1;                // the largest radius the tile was sized for
   BlurForm blur_form_ = BlurForm::kTiles;  // set_blur_form()
+  bool blur_pdl_ = true;                   // set_blur_pdl()
   int ori_chunk_ = 0, ori_ex_ = 0, desc_ex_ = 0;
   int blocks_ = 0;                 // block cap of the per-keypoint kernels
   DescriptorForm descriptor_form_ = kDefaultDescriptorForm;  // set_descriptor_form()

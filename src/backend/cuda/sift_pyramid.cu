@@ -112,7 +112,9 @@ void SiftStagesCuda::size_blur_tiles() {
 
 // One level: dst = blur of the source with kernel `kernel_index`; dog and level0 as sift_blur_dog says.
 // Radius 1 .. 16: sift_blur_tiles<radius> (the same bits from registers; sift_blur_tiles_r2<radius> or
-// sift_blur_dog under set_blur_form), else sift_blur_dog.
+// sift_blur_dog under set_blur_form), else sift_blur_dog. Launched as programmatic dependents of the launch
+// before them (Hopper on; set_blur_pdl), so that a small octave's chain of levels does not pay a whole
+// launch between two levels.
 void SiftStagesCuda::blur(const BlurSource& src, float* dst, int w, int h, int kernel_index, const float* taps,
                           float* dog, float* level0) {
   const detail::SiftPlan& p = *plan_;
@@ -124,17 +126,27 @@ void SiftStagesCuda::blur(const BlurSource& src, float* dst, int w, int h, int k
     throw Error(ErrorCode::kUnsupported, "sift: an octave of " + std::to_string(h) + " rows is too tall for the CUDA blur",
                 "cuda");
   const kernels::SiftBlurSource s{src.data, src.pitch, src.step};
+  // Programmatic dependent launch (kernels/sift_blur.cuh): the level may launch before the one it reads ends.
+  cudaLaunchAttribute pdl{};
+  pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  pdl.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t launch{};
+  launch.stream = st_.compute;
+  launch.attrs = &pdl;
+  launch.numAttrs = blur_pdl_ && st_.props.major >= 9 ? 1 : 0;
   if (blur_form_ != BlurForm::kRuntimeRadius && r >= 1 && r <= kernels::kBlurTilesMaxRadius) {  // R a constant
-    const dim3 tiles(blocks_for(std::size_t(w), unsigned(kernels::kBlurTileW)),
-                     blocks_for(std::size_t(h), unsigned(kernels::kBlurTileH)));
+    launch.gridDim = dim3(blocks_for(std::size_t(w), unsigned(kernels::kBlurTileW)),
+                          blocks_for(std::size_t(h), unsigned(kernels::kBlurTileH)));
+    launch.blockDim = dim3(32, 8);
     const auto& table = blur_form_ == BlurForm::kTilesRound2 ? kBlurTilesR2 : kBlurTiles;
-    table[std::size_t(r - 1)]<<<tiles, dim3(32, 8), 0, st_.compute>>>(s, w, h, k, dst, dog, level0);
-    SPECTRASIFT_CUDA_CHECK_LAUNCH();
+    SPECTRASIFT_CUDA_CHECK(cudaLaunchKernelEx(&launch, table[std::size_t(r - 1)], s, w, h, k, dst, dog, level0));
     return;
   }
-  kernels::sift_blur_dog<<<grid, block, blur_tile_bytes(blur_tx_, blur_ty_, r), st_.compute>>>(
-      s, w, h, k, r, blur_tx_, blur_ty_, dst, dog, level0);
-  SPECTRASIFT_CUDA_CHECK_LAUNCH();
+  launch.gridDim = grid;
+  launch.blockDim = block;
+  launch.dynamicSmemBytes = blur_tile_bytes(blur_tx_, blur_ty_, r);
+  SPECTRASIFT_CUDA_CHECK(
+      cudaLaunchKernelEx(&launch, kernels::sift_blur_dog, s, w, h, k, r, blur_tx_, blur_ty_, dst, dog, level0));
 }
 
 // Launches per octave: level 0 (octave 0: the upsample and kernel 0's blur; later octaves: none, the

@@ -21,6 +21,23 @@ __device__ inline int sift_reflect101(int p, int len) {
   return p;
 }
 
+// Programmatic dependent launch (Hopper and later; the host launches the pyramid's levels with the
+// programmatic-serialisation attribute, SiftStagesCuda::blur). Every blur kernel opens with this: a grid of at
+// most kBlurEarlyLaunchBlocks blocks (the small octaves: all of it resident at once) lets the next level's grid
+// launch at once, so that its blocks are resident and waiting when this grid ends instead of being launched
+// then; a larger grid lets it launch as its blocks exit (early blocks of the next level would take the slots
+// its later waves need). Then it waits until the grid before it has completed and its writes are visible:
+// nothing is read or written before that, so the results are those of a plain launch. On older devices, and
+// for a grid launched without the attribute, both instructions do nothing.
+constexpr unsigned kBlurEarlyLaunchBlocks = 128;
+
+__device__ inline void sift_blur_wait_for_previous_level() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (gridDim.x * gridDim.y * gridDim.z <= kBlurEarlyLaunchBlocks) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 // The source plane of a level as the blur reads it: value (y, x) of a w x h plane is
 // data[(step y) pitch + step x]; step 2 reads level 0 of an octave straight from the even pixels of level S
 // of the octave before (the downsample), step 1 a plane itself.
@@ -43,6 +60,7 @@ struct SiftBlurSource {
 //                   the downsample of the octave before (step 2).
 __global__ void sift_blur_dog(SiftBlurSource src, int w, int h, const float* k, int r, int tile_w, int tile_h,
                               float* dst, float* dog, float* level0) {
+  sift_blur_wait_for_previous_level();
   extern __shared__ float sift_blur_shared[];
   const int lx = threadIdx.x, ly = threadIdx.y;
   const int bx = blockDim.x, by = blockDim.y;
@@ -107,6 +125,7 @@ constexpr int kBlurTileW = 64, kBlurTileH = 32, kBlurTilesMaxRadius = 16;
 template <int R>
 __global__ void __launch_bounds__(256) sift_blur_tiles_r2(SiftBlurSource src, int w, int h, const float* taps, float* dst,
                                                        float* dog, float* level0) {
+  sift_blur_wait_for_previous_level();
   constexpr int kVRun = 16, kHRun = 8;
   constexpr int kCols = kBlurTileW + 2 * R, kRows = kBlurTileH + 2 * R;
   constexpr int kMidPitch = kCols + 1, kOutPitch = kBlurTileW + 1;  // odd: 32 rows fall in 32 banks
@@ -205,6 +224,7 @@ __device__ inline bool sift_blur_aligned16(const void* p) { return (reinterpret_
 template <int R>
 __global__ void __launch_bounds__(256) sift_blur_tiles(SiftBlurSource src, int w, int h, const float* taps, float* dst,
                                                        float* dog, float* level0) {
+  sift_blur_wait_for_previous_level();
   constexpr int kVRun = 16, kHRun = 8;
   constexpr int kA = (R + 3) / 4 * 4;                  // staged halo columns: R rounded up to a float4
   constexpr int kCols = kBlurTileW + 2 * R;            // columns of the vertical pass
