@@ -254,8 +254,9 @@ TEST(SiftCuda, PrefetchIsCountedInTheMemoryCheck) {
   EXPECT_TRUE(same_bits(second, cuda_sift(im)));
 }
 
-// The blur forms (SiftStagesCuda::BlurForm: the runtime-radius sift_blur_dog, round 2's sift_blur_tiles_r2<R> and
-// the default sift_blur_tiles<R>, radius 1 .. 16) give the same features bit for bit (the OpenCL test
+// The blur forms (SiftStagesCuda::BlurForm: the runtime-radius sift_blur_dog, round 2's sift_blur_tiles_r2<R>,
+// round 3's sift_blur_tiles<R> and the default, which takes sift_blur_small<R> for the small planes; radius
+// 1 .. 16) give the same features bit for bit (the OpenCL test
 // BlurFormsWriteTheSamePyramid compares the planes of the same algorithms on PoCL): upsampled, sigma 3.2 (radii
 // above 16 beside the tiles) and without upsampling.
 TEST(SiftCuda, BlurFormsGiveTheSameFeatures) {
@@ -276,15 +277,19 @@ TEST(SiftCuda, BlurFormsGiveTheSameFeatures) {
     const ss::Features round2 = run_stages(*own.stages, own.ctx.impl(), v, o, nullptr);
     own.cuda().set_blur_form(BlurForm::kTiles);
     const ss::Features tiles = run_stages(*own.stages, own.ctx.impl(), v, o, nullptr);
+    own.cuda().set_blur_form(BlurForm::kTilesSmall);
+    const ss::Features small = run_stages(*own.stages, own.ctx.impl(), v, o, nullptr);
     EXPECT_FALSE(tiles.keypoints.empty()) << name;
     EXPECT_TRUE(same_bits(round2, runtime_radius)) << name << " sigma " << o.sigma << ": round 2's tiles differ";
     EXPECT_TRUE(same_bits(tiles, runtime_radius)) << name << " sigma " << o.sigma << ": the tiles differ";
-    expect_agreement(cpu_sift(im, o), tiles, std::string(name) + " (sift_blur_tiles)");
+    EXPECT_TRUE(same_bits(small, runtime_radius)) << name << " sigma " << o.sigma << ": the small-plane tiles differ";
+    expect_agreement(cpu_sift(im, o), small, std::string(name) + " (sift_blur_tiles and sift_blur_small)");
   }
 }
 
-// The blur forms write the same pyramid bit for bit: every Gaussian level and DoG plane of sift_blur_tiles<R>
-// and sift_blur_tiles_r2<R> against the runtime-radius sift_blur_dog (reference). The cases mix the paths of
+// The blur forms write the same pyramid bit for bit: every Gaussian level and DoG plane of sift_blur_tiles<R>,
+// sift_blur_tiles_r2<R> and the default (sift_blur_small<R> for the planes from about 960 x 540 down on the H200,
+// every octave after the first in these cases) against the runtime-radius sift_blur_dog (reference). The cases mix the paths of
 // sift_blur_tiles<R>: graf1 upsampled (1600 x 1280: mostly interior tiles, float4 staging and stores), box
 // (648 x 446 upsampled; octaves from 162 x 111 on have widths that are not multiples of 4 and planes that are not
 // 16-byte aligned: the scalar paths), box with sigma 3.2 (radii above 16 beside the tiles), HappyFish (518 x 388
@@ -309,7 +314,9 @@ TEST(SiftCuda, BlurFormsWriteTheSamePyramid) {
       {BlurForm::kRuntimeRadius, true, "sift_blur_dog, programmatic dependent launches"},
       {BlurForm::kTilesRound2, true, "sift_blur_tiles_r2"},
       {BlurForm::kTiles, false, "sift_blur_tiles, plain launches"},
-      {BlurForm::kTiles, true, "sift_blur_tiles"}};
+      {BlurForm::kTiles, true, "sift_blur_tiles"},
+      {BlurForm::kTilesSmall, false, "sift_blur_tiles and sift_blur_small, plain launches"},
+      {BlurForm::kTilesSmall, true, "sift_blur_tiles and sift_blur_small"}};
   for (const auto& [name, o] : cases) {
     const ss::Image im = load(name);
     const ss::detail::SiftImageView v{im.data.data(), im.type, im.width, im.height, im.channels, false};
@@ -343,7 +350,7 @@ TEST(SiftCuda, BlurFormsWriteTheSamePyramid) {
       EXPECT_EQ(d, dog.size()) << label << ", " << what << ": DoG planes differ first at float " << d;
     }
   }
-  own.cuda().set_blur_form(BlurForm::kTiles);
+  own.cuda().set_blur_form(BlurForm::kTilesSmall);
   own.cuda().set_blur_pdl(true);
 }
 
@@ -540,22 +547,25 @@ TEST(SiftCuda, DISABLED_StageTimes) {
   ss::cuda::SiftStagesCuda& cuda = own.cuda();
   using BlurForm = ss::cuda::SiftStagesCuda::BlurForm;
   using SelectForm = ss::cuda::SiftStagesCuda::SelectForm;
-  // The defaults (row-walk descriptors for 6 blocks an SM, round 3's blur as programmatic dependent launches, the
-  // rank select), then the pyramid's A/B (plain launches), the select stage's (the one-block select) and the
-  // descriptor stage's (the box walk, the row walk for 8 blocks an SM).
-  const auto form = [&cuda](Form d, SelectForm s, bool pdl = true) {
-    return [&cuda, d, s, pdl] {
+  // The defaults (row-walk descriptors for 6 blocks an SM; round 3's blur with sift_blur_small for the small
+  // planes, as programmatic dependent launches; the rank select), then the pyramid's A/B (sift_blur_tiles at every
+  // size; plain launches), the select stage's (the one-block select) and the descriptor stage's (the row walk for
+  // 8 blocks an SM).
+  const auto form = [&cuda](Form d, SelectForm s, BlurForm b = BlurForm::kTilesSmall, bool pdl = true) {
+    return [&cuda, d, s, b, pdl] {
       cuda.set_descriptor_form(d);
-      cuda.set_blur_form(BlurForm::kTiles);
+      cuda.set_blur_form(b);
       cuda.set_blur_pdl(pdl);
       cuda.set_select_form(s);
     };
   };
   const std::vector<ss::test::StageTimesForm> forms = {
-      {"defaults (staged-rows, 6 blocks an SM, rank select)", form(Form::kStagedRowsWide, SelectForm::kRank)},
-      {"pyramid in plain launches", form(Form::kStagedRowsWide, SelectForm::kRank, false)},
+      {"defaults (staged-rows, 6 blocks an SM, small-plane blur, rank select)",
+       form(Form::kStagedRowsWide, SelectForm::kRank)},
+      {"pyramid: sift_blur_tiles at every size", form(Form::kStagedRowsWide, SelectForm::kRank, BlurForm::kTiles)},
+      {"pyramid in plain launches",
+       form(Form::kStagedRowsWide, SelectForm::kRank, BlurForm::kTilesSmall, false)},
       {"one-block select", form(Form::kStagedRowsWide, SelectForm::kOneBlock)},
-      {"staged (box walk)", form(Form::kStaged, SelectForm::kRank)},
       {"staged-rows, 8 blocks an SM", form(Form::kStagedRows, SelectForm::kRank)}};
   ss::test::report_stage_times(kCudaSift, cuda, own.ctx.impl(), 11, forms);
 }

@@ -63,8 +63,10 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   void set_shared_memory_limit(std::size_t bytes) noexcept { shared_limit_ = bytes; }
   /// The blur kernel of the levels of radius 1 .. 16 (larger radii always take sift_blur_dog): kRuntimeRadius =
   /// every level through sift_blur_dog, kTilesRound2 = the per-radius sift_blur_tiles_r2<R> (kept for A/B runs),
-  /// kTiles (default) = sift_blur_tiles<R> (float4 staging and write-out in the blocks away from the borders).
-  enum class BlurForm { kRuntimeRadius, kTilesRound2, kTiles };
+  /// kTiles = sift_blur_tiles<R> (float4 staging and write-out in the blocks away from the borders) at every
+  /// size, kTilesSmall (default) = the same for the large planes and sift_blur_small<R> (32 x 16 tiles, a chain a
+  /// quarter as long) for a level whose 64 x 32 grid has fewer than two blocks an SM.
+  enum class BlurForm { kRuntimeRadius, kTilesRound2, kTiles, kTilesSmall };
   /// Tests and timing: the blur form. The same bits in every form; the pyramid graph is captured again.
   void set_blur_form(BlurForm f) noexcept {
     blur_form_ = f;
@@ -177,7 +179,7 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   // Launch geometry (from the device's limits and the plan).
   int blur_tx_ = 0, blur_ty_ = 0;  // output tile of sift_blur_dog
   int blur_r_ = -1;                // the largest radius the tile was sized for
-  BlurForm blur_form_ = BlurForm::kTiles;  // set_blur_form()
+  BlurForm blur_form_ = BlurForm::kTilesSmall;  // set_blur_form()
   bool blur_pdl_ = true;                   // set_blur_pdl()
   int ori_chunk_ = 0, ori_ex_ = 0, desc_ex_ = 0;
   int blocks_ = 0;                 // block cap of the per-keypoint kernels

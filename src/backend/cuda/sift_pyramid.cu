@@ -39,8 +39,8 @@ constexpr unsigned kExtremaRowsPerBlock = 8;
 dim3 plane_grid(int w, int h) { return dim3(blocks_for(std::size_t(w), 32), blocks_for(std::size_t(h), 8)); }
 const dim3 kPlaneBlock(32, 8);
 
-// sift_blur_tiles<1> .. sift_blur_tiles<kBlurTilesMaxRadius> (and the round-2 forms sift_blur_tiles_r2<R>),
-// indexed by radius - 1.
+// sift_blur_tiles<1> .. sift_blur_tiles<kBlurTilesMaxRadius> (and the round-2 forms sift_blur_tiles_r2<R>, the
+// small-plane forms sift_blur_small<R>), indexed by radius - 1.
 using BlurTilesKernel = void (*)(kernels::SiftBlurSource, int, int, const float*, float*, float*, float*);
 template <int... I>
 constexpr std::array<BlurTilesKernel, sizeof...(I)> blur_tiles_kernels(std::integer_sequence<int, I...>) {
@@ -50,7 +50,12 @@ template <int... I>
 constexpr std::array<BlurTilesKernel, sizeof...(I)> blur_tiles_r2_kernels(std::integer_sequence<int, I...>) {
   return {&kernels::sift_blur_tiles_r2<I + 1>...};
 }
+template <int... I>
+constexpr std::array<BlurTilesKernel, sizeof...(I)> blur_small_kernels(std::integer_sequence<int, I...>) {
+  return {&kernels::sift_blur_small<I + 1>...};
+}
 constexpr auto kBlurTiles = blur_tiles_kernels(std::make_integer_sequence<int, kernels::kBlurTilesMaxRadius>());
+constexpr auto kBlurSmall = blur_small_kernels(std::make_integer_sequence<int, kernels::kBlurTilesMaxRadius>());
 constexpr auto kBlurTilesR2 = blur_tiles_r2_kernels(std::make_integer_sequence<int, kernels::kBlurTilesMaxRadius>());
 
 // Dynamic shared memory of sift_blur_dog for an output tile tx x ty and radius r: taps, in, mid.
@@ -111,7 +116,8 @@ void SiftStagesCuda::size_blur_tiles() {
 }
 
 // One level: dst = blur of the source with kernel `kernel_index`; dog and level0 as sift_blur_dog says.
-// Radius 1 .. 16: sift_blur_tiles<radius> (the same bits from registers; sift_blur_tiles_r2<radius> or
+// Radius 1 .. 16: sift_blur_tiles<radius> (the same bits from registers), or sift_blur_small<radius> where the
+// 64 x 32 grid has fewer than two blocks an SM (from 960 x 540 down on the H200; sift_blur_tiles_r2<radius> or
 // sift_blur_dog under set_blur_form), else sift_blur_dog. Launched as programmatic dependents of the launch
 // before them (Hopper on; set_blur_pdl), so that a small octave's chain of levels does not pay a whole
 // launch between two levels.
@@ -138,7 +144,12 @@ void SiftStagesCuda::blur(const BlurSource& src, float* dst, int w, int h, int k
     launch.gridDim = dim3(blocks_for(std::size_t(w), unsigned(kernels::kBlurTileW)),
                           blocks_for(std::size_t(h), unsigned(kernels::kBlurTileH)));
     launch.blockDim = dim3(32, 8);
-    const auto& table = blur_form_ == BlurForm::kTilesRound2 ? kBlurTilesR2 : kBlurTiles;
+    const bool small = blur_form_ == BlurForm::kTilesSmall &&
+                       std::size_t(launch.gridDim.x) * launch.gridDim.y < 2 * std::size_t(st_.props.multiProcessorCount);
+    if (small)
+      launch.gridDim = dim3(blocks_for(std::size_t(w), unsigned(kernels::kBlurSmallTileW)),
+                            blocks_for(std::size_t(h), unsigned(kernels::kBlurSmallTileH)));
+    const auto& table = small ? kBlurSmall : blur_form_ == BlurForm::kTilesRound2 ? kBlurTilesR2 : kBlurTiles;
     SPECTRASIFT_CUDA_CHECK(cudaLaunchKernelEx(&launch, table[std::size_t(r - 1)], s, w, h, k, dst, dog, level0));
     return;
   }

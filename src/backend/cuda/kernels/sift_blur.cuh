@@ -338,4 +338,95 @@ __global__ void __launch_bounds__(256) sift_blur_tiles(SiftBlurSource src, int w
   }
 }
 
+// sift_blur_small<R> (session 7): the small octaves' levels. A level of sift_blur_tiles<R> costs 6-8 us from
+// 480 x 270 down to 15 x 8 pixels whatever the size (bench/probes/pyramid_octave_probe.cu): one block's serial
+// chain (taps, staging, two passes of 16 and 8 outputs a thread, write-out) over a 64 x 32 tile, far more than
+// those planes hold. Here the output tile is 32 x 16 and each thread computes 4 vertical and 2 horizontal
+// outputs, so that a block's chain is about a quarter as long and a plane spreads over four times the blocks.
+// The same values as sift_blur_tiles<R> (the same taps in registers, the same float operations in the same
+// order, BORDER_REFLECT_101: a vertical value at a reflected column is the value at the column it reflects to).
+// The host takes it for a level whose 64 x 32 grid would not fill the GPU twice over (SiftStagesCuda::blur).
+// Grid (ceil(w / 32), ceil(h / 16)), block (32, 8); static shared memory (16 + 2R) (32 + 2R) + 16 (33 + 2R)
+// floats (20 KB at R = 16).
+//   1. stage the source rows y0 - R .. y0 + 15 + R, columns x0 - R .. x0 + 31 + R in `in` (reflected), every
+//      load of a thread in flight before its first store;
+//   2. vertical pass: 4 (32 + 2R) items (a column x0 - R + c, a quarter of the tile's rows), each 4 outputs
+//      from a window of 4 + 2R values, into `mid`;
+//   3. horizontal pass: thread lid computes row lid / 16, columns 2 (lid % 16) and + 1 from a window of 2 + 2R
+//      values of `mid`, and writes them, with the DoG and level-0 values, as sift_blur_dog does.
+constexpr int kBlurSmallTileW = 32, kBlurSmallTileH = 16;
+
+template <int R>
+__global__ void __launch_bounds__(256) sift_blur_small(SiftBlurSource src, int w, int h, const float* taps, float* dst,
+                                                       float* dog, float* level0) {
+  sift_blur_wait_for_previous_level();
+  constexpr int kVRun = 4, kHRun = 2;
+  constexpr int kCols = kBlurSmallTileW + 2 * R, kRows = kBlurSmallTileH + 2 * R;
+  constexpr int kMidPitch = kCols + 1;
+  constexpr int kRowSteps = (kRows + 7) / 8, kColSteps = (kCols + 31) / 32;
+  static_assert(kBlurSmallTileH / kVRun * kCols <= 256 && kBlurSmallTileW * kBlurSmallTileH == 256 * kHRun,
+                "one vertical item and two outputs a thread");
+  __shared__ float in[kRows * kCols];
+  __shared__ float mid[kBlurSmallTileH * kMidPitch];
+  const int lx = threadIdx.x, ly = threadIdx.y, lid = ly * 32 + lx;
+  const int x0 = blockIdx.x * kBlurSmallTileW, y0 = blockIdx.y * kBlurSmallTileH;
+  float k[R + 1];
+#pragma unroll
+  for (int i = 0; i <= R; ++i) k[i] = taps[i];
+  {
+    float v[kRowSteps][kColSteps];
+#pragma unroll
+    for (int i = 0; i < kRowSteps; ++i) {
+      const int t = ly + 8 * i;
+      const float* row = src.data + (long long)sift_reflect101(y0 - R + (t < kRows ? t : 0), h) * src.step * src.pitch;
+#pragma unroll
+      for (int j = 0; j < kColSteps; ++j) {
+        const int c = lx + 32 * j;
+        if (t < kRows && c < kCols) v[i][j] = row[(long long)sift_reflect101(x0 - R + c, w) * src.step];
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kRowSteps; ++i)
+#pragma unroll
+      for (int j = 0; j < kColSteps; ++j) {
+        const int t = ly + 8 * i, c = lx + 32 * j;
+        if (t < kRows && c < kCols) in[t * kCols + c] = v[i][j];
+      }
+  }
+  __syncthreads();
+  if (lid < kBlurSmallTileH / kVRun * kCols) {  // column x0 - R + c, rows t0 .. t0 + 3 of the tile
+    const int c = lid % kCols, t0 = (lid / kCols) * kVRun;
+    float win[kVRun + 2 * R];
+#pragma unroll
+    for (int j = 0; j < kVRun + 2 * R; ++j) win[j] = in[(t0 + j) * kCols + c];
+#pragma unroll
+    for (int j = 0; j < kVRun; ++j) {
+      float acc = k[0] * win[j + R];
+#pragma unroll
+      for (int i = 1; i <= R; ++i) acc += k[i] * (win[j + R - i] + win[j + R + i]);
+      mid[(t0 + j) * kMidPitch + c] = acc;
+    }
+  }
+  __syncthreads();
+  const int t = lid >> 4, cx = 2 * (lid & 15);  // output row t, columns cx and cx + 1 of the tile
+  const int y = y0 + t;
+  if (y >= h) return;
+  float win[kHRun + 2 * R];
+#pragma unroll
+  for (int j = 0; j < kHRun + 2 * R; ++j) win[j] = mid[t * kMidPitch + cx + j];
+#pragma unroll
+  for (int j = 0; j < kHRun; ++j) {
+    const int x = x0 + cx + j;
+    if (x >= w) break;
+    float acc = k[0] * win[j + R];
+#pragma unroll
+    for (int i = 1; i <= R; ++i) acc += k[i] * (win[j + R - i] + win[j + R + i]);
+    const size_t o = (size_t)y * (size_t)w + (size_t)x;
+    dst[o] = acc;
+    const float centre = in[(t + R) * kCols + cx + j + R];
+    if (dog) dog[o] = acc - centre;
+    if (level0) level0[o] = centre;
+  }
+}
+
 }  // namespace spectrasift::cuda::kernels
