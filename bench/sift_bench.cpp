@@ -18,7 +18,7 @@
 // --batch N: the batch table alone (issue 19's "batch of 100 kleiber 1080p images" row): N copies of kleiber
 // 1080p's grey image, each in its own buffer, through one batch call (detect_and_compute over the list) against
 // N single calls in the same run, per image (total / N), median of --runs after --warmup; upsampled (OpenCV's
-// default). On CUDA also from page-locked copies (the batch copies image i + 1 beside image i's compute either
+// default) and without upsampling. On CUDA also (upsampled) from page-locked copies (the batch copies image i + 1 beside image i's compute either
 // way; page-locked memory skips the host staging copy).
 #include <algorithm>
 #include <chrono>
@@ -156,8 +156,9 @@ void bench_sift(ss::Context& ctx, ss::Backend b, const std::string& name, const 
 /// The batch row of one backend: `copies` (N images, views of separate buffers) through the batch call and N
 /// single calls, per image, in the same run; the batch's features checked equal to the single calls' counts.
 void bench_batch_views(ss::Context& ctx, ss::Backend b, const std::string& name, const std::vector<ss::ImageView>& views,
-                       const std::string& memory, const Config& cfg) {
-  const ss::SiftOptions o;  // upsampled, OpenCV's default
+                       const std::string& memory, bool up, const Config& cfg) {
+  ss::SiftOptions o;  // upsampled (OpenCV's default) or not
+  o.upsample = up;
   const double n = double(views.size());
   std::vector<double> single, batch;
   long kps_single = 0, kps_batch = 0;
@@ -174,8 +175,8 @@ void bench_batch_views(ss::Context& ctx, ss::Backend b, const std::string& name,
     single.push_back(single_ms);
     batch.push_back(batch_ms);
   }
-  std::printf("| %s x %zu | %s | spectrasift %s | %s | %.3f | %.3f | %.2f | %ld | %s |\n", name.c_str(), views.size(),
-              memory.c_str(), ss::to_string(b), ctx.describe().c_str(), median(single), median(batch),
+  std::printf("| %s x %zu | %s | %s | spectrasift %s | %s | %.3f | %.3f | %.2f | %ld | %s |\n", name.c_str(), views.size(),
+              up ? "yes" : "no", memory.c_str(), ss::to_string(b), ctx.describe().c_str(), median(single), median(batch),
               median(single) / std::max(median(batch), 1e-9), kps_batch / long(views.size()),
               kps_batch == kps_single ? "same" : "DIFFERENT");
   std::fflush(stdout);
@@ -183,18 +184,20 @@ void bench_batch_views(ss::Context& ctx, ss::Backend b, const std::string& name,
 
 void bench_batch(const std::vector<ss::Backend>& backends, const Config& cfg, const std::string& name,
                  const ss::Image& im, int count) {
-  std::printf("SIFT batch: %d copies of %s (8-bit grey, %dx%d, upsampled), one batch call against %d single calls "
-              "in the same run; per image = total / %d, median of %d runs after %d warm-up runs\n\n",
+  std::printf("SIFT batch: %d copies of %s (8-bit grey, %dx%d; upsampled from pageable and page-locked memory, and "
+              "without upsampling from pageable memory), one batch call against %d single calls in the same run; per "
+              "image = total / %d, median of %d runs after %d warm-up runs\n\n",
               count, name.c_str(), im.width, im.height, count, count, cfg.runs, cfg.warmup);
-  std::printf("| images | host memory | implementation | device | single calls ms/image | batch ms/image | speed-up | "
-              "keypoints/image | batch features |\n|---|---|---|---|---:|---:|---:|---:|---|\n");
+  std::printf("| images | upsample | host memory | implementation | device | single calls ms/image | batch ms/image | "
+              "speed-up | keypoints/image | batch features |\n|---|---|---|---|---|---:|---:|---:|---:|---|\n");
   const std::vector<ss::Image> copies(std::size_t(count), im);  // separate buffers, as N decoded photos
   std::vector<ss::ImageView> views;
   for (const ss::Image& c : copies) views.push_back(ss::ImageView{c.data.data(), c.width, c.height, 1, c.type});
   for (ss::Backend b : backends) {
     try {
       ss::Context ctx(context_options(b, cfg));
-      bench_batch_views(ctx, b, name, views, "pageable", cfg);
+      bench_batch_views(ctx, b, name, views, "pageable", true, cfg);
+      bench_batch_views(ctx, b, name, views, "pageable", false, cfg);
 #ifdef SPECTRASIFT_HAVE_CUDA
       if (b == ss::Backend::kCuda) {
         std::vector<void*> pinned;
@@ -204,12 +207,12 @@ void bench_batch(const std::vector<ss::Backend>& backends, const Config& cfg, co
           std::memcpy(pinned.back(), im.data.data(), im.data.size());
           v.data = pinned.back();
         }
-        bench_batch_views(ctx, b, name, pinned_views, "page-locked", cfg);
+        bench_batch_views(ctx, b, name, pinned_views, "page-locked", true, cfg);
         for (void* p : pinned) ss::cuda::bench::pinned_host_free(p);
       }
 #endif
     } catch (const ss::Error& e) {
-      std::printf("| - | - | spectrasift %s | - | - | - | - | - | %s |\n", ss::to_string(b), e.what());
+      std::printf("| - | - | - | spectrasift %s | - | - | - | - | - | %s |\n", ss::to_string(b), e.what());
     }
   }
 }

@@ -36,6 +36,7 @@
 #   run      joins the parts (sha256 of the whole archive checked), unpacks the CV-CUDA wheel's files to
 #            /tmp/peers/site (on PYTHONPATH), then times each step with RUNS runs after WARMUP warm-up runs.
 # Environment: RUNS (100), WARMUP (20), BATCH (100 copies of kleiber 1080p), BATCH_RUNS (20), BATCH_WARMUP (3),
+# BATCH_CHUNK (images per CV-CUDA call of the batch, 20),
 # CV_RUNS (runs of cv2.SIFT, 10), JOBS (nproc), PEERS (/tmp/peers), OUT (out), OPENCL_DEVICE (1: the H200 machine lists
 # PoCL's CPU device first and NVIDIA's GPU second; without it the OpenCL step timed PoCL, fifth session).
 set -u
@@ -184,7 +185,8 @@ run() {
           install_cvcuda
           export PYTHONPATH="$PEERS/site${PYTHONPATH:+:$PYTHONPATH}"
           step "CV-CUDA" 220 python3 -u bench/peers/cvcuda_bench.py --photos "$photos" --runs "$RUNS" --warmup "$WARMUP" \
-            --batch "${BATCH:-100}" --batch-runs "${BATCH_RUNS:-20}" --batch-warmup "${BATCH_WARMUP:-3}"
+            --batch "${BATCH:-100}" --batch-runs "${BATCH_RUNS:-20}" --batch-warmup "${BATCH_WARMUP:-3}" \
+            --batch-chunk "${BATCH_CHUNK:-20}"
         ) || echo "## CV-CUDA: not run (see peers.log)" >>"$md" ;;
       ours-opencl) step "spectrasift OpenCL" 110 "$bin/sift_bench" --backend opencl --device "${OPENCL_DEVICE:-1}" \
                      --photos "$photos" --runs "$RUNS" --warmup "$WARMUP" ;;
