@@ -307,32 +307,29 @@ TEST(SiftCuda, BlurFormsWriteTheSamePyramid) {
                                                            {"box.png", wide},
                                                            {"HappyFish_cv2_rgb.png", {}},
                                                            {"camera.png", flat}};
-  // The reference in plain launches after sift_upsample; the others as programmatic dependents (the default) with
-  // the doubling where the first level stages it (the default), and the default form every way: a level that read
-  // its source before the level before it had written it, or a doubled value that differed, would show here.
-  const std::tuple<BlurForm, bool, bool, const char*> forms[] = {
-      {BlurForm::kRuntimeRadius, false, false, "sift_blur_dog, plain launches, sift_upsample"},
-      {BlurForm::kRuntimeRadius, true, true, "sift_blur_dog, programmatic dependent launches, doubled in the blur"},
-      {BlurForm::kTilesRound2, true, true, "sift_blur_tiles_r2"},
-      {BlurForm::kTiles, false, true, "sift_blur_tiles, plain launches"},
-      {BlurForm::kTiles, true, true, "sift_blur_tiles"},
-      {BlurForm::kTilesSmall, false, true, "sift_blur_tiles and sift_blur_small, plain launches"},
-      {BlurForm::kTilesSmall, true, false, "sift_blur_tiles and sift_blur_small, sift_upsample"},
-      {BlurForm::kTilesSmall, true, true, "sift_blur_tiles and sift_blur_small"}};
+  // The reference in plain launches; the others as programmatic dependents (the default), and the default form
+  // both ways: a level that read its source before the level before it had written it would show here.
+  const std::tuple<BlurForm, bool, const char*> forms[] = {
+      {BlurForm::kRuntimeRadius, false, "sift_blur_dog, plain launches"},
+      {BlurForm::kRuntimeRadius, true, "sift_blur_dog, programmatic dependent launches"},
+      {BlurForm::kTilesRound2, true, "sift_blur_tiles_r2"},
+      {BlurForm::kTiles, false, "sift_blur_tiles, plain launches"},
+      {BlurForm::kTiles, true, "sift_blur_tiles"},
+      {BlurForm::kTilesSmall, false, "sift_blur_tiles and sift_blur_small, plain launches"},
+      {BlurForm::kTilesSmall, true, "sift_blur_tiles and sift_blur_small"}};
   for (const auto& [name, o] : cases) {
     const ss::Image im = load(name);
     const ss::detail::SiftImageView v{im.data.data(), im.type, im.width, im.height, im.channels, false};
     const ss::detail::SiftPlan& plan = ss::detail::sift_plan(own.ctx.impl(), v.width, v.height, o);
     const std::string label = std::string(name) + " sigma " + std::to_string(o.sigma) + (o.upsample ? "" : " no upsample");
     std::vector<float> gauss0, dog0;
-    for (const auto& [form, pdl, fused, what] : forms) {
+    for (const auto& [form, pdl, what] : forms) {
       if (!gauss0.empty()) {
         ss::cuda::bench::fill_buffer(own.ctx, "sift.gauss", 0xff);
         ss::cuda::bench::fill_buffer(own.ctx, "sift.dog", 0xff);
       }
       own.cuda().set_blur_form(form);
       own.cuda().set_blur_pdl(pdl);
-      own.cuda().set_fused_upsample(fused);
       (void)run_stages(*own.stages, own.ctx.impl(), v, o, nullptr);
       const std::vector<float> gauss = ss::cuda::bench::read_float_buffer(own.ctx, "sift.gauss", plan.gauss_floats);
       const std::vector<float> dog = ss::cuda::bench::read_float_buffer(own.ctx, "sift.dog", plan.dog_floats);
@@ -355,7 +352,6 @@ TEST(SiftCuda, BlurFormsWriteTheSamePyramid) {
   }
   own.cuda().set_blur_form(BlurForm::kTilesSmall);
   own.cuda().set_blur_pdl(true);
-  own.cuda().set_fused_upsample(true);
 }
 
 TEST(SiftCuda, PublicApiRunsTheDeviceStages) {
@@ -552,17 +548,14 @@ TEST(SiftCuda, DISABLED_StageTimes) {
   using BlurForm = ss::cuda::SiftStagesCuda::BlurForm;
   using SelectForm = ss::cuda::SiftStagesCuda::SelectForm;
   // The defaults (row-walk descriptors for 6 blocks an SM; round 3's blur with sift_blur_small for the small
-  // planes, as programmatic dependent launches, the first level doubling the grey image as it stages it; the rank
-  // select), then the pyramid's A/B (sift_blur_tiles at every size; plain launches; sift_upsample first), the
-  // select stage's (the one-block select) and the descriptor stage's (the row walk for
+  // planes, as programmatic dependent launches; the rank select), then the pyramid's A/B (sift_blur_tiles at every
+  // size; plain launches), the select stage's (the one-block select) and the descriptor stage's (the row walk for
   // 8 blocks an SM).
-  const auto form = [&cuda](Form d, SelectForm s, BlurForm b = BlurForm::kTilesSmall, bool pdl = true,
-                            bool fused = true) {
-    return [&cuda, d, s, b, pdl, fused] {
+  const auto form = [&cuda](Form d, SelectForm s, BlurForm b = BlurForm::kTilesSmall, bool pdl = true) {
+    return [&cuda, d, s, b, pdl] {
       cuda.set_descriptor_form(d);
       cuda.set_blur_form(b);
       cuda.set_blur_pdl(pdl);
-      cuda.set_fused_upsample(fused);
       cuda.set_select_form(s);
     };
   };
@@ -572,8 +565,6 @@ TEST(SiftCuda, DISABLED_StageTimes) {
       {"pyramid: sift_blur_tiles at every size", form(Form::kStagedRowsWide, SelectForm::kRank, BlurForm::kTiles)},
       {"pyramid in plain launches",
        form(Form::kStagedRowsWide, SelectForm::kRank, BlurForm::kTilesSmall, false)},
-      {"pyramid after sift_upsample",
-       form(Form::kStagedRowsWide, SelectForm::kRank, BlurForm::kTilesSmall, true, false)},
       {"one-block select", form(Form::kStagedRowsWide, SelectForm::kOneBlock)},
       {"staged-rows, 8 blocks an SM", form(Form::kStagedRows, SelectForm::kRank)}};
   ss::test::report_stage_times(kCudaSift, cuda, own.ctx.impl(), 11, forms);

@@ -79,13 +79,6 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
     blur_pdl_ = on;
     pyramid_generation_ = 0;
   }
-  /// Tests and timing: whether octave 0's first level reads the grey image and doubles it where it stages it
-  /// (default true) or reads the doubled plane that sift_upsample writes first. The same bits either way; the
-  /// pyramid graph is captured again.
-  void set_fused_upsample(bool on) noexcept {
-    fused_upsample_ = on;
-    pyramid_generation_ = 0;
-  }
   /// Tests: whether select() may run the whole stage in one small-count path (the rank select or the one-block
   /// select, set_select_form), decided on the device (default true; false: the multi-launch path always).
   void set_select_small(bool on) noexcept { select_small_allowed_ = on; }
@@ -152,7 +145,6 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
     const float* data;
     long long pitch;
     int step;
-    int doubled_h = 0;  // > 0: the doubled image of data (pitch x doubled_h), computed where it is staged
   };
   void blur(const BlurSource& src, float* dst, int w, int h, int kernel_index, const float* taps, float* dog,
             float* level0);
@@ -189,7 +181,6 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   int blur_r_ = -1;                // the largest radius the tile was sized for
   BlurForm blur_form_ = BlurForm::kTilesSmall;  // set_blur_form()
   bool blur_pdl_ = true;                   // set_blur_pdl()
-  bool fused_upsample_ = true;             // set_fused_upsample()
   int ori_chunk_ = 0, ori_ex_ = 0, desc_ex_ = 0;
   int blocks_ = 0;                 // block cap of the per-keypoint kernels
   DescriptorForm descriptor_form_ = kDefaultDescriptorForm;  // set_descriptor_form()

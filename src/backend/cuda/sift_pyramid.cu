@@ -40,7 +40,7 @@ dim3 plane_grid(int w, int h) { return dim3(blocks_for(std::size_t(w), 32), bloc
 const dim3 kPlaneBlock(32, 8);
 
 // sift_blur_tiles<1> .. sift_blur_tiles<kBlurTilesMaxRadius> (and the round-2 forms sift_blur_tiles_r2<R>, the
-// small-plane forms sift_blur_small<R>, the doubled-source forms sift_blur_tiles<R, true>), indexed by radius - 1.
+// small-plane forms sift_blur_small<R>), indexed by radius - 1.
 using BlurTilesKernel = void (*)(kernels::SiftBlurSource, int, int, const float*, float*, float*, float*);
 template <int... I>
 constexpr std::array<BlurTilesKernel, sizeof...(I)> blur_tiles_kernels(std::integer_sequence<int, I...>) {
@@ -51,16 +51,11 @@ constexpr std::array<BlurTilesKernel, sizeof...(I)> blur_tiles_r2_kernels(std::i
   return {&kernels::sift_blur_tiles_r2<I + 1>...};
 }
 template <int... I>
-constexpr std::array<BlurTilesKernel, sizeof...(I)> blur_doubled_kernels(std::integer_sequence<int, I...>) {
-  return {&kernels::sift_blur_tiles<I + 1, true>...};
-}
-template <int... I>
 constexpr std::array<BlurTilesKernel, sizeof...(I)> blur_small_kernels(std::integer_sequence<int, I...>) {
   return {&kernels::sift_blur_small<I + 1>...};
 }
 constexpr auto kBlurTiles = blur_tiles_kernels(std::make_integer_sequence<int, kernels::kBlurTilesMaxRadius>());
 constexpr auto kBlurSmall = blur_small_kernels(std::make_integer_sequence<int, kernels::kBlurTilesMaxRadius>());
-constexpr auto kBlurDoubled = blur_doubled_kernels(std::make_integer_sequence<int, kernels::kBlurTilesMaxRadius>());
 constexpr auto kBlurTilesR2 = blur_tiles_r2_kernels(std::make_integer_sequence<int, kernels::kBlurTilesMaxRadius>());
 
 // Dynamic shared memory of sift_blur_dog for an output tile tx x ty and radius r: taps, in, mid.
@@ -136,7 +131,7 @@ void SiftStagesCuda::blur(const BlurSource& src, float* dst, int w, int h, int k
   if (grid.y > 65535)
     throw Error(ErrorCode::kUnsupported, "sift: an octave of " + std::to_string(h) + " rows is too tall for the CUDA blur",
                 "cuda");
-  const kernels::SiftBlurSource s{src.data, src.pitch, src.step, src.doubled_h};
+  const kernels::SiftBlurSource s{src.data, src.pitch, src.step};
   // Programmatic dependent launch (kernels/sift_blur.cuh): the level may launch before the one it reads ends.
   cudaLaunchAttribute pdl{};
   pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -154,10 +149,7 @@ void SiftStagesCuda::blur(const BlurSource& src, float* dst, int w, int h, int k
     if (small)
       launch.gridDim = dim3(blocks_for(std::size_t(w), unsigned(kernels::kBlurSmallTileW)),
                             blocks_for(std::size_t(h), unsigned(kernels::kBlurSmallTileH)));
-    const auto& table = small                                ? kBlurSmall
-                        : blur_form_ == BlurForm::kTilesRound2 ? kBlurTilesR2
-                        : src.doubled_h > 0                    ? kBlurDoubled
-                                                               : kBlurTiles;
+    const auto& table = small ? kBlurSmall : blur_form_ == BlurForm::kTilesRound2 ? kBlurTilesR2 : kBlurTiles;
     SPECTRASIFT_CUDA_CHECK(cudaLaunchKernelEx(&launch, table[std::size_t(r - 1)], s, w, h, k, dst, dog, level0));
     return;
   }
@@ -168,8 +160,7 @@ void SiftStagesCuda::blur(const BlurSource& src, float* dst, int w, int h, int k
       cudaLaunchKernelEx(&launch, kernels::sift_blur_dog, s, w, h, k, r, blur_tx_, blur_ty_, dst, dog, level0));
 }
 
-// Launches per octave: level 0 (octave 0: kernel 0's blur of the input or of its doubled image, doubled where
-// the blur stages it, or under set_fused_upsample(false) written by sift_upsample first; later octaves: none, the
+// Launches per octave: level 0 (octave 0: the upsample and kernel 0's blur; later octaves: none, the
 // downsample is read by level 1's blur, which also writes level 0), then one blur launch per level
 // 1 .. S + 2, each also writing the DoG plane below it. So dog() has nothing left to do. Then the octave's
 // extrema, forked onto the side stream: they read only this octave's DoG planes, which no later launch
@@ -188,9 +179,7 @@ void SiftStagesCuda::launch_pyramid(const float* grey, float* gauss, float* dog,
     float* g0 = gauss + octave_info_[4 * std::size_t(o) + 2];
     float* d0 = dog + octave_info_[4 * std::size_t(o) + 3];
     if (o == 0) {
-      if (p.upsample && fused_upsample_) {  // the grey image, doubled as the level's blocks stage it
-        blur({grey, p.input_width, 1, p.input_height}, g0, w, h, 0, taps, nullptr, nullptr);
-      } else if (p.upsample) {  // the doubled input goes through DoG plane 0, free until level 1's blur writes it
+      if (p.upsample) {  // the doubled input goes through DoG plane 0, free until level 1's blur writes it
         kernels::sift_upsample<<<plane_grid(w, h), kPlaneBlock, 0, st_.compute>>>(grey, p.input_width, p.input_height, d0);
         SPECTRASIFT_CUDA_CHECK_LAUNCH();
         blur({d0, w, 1}, g0, w, h, 0, taps, nullptr, nullptr);

@@ -11,7 +11,6 @@
 #pragma once
 
 #include "backend/cuda/kernels/sift_common.cuh"
-#include "numeric/sift_upsample.h"
 
 namespace spectrasift::cuda::kernels {
 
@@ -46,21 +45,7 @@ struct SiftBlurSource {
   const float* data;
   long long pitch;  // floats per row of data
   int step;         // 1, or 2 for the downsample
-  // > 0: the plane is the doubled image of data (pitch x doubled_h grey pixels; step unused), each value
-  // computed where it is staged (numeric/sift_upsample.h): octave 0's first level reads the grey image itself
-  // instead of a doubled plane written by sift_upsample and read back.
-  int doubled_h;
 };
-
-// Value (y, x) of the source plane (both inside it). kDoubled: the source is a doubled image (sift_blur_tiles
-// takes it as a template argument, so that its other instances carry no trace of the doubling: with the runtime
-// test, sift_blur_tiles<13> spilled), else the runtime test of doubled_h.
-template <int kDoubled = -1>
-__device__ inline float sift_blur_source_at(const SiftBlurSource& s, int y, int x) {
-  if (kDoubled == 1 || (kDoubled < 0 && s.doubled_h > 0))
-    return sift_upsampled_pixel(s.data, (int)s.pitch, s.doubled_h, x, y);
-  return s.data[(long long)y * s.step * s.pitch + (long long)x * s.step];
-}
 
 // sift_blur_dog: grid (ceil(w / TX), ceil(h / TY)), block (min(32, TX), min(8, TY)); output tile TX x TY per
 // block (the host picks it from the device's shared memory and the plan's largest radius: 64 x 32, smaller
@@ -87,8 +72,8 @@ __global__ void sift_blur_dog(SiftBlurSource src, int w, int h, const float* k, 
   const int lid = ly * bx + lx;
   for (int i = lid; i <= r; i += bx * by) taps[i] = k[i];
   for (int t = ly; t < rows; t += by) {
-    const int y = sift_reflect101(y0 - r + t, h);
-    for (int c = lx; c < cols; c += bx) in[t * cols + c] = sift_blur_source_at(src, y, sift_reflect101(x0 - r + c, w));
+    const float* row = src.data + (long long)sift_reflect101(y0 - r + t, h) * src.step * src.pitch;
+    for (int c = lx; c < cols; c += bx) in[t * cols + c] = row[(long long)sift_reflect101(x0 - r + c, w) * src.step];
   }
   __syncthreads();
   for (int t = ly; t < tile_h; t += by) {
@@ -153,10 +138,10 @@ __global__ void __launch_bounds__(256) sift_blur_tiles_r2(SiftBlurSource src, in
   for (int i = 0; i <= R; ++i) k[i] = taps[i];
   const bool inside = x0 >= R && x0 + kBlurTileW + R <= w;  // no column reflects
   for (int t = ly; t < kRows; t += 8) {
-    const int y = sift_reflect101(y0 - R + t, h);
+    const float* row = src.data + (long long)sift_reflect101(y0 - R + t, h) * src.step * src.pitch;
     for (int c = lx; c < kCols; c += 32) {
       const int x = x0 - R + c;
-      in[t * kCols + c] = sift_blur_source_at(src, y, inside ? x : sift_reflect101(x, w));
+      in[t * kCols + c] = row[(long long)(inside ? x : sift_reflect101(x, w)) * src.step];
     }
   }
   __syncthreads();
@@ -236,7 +221,7 @@ constexpr int kBlurOutPitch = kBlurTileW + 4;  // the output tile in `mid`: floa
 
 __device__ inline bool sift_blur_aligned16(const void* p) { return (reinterpret_cast<unsigned long long>(p) & 15u) == 0; }
 
-template <int R, bool kDoubled = false>
+template <int R>
 __global__ void __launch_bounds__(256) sift_blur_tiles(SiftBlurSource src, int w, int h, const float* taps, float* dst,
                                                        float* dog, float* level0) {
   sift_blur_wait_for_previous_level();
@@ -259,7 +244,7 @@ __global__ void __launch_bounds__(256) sift_blur_tiles(SiftBlurSource src, int w
   for (int i = 0; i <= R; ++i) k[i] = taps[i];
   const bool cols_inside = x0 >= kA && x0 + kBlurTileW + kA <= w;  // no staged column reflects
   const bool rows_inside = y0 >= R && y0 + kBlurTileH + R <= h;    // no staged row reflects
-  if (!kDoubled && cols_inside && rows_inside && src.step == 1 && (src.pitch & 3) == 0 && sift_blur_aligned16(src.data)) {
+  if (cols_inside && rows_inside && src.step == 1 && (src.pitch & 3) == 0 && sift_blur_aligned16(src.data)) {
     if (lx < kQuads) {  // float4 lx of rows ly, ly + 8, ..: every load in flight before the first store
       const float* p = src.data + (long long)(y0 - R + ly) * src.pitch + (x0 - kA + 4 * lx);
       const long long step8 = 8 * src.pitch;
@@ -275,10 +260,10 @@ __global__ void __launch_bounds__(256) sift_blur_tiles(SiftBlurSource src, int w
   } else {
     for (int t = ly; t < kRows; t += 8) {
       const int y = y0 - R + t;
-      const int yr = rows_inside ? y : sift_reflect101(y, h);
+      const float* row = src.data + (long long)(rows_inside ? y : sift_reflect101(y, h)) * src.step * src.pitch;
       for (int c = lx; c < kInPitch; c += 32) {
         const int x = x0 - kA + c;
-        in[t * kInPitch + c] = sift_blur_source_at<kDoubled ? 1 : 0>(src, yr, cols_inside ? x : sift_reflect101(x, w));
+        in[t * kInPitch + c] = row[(long long)(cols_inside ? x : sift_reflect101(x, w)) * src.step];
       }
     }
   }
@@ -393,11 +378,11 @@ __global__ void __launch_bounds__(256) sift_blur_small(SiftBlurSource src, int w
 #pragma unroll
     for (int i = 0; i < kRowSteps; ++i) {
       const int t = ly + 8 * i;
-      const int y = sift_reflect101(y0 - R + (t < kRows ? t : 0), h);
+      const float* row = src.data + (long long)sift_reflect101(y0 - R + (t < kRows ? t : 0), h) * src.step * src.pitch;
 #pragma unroll
       for (int j = 0; j < kColSteps; ++j) {
         const int c = lx + 32 * j;
-        if (t < kRows && c < kCols) v[i][j] = sift_blur_source_at(src, y, sift_reflect101(x0 - R + c, w));
+        if (t < kRows && c < kCols) v[i][j] = row[(long long)sift_reflect101(x0 - R + c, w) * src.step];
       }
     }
 #pragma unroll
