@@ -8,9 +8,16 @@
 # travel xz-compressed in parts, one folder per call, and wait in /tmp/peers on the machine, which keeps /tmp
 # while it stays warm (about 30 s after a call): make the calls back to back.
 #
-# Before the calls (here, once): copy the prepared folder into the repository and keep it out of git:
-#     cp -r /tmp/peers/carry/.peers .
-#     grep -qx '/.peers/' .git/info/exclude || echo /.peers/ >> .git/info/exclude
+# Before the calls (here, once), the ignored folders .peers/1..3 (seventh session's recipe; keep them out of git:
+# grep -qx '/.peers/' .git/info/exclude || echo /.peers/ >> .git/info/exclude):
+#     pip download --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 \
+#         --implementation cp -d /tmp/cv cvcuda-cu13==0.19.0
+#     mkdir /tmp/cv/site && cd /tmp/cv/site && unzip -q ../cvcuda_cu13-0.19.0-*.whl
+#     rm cvcuda/_cvcuda.cpython-31[0134]*.so      # the device's Python is 3.12
+#     tar -cf - . | xz -9 -T2 > ../cvcuda.tar.xz && cd .. && split -b 37921000 cvcuda.tar.xz cvcuda.tar.xz.part-
+#     part aa into .peers/1 (beside CudaSift.tar.gz: git archive of its Pascal branch without data/, and
+#     CUDASIFT_COMMIT), ab into .peers/2, ac into .peers/3; one SHA256SUMS listing every part, the whole
+#     cvcuda.tar.xz and CudaSift's two files, copied into each of the three folders.
 # and the photos in .photos/ (kleiber_1920x1080.jpg ... elephants_3840x2160.jpg, already there).
 # .peers/1 = part aa of cvcuda.tar.xz + CudaSift.tar.gz (Pascal branch, data/ left out) + CUDASIFT_COMMIT +
 # SHA256SUMS: 38.4 MB; .peers/2 and .peers/3 = parts ab and ac + SHA256SUMS: 38.0 MB each (36.3 MiB);

@@ -1,5 +1,6 @@
 // CUDA SIFT: the stages of core/sift_backend.hpp on a CUDA device, the whole pipeline on the State's compute
-// stream with two read-backs (the candidate count after extrema(), the features in download()). The kernels
+// stream (inside the pyramid's graph also on a second stream of its own, for the extrema) with two read-backs
+// (the candidate count after extrema(), the features in download()). The kernels
 // (kernels/sift_*.cuh, one family per header) are the OpenCL backend's GPU kernels in CUDA: the same maths in
 // the same order, so that the results are the CPU backend's bits.
 //
