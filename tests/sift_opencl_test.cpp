@@ -223,8 +223,9 @@ TEST(SiftOpenCL, GpuDescriptorFormsAgree) {
 }
 
 // The blur forms write the same pyramid bit for bit: every Gaussian level and DoG plane of the row kernels
-// (the CPU-device form, the CPU backend's operations) against sift_blur_tiles (per radius, registers) and
-// sift_blur (runtime radius), on any device, with the trailing small octaves in per-level launches and in
+// (the CPU-device form, the CPU backend's operations) against sift_blur_tiles (per radius, registers),
+// sift_blur_small_tiles (the same in 32 x 16 tiles, at every level here) and sift_blur (runtime radius), on any
+// device, with the trailing small octaves in per-level launches and in
 // one launch of sift_blur_small_octaves (with the device's local memory and with NVIDIA OpenCL's 48 KiB, which
 // starts the one launch at a smaller octave). sigma 3.2 gives radii above 16 (sift_blur beside the tiles, and
 // radii larger than the small octaves' sides: reflected more than once); camera.png without upsampling has
@@ -248,14 +249,17 @@ TEST(SiftOpenCL, BlurFormsWriteTheSamePyramid) {
   wide.sigma = 3.2;
   flat.upsample = false;
   const std::pair<const char*, ss::SiftOptions> cases[] = {{"box.png", {}}, {"box.png", wide}, {"camera.png", flat}};
-  // {blur_variant, small_octaves, local memory (0: the device's)}; the first is the reference (row kernels).
-  struct Form { int blur; int small; std::size_t local; const char* what; };
-  const Form forms[] = {{1, 0, 0, "row kernels"},
-                        {0, 0, 0, "sift_blur_tiles"},
-                        {2, 0, 0, "sift_blur"},
-                        {0, 1, 0, "sift_blur_tiles + sift_blur_small_octaves"},
-                        {2, 1, 0, "sift_blur + sift_blur_small_octaves"},
-                        {0, 1, 48 * 1024, "sift_blur_tiles + sift_blur_small_octaves in 48 KiB"}};
+  // {blur_variant, small_octaves, small_tiles, local memory (0: the device's)}; the first is the reference (row
+  // kernels).
+  struct Form { int blur; int small; int tiles; std::size_t local; const char* what; };
+  const Form forms[] = {{1, 0, 0, 0, "row kernels"},
+                        {0, 0, 0, 0, "sift_blur_tiles"},
+                        {0, 0, 1, 0, "sift_blur_small_tiles"},
+                        {2, 0, 0, 0, "sift_blur"},
+                        {0, 1, 0, 0, "sift_blur_tiles + sift_blur_small_octaves"},
+                        {0, 1, 1, 0, "sift_blur_small_tiles + sift_blur_small_octaves"},
+                        {2, 1, 0, 0, "sift_blur + sift_blur_small_octaves"},
+                        {0, 1, 0, 48 * 1024, "sift_blur_tiles + sift_blur_small_octaves in 48 KiB"}};
   for (const auto& [name, o] : cases) {
     const ss::Image im = load(name);
     const ss::detail::SiftImageView v{im.data.data(), im.type, im.width, im.height, im.channels, false};
@@ -266,6 +270,7 @@ TEST(SiftOpenCL, BlurFormsWriteTheSamePyramid) {
     for (const Form& f : forms) {
       st.blur_variant = f.blur;
       st.small_octaves = f.small;
+      st.small_tiles = f.tiles;
       st.local_mem = f.local ? f.local : local_mem;
       // After the reference, the planes are filled with NaN bits first: a plane a form failed to write must not
       // keep the values of the form before it (every form shares the stages object's buffers).
@@ -318,6 +323,7 @@ TEST(SiftOpenCL, BlurFormsWriteTheSamePyramid) {
   }
   st.blur_variant = -1;
   st.small_octaves = -1;
+  st.small_tiles = -1;
 }
 
 // The GPU extrema search finds the same candidates with every octave in its own launch and with the octaves
@@ -607,19 +613,18 @@ TEST(SiftOpenCL, DISABLED_StageTimes) {
   REQUIRE_OPENCL();
   Device& d = device();
   auto& stages = dynamic_cast<ss::opencl::SiftStagesOpenCL&>(*d.stages);
-  // GPUs: one line per descriptor form (State::descriptor_variant: walkers, staged box walk in work-groups of 128
-  // and of 32, staged row walk in 32 and 128), their runs interleaved;
-  // CPU devices have one form (sift_descriptor_serial).
+  // GPUs: the defaults, the pyramid's A/B (State::small_tiles 0: sift_blur_tiles at every size) and the descriptors'
+  // (State::descriptor_variant 4: the row walk in work-groups of 128; the walkers and the box walks, measured
+  // slower in the sixth session, are the variants 0-2), their runs interleaved; CPU devices have one form.
   auto& st = ss::opencl::state(d.ctx->impl());
   std::vector<ss::test::StageTimesForm> forms;
   if (!st.is_cpu)
-    forms = {{"walkers", [&st] { st.descriptor_variant = 0; }},
-             {"staged", [&st] { st.descriptor_variant = 1; }},
-             {"staged-32", [&st] { st.descriptor_variant = 2; }},
-             {"staged-rows-32", [&st] { st.descriptor_variant = 3; }},
-             {"staged-rows", [&st] { st.descriptor_variant = 4; }}};
+    forms = {{"defaults (small-plane tiles, staged-rows-32)", [&st] { st.descriptor_variant = -1; st.small_tiles = -1; }},
+             {"pyramid: sift_blur_tiles at every size", [&st] { st.descriptor_variant = -1; st.small_tiles = 0; }},
+             {"staged-rows", [&st] { st.descriptor_variant = 4; st.small_tiles = -1; }}};
   ss::test::report_stage_times(kOpenCLSift, stages, d.ctx->impl(), 7, forms);
   st.descriptor_variant = -1;
+  st.small_tiles = -1;
   ss::test::report_host_times(kOpenCLSift, stages, d.ctx->impl(), 7);
 }
 

@@ -131,6 +131,7 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   std::size_t blur_tx_ = 0, blur_ty_ = 0;     // tile of the separable blur
   int blur_r_ = -1;                           // the largest radius the tiles were sized for
   std::vector<cl_kernel> blur_tiles_;         // [r]: sift_blur_tiles built for radius r, or null (sift_blur)
+  std::vector<cl_kernel> blur_small_tiles_;   // [r]: sift_blur_small_tiles of the same program, or null
   int small_from_ = 0;                        // small_octaves_from()
   std::size_t small_fixed_local_ = ~std::size_t(0);  // sift_blur_small_octaves' local memory besides its planes
   std::size_t ori_local_ = 0, ori_chunk_ = 0, ori_ex_ = 0;

@@ -1,6 +1,6 @@
 // OpenCL SIFT scale space and candidates (see sift.hpp): the pyramid (upsample or base blur, separable
-// blurs in local-memory tiles that also write the DoG planes, downsample; on GPUs the trailing small octaves
-// in one launch), the extrema with their count read back, and the refinement.
+// blurs in local-memory tiles that also write the DoG planes, smaller tiles for the small planes, downsample; on
+// GPUs the trailing small octaves in one launch), the extrema with their count read back, and the refinement.
 #include <algorithm>
 #include <cmath>
 
@@ -16,6 +16,9 @@ namespace {
 // vertical pass (32 rows of max(65 + 2R, 68)).
 constexpr int kTilesMaxRadius = 16;
 constexpr std::size_t kTilesW = 64, kTilesH = 32, kTilesGroupX = 32, kTilesGroupY = 8;
+// sift_blur_small_tiles (the same program): output tile 32 x 16, the same work-group; local memory
+// (16 + 2R) (32 + 2R) + 16 (33 + 2R) floats, 16 KiB at R = 16.
+constexpr std::size_t kSmallTilesW = 32, kSmallTilesH = 16;
 std::size_t tiles_local_bytes(int r) {
   const std::size_t a = (std::size_t(r) + 3) / 4 * 4;
   const std::size_t mid_pitch = std::max<std::size_t>(kTilesW + 2 * std::size_t(r) + 1, kTilesW + 4);
@@ -45,14 +48,20 @@ void SiftStagesOpenCL::size_blur_tiles() {
   const detail::SiftPlan& p = *plan_;
   const int r = *std::max_element(p.tap_radius.begin(), p.tap_radius.end());
   blur_tiles_.assign(std::size_t(kTilesMaxRadius) + 1, nullptr);
+  blur_small_tiles_.assign(std::size_t(kTilesMaxRadius) + 1, nullptr);
   for (const int ri : p.tap_radius) {
     if (ri < 1 || ri > kTilesMaxRadius || st_.max_work_group < kTilesGroupX * kTilesGroupY ||
         tiles_local_bytes(ri) > st_.local_mem)
       continue;
-    cl_kernel kt = st_.kernel("sift_blur.cl", "sift_blur_tiles", options_ + " -DSIFT_BLUR_R=" + std::to_string(ri));
+    const std::string radius = options_ + " -DSIFT_BLUR_R=" + std::to_string(ri);
+    cl_kernel kt = st_.kernel("sift_blur.cl", "sift_blur_tiles", radius);
     const KernelLimits lim = st_.limits(kt);
     if (lim.work_group_size >= kTilesGroupX * kTilesGroupY && lim.local_mem <= st_.local_mem)
       blur_tiles_[std::size_t(ri)] = kt;
+    cl_kernel ks = st_.kernel("sift_blur.cl", "sift_blur_small_tiles", radius);
+    const KernelLimits lims = st_.limits(ks);
+    if (lims.work_group_size >= kTilesGroupX * kTilesGroupY && lims.local_mem <= st_.local_mem)
+      blur_small_tiles_[std::size_t(ri)] = ks;
   }
   if (r == blur_r_) return;
   cl_kernel kb = kernel("sift_blur");
@@ -103,11 +112,17 @@ void SiftStagesOpenCL::blur(cl_mem src, cl_mem dst, std::size_t src_off, std::si
     return;
   }
   if (st_.blur_variant != 2 && std::size_t(r) < blur_tiles_.size() && blur_tiles_[std::size_t(r)]) {
-    cl_kernel kt = blur_tiles_[std::size_t(r)];
+    // The small planes in 32 x 16 tiles: where the 64 x 32 grid has fewer than two work-groups a compute unit
+    // (GPUs), a level costs one work-group's chain whatever the plane's size.
+    const std::size_t groups = (round_up(std::size_t(w), kTilesW) / kTilesW) * (round_up(std::size_t(h), kTilesH) / kTilesH);
+    const bool small = blur_small_tiles_[std::size_t(r)] &&
+                       (st_.small_tiles == 1 || (st_.small_tiles < 0 && !st_.is_cpu && groups < 2 * st_.compute_units));
+    const std::size_t tw = small ? kSmallTilesW : kTilesW, th = small ? kSmallTilesH : kTilesH;
+    cl_kernel kt = small ? blur_small_tiles_[std::size_t(r)] : blur_tiles_[std::size_t(r)];
     set_args(kt, src, dst, so, dof, w, h, taps, tap_off, dog, dog_off);
     const std::size_t l[2] = {kTilesGroupX, kTilesGroupY};
-    const std::size_t g[2] = {round_up(std::size_t(w), kTilesW) / kTilesW * kTilesGroupX,
-                              round_up(std::size_t(h), kTilesH) / kTilesH * kTilesGroupY};
+    const std::size_t g[2] = {round_up(std::size_t(w), tw) / tw * kTilesGroupX,
+                              round_up(std::size_t(h), th) / th * kTilesGroupY};
     launch(kt, 2, g, l, kPyramid);
     return;
   }

@@ -140,6 +140,11 @@ struct State final : detail::BackendImpl {
   /// (sift_blur_tiles per radius, sift_blur above radius 16), 1 = rows, 2 = sift_blur only. All give the same
   /// bits; the tests run the tiled forms on PoCL.
   int blur_variant = -1;
+  /// Whether the tiled (GPU) blur takes sift_blur_small_tiles (32 x 16 tiles, a work-group's chain a quarter as
+  /// long; sift_pyramid.cpp) for a level of radius up to 16: -1 = by device (GPUs, where sift_blur_tiles' 64 x 32
+  /// grid has fewer than two work-groups a compute unit), 0 = never, 1 = every such level (tests force it on PoCL
+  /// with blur_variant 0). The same bits either way.
+  int small_tiles = -1;
   /// Whether the tiled (GPU) blur computes the trailing small octaves in one launch of
   /// sift_blur_small_octaves (one work-group, the planes in local memory; sift_pyramid.cpp): -1 = by device
   /// (GPUs), 0 = never, 1 = where they fit (tests force it on PoCL with blur_variant 0 or 2). The row

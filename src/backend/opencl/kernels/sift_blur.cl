@@ -6,9 +6,9 @@
  * operations in its order (k0 * centre, then + k_i * (before_i + after_i) for i = 1..R), borders by
  * BORDER_REFLECT_101, so that the levels are the CPU's bits. GPUs: sift_blur, both passes in one launch
  * through local memory, the tile shape (TX, TY) chosen by the host from the work-group limit and the
- * device's local memory, or (radius up to 16) sift_blur_tiles, the same values from registers; the trailing
- * small octaves (planes that fit local memory three times) in one launch of sift_blur_small_octaves, one
- * work-group. CPU devices: sift_blur_rows, a work-item per row, both passes in one launch. */
+ * device's local memory, or (radius up to 16) sift_blur_tiles, the same values from registers, and
+ * sift_blur_small_tiles (32 x 16 tiles) for the small planes; the trailing small octaves (planes that fit local
+ * memory three times) in one launch of sift_blur_small_octaves, one work-group. CPU devices: sift_blur_rows, a work-item per row, both passes in one launch. */
 
 /* Strict numerics as in sift.cl: this file is also a program of its own (sift_blur_tiles). */
 #pragma OPENCL FP_CONTRACT OFF
@@ -194,6 +194,97 @@ __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void sift_blur_tiles(
       dst[dst_off + o] = v;
       if (dog_off >= 0) dog[dog_off + o] = v - in[(t + SIFT_BLUR_R) * SIFT_IN_PITCH + c + SIFT_A];
     }
+  }
+}
+
+/* sift_blur_small_tiles: the levels of the small planes (the host takes it where sift_blur_tiles' 64 x 32 grid
+ * has fewer than two work-groups a compute unit). On the H200 a level of the 64 x 32 tiles costs 6-8 us from
+ * 480 x 270 down whatever the size: one work-group's serial chain over a tile the plane does not fill (CUDA's
+ * bench/probes/pyramid_octave_probe.cu). Here the output tile is 32 x 16 and each work-item computes 4
+ * vertical and 2 horizontal outputs: a chain about a quarter as long, four times the work-groups. The OpenCL
+ * form of CUDA's sift_blur_small<R>; the same values as sift_blur_tiles (the same taps in registers, the same
+ * float operations in the same order, BORDER_REFLECT_101; a vertical value at a reflected column is the value
+ * at the column it reflects to).
+ * Global (ceil(w / 32) 32, ceil(h / 16) 8), work-group (32, 8) (required); output tile 32 x 16.
+ *   1. stage the source rows y0 - R .. y0 + 15 + R, columns x0 - R .. x0 + 31 + R in `in` (reflected), every
+ *      load of a work-item before its first local store;
+ *   2. vertical pass: 4 (32 + 2R) items (column x0 - R + c, a quarter of the tile's rows), each 4 outputs
+ *      from a window of 4 + 2R values, into `mid`;
+ *   3. horizontal pass: work-item lid computes row lid / 16, columns 2 (lid % 16) and + 1 from a window of
+ *      2 + 2R values of `mid`, and writes them and, with dog_off >= 0, the DoG values as sift_blur does. */
+#define SIFT_STILE_W 32
+#define SIFT_STILE_H 16
+#define SIFT_SVRUN 4
+#define SIFT_SHRUN 2
+#define SIFT_SCOLS (SIFT_STILE_W + 2 * SIFT_BLUR_R)
+#define SIFT_SROWS (SIFT_STILE_H + 2 * SIFT_BLUR_R)
+#define SIFT_SMID_PITCH (SIFT_SCOLS + 1)
+#define SIFT_SROW_STEPS ((SIFT_SROWS + 7) / 8)
+#define SIFT_SCOL_STEPS ((SIFT_SCOLS + 31) / 32)
+
+__kernel __attribute__((reqd_work_group_size(32, 8, 1))) void sift_blur_small_tiles(
+    __global const float* src, __global float* dst, long src_off, long dst_off, int w, int h,
+    __global const float* taps, int tap_off, __global float* dog, long dog_off) {
+  __local float in[SIFT_SROWS * SIFT_SCOLS];
+  __local float mid[SIFT_STILE_H * SIFT_SMID_PITCH];
+  const int lx = get_local_id(0), ly = get_local_id(1), lid = ly * 32 + lx;
+  const int x0 = get_group_id(0) * SIFT_STILE_W, y0 = get_group_id(1) * SIFT_STILE_H;
+  float k[SIFT_BLUR_R + 1];
+#pragma unroll
+  for (int i = 0; i <= SIFT_BLUR_R; ++i) k[i] = taps[tap_off + i];
+  {
+    float v[SIFT_SROW_STEPS][SIFT_SCOL_STEPS];
+#pragma unroll
+    for (int i = 0; i < SIFT_SROW_STEPS; ++i) {
+      const int t = ly + 8 * i;
+      __global const float* row =
+          src + src_off + (size_t)sift_reflect101(y0 - SIFT_BLUR_R + (t < SIFT_SROWS ? t : 0), h) * (size_t)w;
+#pragma unroll
+      for (int j = 0; j < SIFT_SCOL_STEPS; ++j) {
+        const int c = lx + 32 * j;
+        if (t < SIFT_SROWS && c < SIFT_SCOLS) v[i][j] = row[sift_reflect101(x0 - SIFT_BLUR_R + c, w)];
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < SIFT_SROW_STEPS; ++i) {
+#pragma unroll
+      for (int j = 0; j < SIFT_SCOL_STEPS; ++j) {
+        const int t = ly + 8 * i, c = lx + 32 * j;
+        if (t < SIFT_SROWS && c < SIFT_SCOLS) in[t * SIFT_SCOLS + c] = v[i][j];
+      }
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (lid < SIFT_STILE_H / SIFT_SVRUN * SIFT_SCOLS) { /* column x0 - R + c, rows t0 .. t0 + 3 of the tile */
+    const int c = lid % SIFT_SCOLS, t0 = (lid / SIFT_SCOLS) * SIFT_SVRUN;
+    float win[SIFT_SVRUN + 2 * SIFT_BLUR_R];
+#pragma unroll
+    for (int j = 0; j < SIFT_SVRUN + 2 * SIFT_BLUR_R; ++j) win[j] = in[(t0 + j) * SIFT_SCOLS + c];
+#pragma unroll
+    for (int j = 0; j < SIFT_SVRUN; ++j) {
+      float acc = k[0] * win[j + SIFT_BLUR_R];
+#pragma unroll
+      for (int i = 1; i <= SIFT_BLUR_R; ++i) acc += k[i] * (win[j + SIFT_BLUR_R - i] + win[j + SIFT_BLUR_R + i]);
+      mid[(t0 + j) * SIFT_SMID_PITCH + c] = acc;
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const int t = lid >> 4, cx = 2 * (lid & 15); /* output row t, columns cx and cx + 1 of the tile */
+  const int y = y0 + t;
+  if (y >= h) return;
+  float win[SIFT_SHRUN + 2 * SIFT_BLUR_R];
+#pragma unroll
+  for (int j = 0; j < SIFT_SHRUN + 2 * SIFT_BLUR_R; ++j) win[j] = mid[t * SIFT_SMID_PITCH + cx + j];
+#pragma unroll
+  for (int j = 0; j < SIFT_SHRUN; ++j) {
+    const int x = x0 + cx + j;
+    if (x >= w) break;
+    float acc = k[0] * win[j + SIFT_BLUR_R];
+#pragma unroll
+    for (int i = 1; i <= SIFT_BLUR_R; ++i) acc += k[i] * (win[j + SIFT_BLUR_R - i] + win[j + SIFT_BLUR_R + i]);
+    const size_t o = (size_t)y * (size_t)w + (size_t)x;
+    dst[dst_off + o] = acc;
+    if (dog_off >= 0) dog[dog_off + o] = acc - in[(t + SIFT_BLUR_R) * SIFT_SCOLS + cx + j + SIFT_BLUR_R];
   }
 }
 #endif
