@@ -258,6 +258,7 @@ TEST(SiftOpenCL, BlurFormsWriteTheSamePyramid) {
                         {2, 0, 0, 0, "sift_blur"},
                         {0, 1, 0, 0, "sift_blur_tiles + sift_blur_small_octaves"},
                         {0, 1, 1, 0, "sift_blur_small_tiles + sift_blur_small_octaves"},
+                        {0, 0, 2, 0, "sift_blur_tiles, sift_blur_small_tiles for the small planes"},
                         {2, 1, 0, 0, "sift_blur + sift_blur_small_octaves"},
                         {0, 1, 0, 48 * 1024, "sift_blur_tiles + sift_blur_small_octaves in 48 KiB"}};
   for (const auto& [name, o] : cases) {
@@ -613,14 +614,15 @@ TEST(SiftOpenCL, DISABLED_StageTimes) {
   REQUIRE_OPENCL();
   Device& d = device();
   auto& stages = dynamic_cast<ss::opencl::SiftStagesOpenCL&>(*d.stages);
-  // GPUs: the defaults, the pyramid's A/B (State::small_tiles 0: sift_blur_tiles at every size) and the descriptors'
-  // (State::descriptor_variant 4: the row walk in work-groups of 128; the walkers and the box walks, measured
-  // slower in the sixth session, are the variants 0-2), their runs interleaved; CPU devices have one form.
+  // GPUs: the defaults, the pyramid's A/B (State::small_tiles 2: sift_blur_small_tiles for the small planes) and
+  // the descriptors' (State::descriptor_variant 4: the row walk in work-groups of 128; the walkers and the box
+  // walks, measured slower in the sixth session, are the variants 0-2), their runs interleaved; CPU devices have
+  // one form.
   auto& st = ss::opencl::state(d.ctx->impl());
   std::vector<ss::test::StageTimesForm> forms;
   if (!st.is_cpu)
-    forms = {{"defaults (small-plane tiles, staged-rows-32)", [&st] { st.descriptor_variant = -1; st.small_tiles = -1; }},
-             {"pyramid: sift_blur_tiles at every size", [&st] { st.descriptor_variant = -1; st.small_tiles = 0; }},
+    forms = {{"defaults (staged-rows-32, sift_blur_tiles)", [&st] { st.descriptor_variant = -1; st.small_tiles = -1; }},
+             {"pyramid: small-plane tiles", [&st] { st.descriptor_variant = -1; st.small_tiles = 2; }},
              {"staged-rows", [&st] { st.descriptor_variant = 4; st.small_tiles = -1; }}};
   ss::test::report_stage_times(kOpenCLSift, stages, d.ctx->impl(), 7, forms);
   st.descriptor_variant = -1;

@@ -197,8 +197,8 @@ __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void sift_blur_tiles(
   }
 }
 
-/* sift_blur_small_tiles: the levels of the small planes (the host takes it where sift_blur_tiles' 64 x 32 grid
- * has fewer than two work-groups a compute unit). On the H200 a level of the 64 x 32 tiles costs 6-8 us from
+/* sift_blur_small_tiles: the levels of the small planes (State::small_tiles; not yet the GPUs' default: not timed
+ * on one yet). On the H200 a level of the 64 x 32 tiles costs 6-8 us from
  * 480 x 270 down whatever the size: one work-group's serial chain over a tile the plane does not fill (CUDA's
  * bench/probes/pyramid_octave_probe.cu). Here the output tile is 32 x 16 and each work-item computes 4
  * vertical and 2 horizontal outputs: a chain about a quarter as long, four times the work-groups. The OpenCL
