@@ -122,6 +122,17 @@ __global__ void sift_blur_dog(SiftBlurSource src, int w, int h, const float* k, 
 //   4. the tile leaves in rows (coalesced): dst, dog and level0 as sift_blur_dog writes them.
 constexpr int kBlurTileW = 64, kBlurTileH = 32, kBlurTilesMaxRadius = 16;
 
+// Output j of a register window of one pass (R values on each side of the run): k0 * centre, then
+// + k_i * (before_i + after_i) for i = 1 .. R, the CPU backend's operations in its order (no contraction:
+// --fmad=false). Every tile kernel's two passes take their values from here.
+template <int R>
+__device__ __forceinline__ float sift_blur_tap_sum(const float* win, const float (&k)[R + 1], int j) {
+  float acc = k[0] * win[j + R];
+#pragma unroll
+  for (int i = 1; i <= R; ++i) acc += k[i] * (win[j + R - i] + win[j + R + i]);
+  return acc;
+}
+
 template <int R>
 __global__ void __launch_bounds__(256) sift_blur_tiles_r2(SiftBlurSource src, int w, int h, const float* taps, float* dst,
                                                        float* dog, float* level0) {
@@ -152,10 +163,7 @@ __global__ void __launch_bounds__(256) sift_blur_tiles_r2(SiftBlurSource src, in
     for (int j = 0; j < kVRun + 2 * R; ++j) win[j] = in[(t0 + j) * kCols + c];
 #pragma unroll
     for (int j = 0; j < kVRun; ++j) {
-      float acc = k[0] * win[j + R];
-#pragma unroll
-      for (int i = 1; i <= R; ++i) acc += k[i] * (win[j + R - i] + win[j + R + i]);
-      mid[(t0 + j) * kMidPitch + c] = acc;
+      mid[(t0 + j) * kMidPitch + c] = sift_blur_tap_sum<R>(win, k, j);
     }
   }
   __syncthreads();
@@ -166,10 +174,7 @@ __global__ void __launch_bounds__(256) sift_blur_tiles_r2(SiftBlurSource src, in
     for (int j = 0; j < kHRun + 2 * R; ++j) win[j] = mid[lx * kMidPitch + ly * kHRun + j];
 #pragma unroll
     for (int j = 0; j < kHRun; ++j) {
-      float acc = k[0] * win[j + R];
-#pragma unroll
-      for (int i = 1; i <= R; ++i) acc += k[i] * (win[j + R - i] + win[j + R + i]);
-      out[j] = acc;
+      out[j] = sift_blur_tap_sum<R>(win, k, j);
     }
   }
   __syncthreads();
@@ -277,10 +282,7 @@ __global__ void __launch_bounds__(256) sift_blur_tiles(SiftBlurSource src, int w
     float* out = mid + t0 * kMidPitch + c;
 #pragma unroll
     for (int j = 0; j < kVRun; ++j) {
-      float acc = k[0] * win[j + R];
-#pragma unroll
-      for (int i = 1; i <= R; ++i) acc += k[i] * (win[j + R - i] + win[j + R + i]);
-      out[j * kMidPitch] = acc;
+      out[j * kMidPitch] = sift_blur_tap_sum<R>(win, k, j);
     }
   }
   __syncthreads();
@@ -292,10 +294,7 @@ __global__ void __launch_bounds__(256) sift_blur_tiles(SiftBlurSource src, int w
     for (int j = 0; j < kHRun + 2 * R; ++j) win[j] = row[j];
 #pragma unroll
     for (int j = 0; j < kHRun; ++j) {
-      float acc = k[0] * win[j + R];
-#pragma unroll
-      for (int i = 1; i <= R; ++i) acc += k[i] * (win[j + R - i] + win[j + R + i]);
-      out[j] = acc;
+      out[j] = sift_blur_tap_sum<R>(win, k, j);
     }
   }
   __syncthreads();
@@ -401,10 +400,7 @@ __global__ void __launch_bounds__(256) sift_blur_small(SiftBlurSource src, int w
     for (int j = 0; j < kVRun + 2 * R; ++j) win[j] = in[(t0 + j) * kCols + c];
 #pragma unroll
     for (int j = 0; j < kVRun; ++j) {
-      float acc = k[0] * win[j + R];
-#pragma unroll
-      for (int i = 1; i <= R; ++i) acc += k[i] * (win[j + R - i] + win[j + R + i]);
-      mid[(t0 + j) * kMidPitch + c] = acc;
+      mid[(t0 + j) * kMidPitch + c] = sift_blur_tap_sum<R>(win, k, j);
     }
   }
   __syncthreads();
@@ -418,9 +414,7 @@ __global__ void __launch_bounds__(256) sift_blur_small(SiftBlurSource src, int w
   for (int j = 0; j < kHRun; ++j) {
     const int x = x0 + cx + j;
     if (x >= w) break;
-    float acc = k[0] * win[j + R];
-#pragma unroll
-    for (int i = 1; i <= R; ++i) acc += k[i] * (win[j + R - i] + win[j + R + i]);
+    const float acc = sift_blur_tap_sum<R>(win, k, j);
     const size_t o = (size_t)y * (size_t)w + (size_t)x;
     dst[o] = acc;
     const float centre = in[(t + R) * kCols + cx + j + R];
