@@ -614,15 +614,15 @@ TEST(SiftOpenCL, DISABLED_StageTimes) {
   REQUIRE_OPENCL();
   Device& d = device();
   auto& stages = dynamic_cast<ss::opencl::SiftStagesOpenCL&>(*d.stages);
-  // GPUs: the defaults, the pyramid's A/B (State::small_tiles 2: sift_blur_small_tiles for the small planes) and
+  // GPUs: the defaults, the pyramid's A/B (State::small_tiles 0: sift_blur_tiles at every level) and
   // the descriptors' (State::descriptor_variant 4: the row walk in work-groups of 128; the walkers and the box
   // walks, measured slower in the sixth session, are the variants 0-2), their runs interleaved; CPU devices have
   // one form.
   auto& st = ss::opencl::state(d.ctx->impl());
   std::vector<ss::test::StageTimesForm> forms;
   if (!st.is_cpu)
-    forms = {{"defaults (staged-rows-32, sift_blur_tiles)", [&st] { st.descriptor_variant = -1; st.small_tiles = -1; }},
-             {"pyramid: small-plane tiles", [&st] { st.descriptor_variant = -1; st.small_tiles = 2; }},
+    forms = {{"defaults (staged-rows-32, small-plane tiles)", [&st] { st.descriptor_variant = -1; st.small_tiles = -1; }},
+             {"pyramid: sift_blur_tiles at every level", [&st] { st.descriptor_variant = -1; st.small_tiles = 0; }},
              {"staged-rows", [&st] { st.descriptor_variant = 4; st.small_tiles = -1; }}};
   ss::test::report_stage_times(kOpenCLSift, stages, d.ctx->impl(), 7, forms);
   st.descriptor_variant = -1;

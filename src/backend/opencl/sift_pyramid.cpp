@@ -116,7 +116,8 @@ void SiftStagesOpenCL::blur(cl_mem src, cl_mem dst, std::size_t src_off, std::si
     // work-groups a compute unit, a level costs one work-group's chain whatever the plane's size.
     const std::size_t groups = (round_up(std::size_t(w), kTilesW) / kTilesW) * (round_up(std::size_t(h), kTilesH) / kTilesH);
     const bool small = blur_small_tiles_[std::size_t(r)] &&
-                       (st_.small_tiles == 1 || (st_.small_tiles == 2 && groups < 2 * st_.compute_units));
+                       (st_.small_tiles == 1 ||
+                        ((st_.small_tiles == 2 || st_.small_tiles == -1) && groups < 2 * st_.compute_units));
     const std::size_t tw = small ? kSmallTilesW : kTilesW, th = small ? kSmallTilesH : kTilesH;
     cl_kernel kt = small ? blur_small_tiles_[std::size_t(r)] : blur_tiles_[std::size_t(r)];
     set_args(kt, src, dst, so, dof, w, h, taps, tap_off, dog, dog_off);

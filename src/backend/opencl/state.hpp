@@ -141,11 +141,11 @@ struct State final : detail::BackendImpl {
   /// bits; the tests run the tiled forms on PoCL.
   int blur_variant = -1;
   /// Whether the tiled (GPU) blur takes sift_blur_small_tiles (32 x 16 tiles, a work-group's chain a quarter as
-  /// long; sift_pyramid.cpp) for a level of radius up to 16: -1 = by device (never yet: written after the
-  /// seventh session's last H200 call, so not timed on a GPU; CUDA's twin took 0.16 ms off kleiber 1080p's
-  /// pyramid), 0 = never, 1 = every such level (tests force it on PoCL with blur_variant 0), 2 = the small planes
-  /// (where sift_blur_tiles' 64 x 32 grid has fewer than two work-groups a compute unit, CUDA's rule; the
-  /// StageTimes form that decides the default). The same bits every way.
+  /// long; sift_pyramid.cpp) for a level of radius up to 16: -1 = by device (the small planes, as 2: on the
+  /// H200's NVIDIA OpenCL the pyramid stage 0.06-0.08 ms faster at every photo, docs/performance/sift.md), 0 =
+  /// never, 1 = every such level (tests force it on PoCL with blur_variant 0), 2 = the small planes (where
+  /// sift_blur_tiles' 64 x 32 grid has fewer than two work-groups a compute unit, CUDA's rule). The same bits
+  /// every way.
   int small_tiles = -1;
   /// Whether the tiled (GPU) blur computes the trailing small octaves in one launch of
   /// sift_blur_small_octaves (one work-group, the planes in local memory; sift_pyramid.cpp): -1 = by device
