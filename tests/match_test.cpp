@@ -280,6 +280,21 @@ TEST(Matcher, RejectsBadArguments) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
     EXPECT_NE(std::string(e.what()).find("descriptor"), std::string::npos);
   }
+  // u8 features: the bytes must be there, the float array empty, the type known.
+  const Features good = random_features(5, 16, true).to_u8();
+  EXPECT_NO_THROW(match_features(ctx, good, good));
+  Features u = good;
+  u.descriptor_bytes.pop_back();
+  EXPECT_THROW(match_features(ctx, u, good), Error);
+  u = good;
+  u.descriptors.assign(5 * 128, 1.0f);
+  EXPECT_THROW(match_features(ctx, good, u), Error);
+  u = good;
+  u.descriptor_type = DescriptorType(3);
+  EXPECT_THROW(match_features(ctx, u, good), Error);
+  u = good;
+  u.descriptor_type = DescriptorType::kF32;  // says floats, holds bytes
+  EXPECT_THROW(nearest_two(ctx, u, good), Error);
 }
 
 TEST(DrawMatches, SideBySideWithColouredLines) {

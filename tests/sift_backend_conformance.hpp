@@ -16,6 +16,7 @@
 
 #include "core/sift_device_stages.hpp"
 #include "sift_device_test_util.hpp"
+#include "spectrasift/match.hpp"
 
 namespace spectrasift::test {
 
@@ -56,6 +57,70 @@ inline void check_root_sift_and_grey_levels(const DeviceSift& d, const std::func
   co.threads = 2;
   Context cpu(co);
   d.expect_agreement(detect_and_compute(cpu, g), run_grey(g), "box grey levels");
+}
+
+/// u8 descriptors (SiftOptions::descriptor_type kU8) on ctx's backend: the float run's keypoints and its values
+/// as bytes, bit for bit, with a device copy when the float run has one; matching them on ctx (from the device
+/// copies, from host bytes once the copies are dropped, and against float features) gives the float features'
+/// matches, and so does the CPU backend. RootSIFT with u8 is refused.
+inline void check_u8_descriptors(Context& ctx) {
+  const Image i1 = load_test_image("graf1_gray.png"), i3 = load_test_image("graf3_gray.png");
+  SiftOptions bytes;
+  bytes.descriptor_type = DescriptorType::kU8;
+  const Features f1 = detect_and_compute(ctx, i1), f3 = detect_and_compute(ctx, i3);
+  const Features b1 = detect_and_compute(ctx, i1, bytes), b3 = detect_and_compute(ctx, i3, bytes);
+  ASSERT_GT(f1.size(), 100u);
+  for (const auto& [f, b] : {std::pair{&f1, &b1}, std::pair{&f3, &b3}}) {
+    EXPECT_EQ(b->descriptor_type, DescriptorType::kU8);
+    EXPECT_TRUE(b->descriptors.empty());
+    ASSERT_EQ(b->descriptor_bytes.size(), f->descriptors.size());
+    EXPECT_TRUE(b->descriptor_bytes == f->descriptors_u8());
+    Features as_floats = *b;  // the keypoints, with the bytes' values as floats
+    as_floats.descriptor_type = DescriptorType::kF32;
+    as_floats.descriptors = b->descriptors_f32();
+    as_floats.descriptor_bytes.clear();
+    EXPECT_TRUE(same_sift_bits(*f, as_floats));
+    EXPECT_EQ(b->device != nullptr, f->device != nullptr);
+  }
+  const std::vector<Match> want = match_features(ctx, f1, f3);
+  ASSERT_GT(want.size(), 20u);
+  const auto same = [&want](const std::vector<Match>& got, const char* what) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].query, want[i].query) << what << " " << i;
+      EXPECT_EQ(got[i].train, want[i].train) << what << " " << i;
+      EXPECT_EQ(got[i].distance, want[i].distance) << what << " " << i;
+      EXPECT_EQ(got[i].second_distance, want[i].second_distance) << what << " " << i;
+    }
+  };
+  same(match_features(ctx, b1, b3), "u8 x u8 (device copies)");
+  same(match_features(ctx, b1, f3), "u8 x f32");
+  Features h1 = b1, h3 = b3;
+  h1.device.reset();
+  h3.device.reset();
+  same(match_features(ctx, h1, h3), "u8 x u8 from the host");
+  same(match_features(ctx, h1, f3), "host u8 x f32 device copy");
+  ContextOptions co;
+  co.backend = Backend::kCpu;
+  co.threads = 2;
+  Context cpu(co);
+  same(match_features(cpu, b1, b3), "u8 x u8 on the CPU backend");
+  // An edited byte: the device copy no longer mirrors the bytes, so the host values are matched.
+  h1 = b1;  // with its device copy, where the backend made one
+  const std::size_t q = std::size_t(want[0].query);
+  for (int c = 0; c < Features::kDescriptorSize; ++c) h1.descriptor_bytes[q * 128 + std::size_t(c)] = 0;
+  Features e1 = f1;
+  for (int c = 0; c < Features::kDescriptorSize; ++c) e1.descriptors[q * 128 + std::size_t(c)] = 0;
+  const std::vector<Match> edited = match_features(ctx, h1, b3), edited_f = match_features(cpu, e1, f3);
+  ASSERT_EQ(edited.size(), edited_f.size());
+  for (std::size_t i = 0; i < edited.size(); ++i) {
+    EXPECT_EQ(edited[i].query, edited_f[i].query);
+    EXPECT_EQ(edited[i].train, edited_f[i].train);
+    EXPECT_EQ(edited[i].distance, edited_f[i].distance);
+  }
+  SiftOptions root = bytes;
+  root.root_sift = true;
+  EXPECT_THROW(detect_and_compute(ctx, i1, root), Error);
 }
 
 /// Buffers too small for a run (16 candidates, 0.01 keypoint records per candidate) grow and the stages run

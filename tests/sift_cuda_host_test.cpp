@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "spectrasift/error.hpp"
 #include "spectrasift/types.hpp"
 
 #ifdef SPECTRASIFT_HAVE_CUDA
@@ -69,7 +70,10 @@ std::vector<unsigned char> pack(std::size_t n, bool u8_rows) {
 
 void expect_features(const ss::Features& f, std::size_t n) {
   ASSERT_EQ(f.keypoints.size(), n);
-  ASSERT_EQ(f.descriptors.size(), n * 128);
+  const bool u8 = f.descriptor_type == ss::DescriptorType::kU8;
+  ASSERT_EQ(f.descriptor_values(), n * 128);
+  ASSERT_EQ((u8 ? f.descriptors : std::vector<float>()).size(), 0u);
+  ASSERT_EQ((u8 ? std::vector<std::uint8_t>() : f.descriptor_bytes).size(), 0u);
   for (std::size_t i = 0; i < n; ++i) {
     const SiftKeypoint s = record(i);
     const ss::Keypoint& k = f.keypoints[i];
@@ -81,7 +85,10 @@ void expect_features(const ss::Features& f, std::size_t n) {
     EXPECT_EQ(k.octave, s.octave);
     EXPECT_EQ(k.layer, s.layer);
     EXPECT_EQ(k.layer_offset, s.layer_offset);
-    for (int c = 0; c < 128; ++c) ASSERT_EQ(f.descriptors[i * 128 + std::size_t(c)], value(i, c)) << i << " " << c;
+    for (int c = 0; c < 128; ++c)
+      ASSERT_EQ(u8 ? float(f.descriptor_bytes[i * 128 + std::size_t(c)]) : f.descriptors[i * 128 + std::size_t(c)],
+                value(i, c))
+          << i << " " << c;
   }
 }
 
@@ -101,24 +108,42 @@ TEST(SiftCudaUnpack, BytesAndFloatsComeBackExactly) {
   for (std::size_t n : {std::size_t(1), std::size_t(5), sc::kSiftUnpackRowsPerPiece, sc::kSiftUnpackRowsPerPiece + 1,
                         3 * sc::kSiftUnpackRowsPerPiece + 17,
                         std::size_t(8200) /* 4 MiB of floats: the populated path */}) {
-    for (bool u8_rows : {true, false}) {
+    for (int form = 0; form < 3; ++form) {  // byte rows to floats, float rows to floats, byte rows to bytes
+      const bool u8_rows = form != 1;
+      const ss::DescriptorType type = form == 2 ? ss::DescriptorType::kU8 : ss::DescriptorType::kF32;
       for (sc::HostCopyPool* p : {static_cast<sc::HostCopyPool*>(nullptr), &pool}) {
         for (bool sized : {false, true}) {  // with and without size_sift_features before
           ss::Features f;
           f.keypoints.resize(7);
           f.descriptors.assign(7 * 128 + 3, -1.0f);
+          f.descriptor_bytes.assign(5, 9);
           const std::vector<unsigned char> b = pack(n, u8_rows);
-          if (sized) sc::size_sift_features(n, f, p);
+          if (sized) {
+            sc::size_sift_features(n, type, f, p);
+          } else {
+            f.descriptor_type = type;
+          }
           const std::uint64_t digest = sc::unpack_sift_features(b.data(), n, u8_rows, f, p);
-          SCOPED_TRACE(testing::Message() << "n " << n << " bytes " << u8_rows << " pool " << (p != nullptr)
+          SCOPED_TRACE(testing::Message() << "n " << n << " form " << form << " pool " << (p != nullptr)
                                           << " sized " << sized);
           expect_features(f, n);
           // The digest summed piece by piece is the one of the whole array (what mirrors() recomputes).
-          EXPECT_EQ(digest, ss::detail::descriptor_digest(f.descriptors.data(), f.descriptors.size()));
+          if (type == ss::DescriptorType::kU8)
+            EXPECT_EQ(digest, ss::detail::descriptor_digest(f.descriptor_bytes.data(), f.descriptor_bytes.size()));
+          else
+            EXPECT_EQ(digest, ss::detail::descriptor_digest(f.descriptors.data(), f.descriptors.size()));
         }
       }
     }
   }
+}
+
+// u8 output from float rows (RootSIFT's read-back) is refused, not truncated.
+TEST(SiftCudaUnpack, BytesFromFloatRowsAreRefused) {
+  const std::vector<unsigned char> b = pack(3, false);
+  ss::Features f;
+  f.descriptor_type = ss::DescriptorType::kU8;
+  EXPECT_THROW(sc::unpack_sift_features(b.data(), 3, false, f, nullptr), ss::Error);
 }
 
 // The byte rows are OpenCV's CV_8U export of the float rows: Features::descriptors_u8 gives them back.

@@ -119,6 +119,13 @@ TEST(SiftCuda, RootSiftAndGreyLevels) {
                                             [](const ss::ImageF& g) { return ss::detect_and_compute(context(), g); });
 }
 
+// u8 descriptors: the float run's values as bytes (read back as bytes, not converted to floats), with their
+// device copies; matched like the float features here and on the CPU backend.
+TEST(SiftCuda, U8DescriptorsAreTheFloatValuesAndMatchAlike) {
+  REQUIRE_CUDA();
+  ss::test::check_u8_descriptors(context());
+}
+
 // Buffers too small for a run grow and the stages run again, with the same result.
 TEST(SiftCuda, BuffersGrowAndRunAgain) {
   REQUIRE_CUDA();

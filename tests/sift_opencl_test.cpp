@@ -605,6 +605,13 @@ TEST(SiftOpenCL, RootSiftAndGreyLevels) {
   });
 }
 
+// u8 descriptors: the float run's values as bytes (converted while they are read back), with their device
+// copies; matched like the float features here and on the CPU backend.
+TEST(SiftOpenCL, U8DescriptorsAreTheFloatValuesAndMatchAlike) {
+  REQUIRE_OPENCL();
+  ss::test::check_u8_descriptors(*device().ctx);
+}
+
 // Device time per stage and end to end against the CPU backend (on GPUs one line per descriptor form), then the
 // host time of each stage call (report_host_times: where host time outside the device stages goes); reported,
 // never asserted. Run with

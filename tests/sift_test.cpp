@@ -14,6 +14,7 @@
 #include "spectrasift/context.hpp"
 #include "spectrasift/error.hpp"
 #include "spectrasift/io.hpp"
+#include "sift_backend_conformance.hpp"
 #include "sift_batch_check.hpp"
 #include "spectrasift/sift.hpp"
 
@@ -94,7 +95,7 @@ TEST(SiftOptions, DefaultsAreValidAndMatchOpenCV) {
 TEST(SiftOptions, CheckRejectsInvalidValues) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();
-  std::vector<ss::SiftOptions> bad(11);
+  std::vector<ss::SiftOptions> bad(13);
   bad[0].octave_layers = 0;
   bad[1].octave_layers = 11;
   bad[2].sigma = 0;
@@ -106,6 +107,9 @@ TEST(SiftOptions, CheckRejectsInvalidValues) {
   bad[8].edge_threshold = inf;
   bad[9].max_features = -1;
   bad[10].sigma = inf;
+  bad[11].descriptor_type = ss::DescriptorType::kU8;  // RootSIFT values are not bytes
+  bad[11].root_sift = true;
+  bad[12].descriptor_type = ss::DescriptorType(7);
   for (std::size_t i = 0; i < bad.size(); ++i)
     EXPECT_EQ(code_of([&] { bad[i].check(); }), ss::ErrorCode::kInvalidArgument) << "case " << i;
   // The entry point checks them too, before any work.
@@ -377,6 +381,40 @@ TEST(Sift, RootSiftRowsAreSquareRootsOfL1NormalisedDescriptors) {
     for (int t = 0; t < 128; ++t)
       EXPECT_NEAR(root.descriptor(i)[t], 512.0 * std::sqrt(plain.descriptor(i)[t] / l1), 1e-3);
   }
+}
+
+// u8 descriptors on the CPU backend: the float run's keypoints and values as bytes; matched alike (the CPU
+// backend converts them back to floats).
+TEST(Sift, U8DescriptorsAreTheFloatValuesAndMatchAlike) {
+  auto ctx = cpu_context();
+  ss::test::check_u8_descriptors(ctx);
+}
+
+// Features::to_u8 and the two conversions: exact for integer values, refused for others; the names.
+TEST(Features, DescriptorTypeConversions) {
+  ss::Features f;
+  f.keypoints.resize(2);
+  f.descriptors.assign(256, 0.0f);
+  for (int i = 0; i < 256; ++i) f.descriptors[std::size_t(i)] = float(i % 256);
+  const ss::Features u = f.to_u8();
+  EXPECT_EQ(u.descriptor_type, ss::DescriptorType::kU8);
+  EXPECT_TRUE(u.descriptors.empty());
+  ASSERT_EQ(u.descriptor_bytes.size(), 256u);
+  for (int i = 0; i < 256; ++i) EXPECT_EQ(u.descriptor_bytes[std::size_t(i)], std::uint8_t(i));
+  EXPECT_EQ(u.descriptors_f32(), f.descriptors);
+  EXPECT_EQ(u.descriptors_u8(), f.descriptors_u8());
+  EXPECT_EQ(u.descriptor_u8(1)[5], 133);
+  EXPECT_EQ(u.descriptor_values(), 256u);
+  EXPECT_EQ(f.keypoints.size(), 2u);  // the const overload copies
+  for (float bad : {0.5f, -1.0f, 256.0f, std::numeric_limits<float>::quiet_NaN()}) {
+    ss::Features g = f;
+    g.descriptors[200] = bad;
+    EXPECT_EQ(code_of([&] { (void)g.to_u8(); }), ss::ErrorCode::kInvalidArgument) << bad;
+  }
+  EXPECT_EQ(ss::parse_descriptor_type("U8"), ss::DescriptorType::kU8);
+  EXPECT_EQ(ss::parse_descriptor_type("float32"), ss::DescriptorType::kF32);
+  EXPECT_STREQ(ss::to_string(ss::DescriptorType::kU8), "u8");
+  EXPECT_EQ(code_of([] { ss::parse_descriptor_type("f16"); }), ss::ErrorCode::kInvalidArgument);
 }
 
 TEST(Sift, EveryGpuBackendRunsSift) {

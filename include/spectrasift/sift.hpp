@@ -44,6 +44,10 @@ struct SiftOptions {
   /// Return RootSIFT descriptors (Arandjelovic & Zisserman 2012): L1-normalise, square root, then
   /// scale to L2 norm 512 so that they have the magnitude of the default ones. Default false.
   bool root_sift = false;
+  /// The descriptors' element type (OpenCV's descriptorType): kF32 fills Features::descriptors, kU8
+  /// Features::descriptor_bytes with the same values (a quarter of the memory; GPU backends read back a
+  /// quarter of the bytes and skip the conversion to floats). kU8 cannot hold RootSIFT's values. Default kF32.
+  DescriptorType descriptor_type = DescriptorType::kF32;
 
   /// Intensity normalisation before detection, for 16-bit and low-contrast scenes (a 12-bit Landsat or
   /// Sentinel scene stored in 16 bits reaches only 1/16 of the grey range, so the contrast threshold, a

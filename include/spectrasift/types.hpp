@@ -86,16 +86,29 @@ struct Keypoint {
   float layer_offset = 0;  ///< sub-layer offset in [-0.5, 0.5]
 };
 
-/// Keypoints and their descriptors. descriptors has keypoints.size() * descriptor_size floats
-/// (row i belongs to keypoint i). With default options the values are integers 0..255 (OpenCV's
-/// CV_32F descriptors); with RootSIFT they are the square roots of the L1-normalised values, scaled by
-/// 512 so that their L2 norm is 512 like the default ones (see SiftOptions::root_sift).
+/// The element type of SIFT descriptors (OpenCV's descriptorType): kF32 floats (CV_32F, OpenCV's default) or
+/// kU8 bytes (CV_8U). SIFT's default descriptors are integers 0..255 either way, so both hold the same values
+/// and match alike; kU8 takes a quarter of the memory and of a GPU backend's read-back.
+enum class DescriptorType : std::uint8_t { kF32, kU8 };
+
+const char* to_string(DescriptorType t) noexcept;
+/// Parses "f32" / "float32" or "u8" / "uint8" (any case); throws Error(kInvalidArgument) otherwise.
+DescriptorType parse_descriptor_type(const std::string& name);
+
+/// Keypoints and their descriptors: keypoints.size() rows of kDescriptorSize values (row i belongs to
+/// keypoint i), in `descriptors` (floats) when descriptor_type is kF32 and in `descriptor_bytes` when it is
+/// kU8; the other array is empty. With default options the values are integers 0..255 (OpenCV's CV_32F or
+/// CV_8U descriptors); with RootSIFT (floats only) they are the square roots of the L1-normalised values,
+/// scaled by 512 so that their L2 norm is 512 like the default ones (see SiftOptions::root_sift).
 struct Features {
   static constexpr int kDescriptorSize = 128;
   int image_width = 0;
   int image_height = 0;
   std::vector<Keypoint> keypoints;
-  std::vector<float> descriptors;
+  /// Which array holds the descriptors (SiftOptions::descriptor_type of the run that made them).
+  DescriptorType descriptor_type = DescriptorType::kF32;
+  std::vector<float> descriptors;               ///< kF32: keypoints.size() * kDescriptorSize floats
+  std::vector<std::uint8_t> descriptor_bytes;   ///< kU8: keypoints.size() * kDescriptorSize bytes
   /// Internal and optional: the descriptors' copy on the device of the backend that extracted them (GPU
   /// SIFT), so that matching on that backend does not upload them again. It is used only while it still
   /// mirrors `descriptors` (same count and content, checked by a digest at each match), so editing, copying
@@ -104,9 +117,26 @@ struct Features {
   std::shared_ptr<const detail::DeviceFeatures> device;
 
   std::size_t size() const noexcept { return keypoints.size(); }
+  /// Row i of `descriptors` (kF32 features).
   const float* descriptor(std::size_t i) const noexcept { return descriptors.data() + i * kDescriptorSize; }
-  /// The descriptors as bytes, rounded and saturated to 0..255 (OpenCV's CV_8U export).
+  /// Row i of `descriptor_bytes` (kU8 features).
+  const std::uint8_t* descriptor_u8(std::size_t i) const noexcept {
+    return descriptor_bytes.data() + i * kDescriptorSize;
+  }
+  /// Values in the array that descriptor_type names (keypoints.size() * kDescriptorSize when consistent).
+  std::size_t descriptor_values() const noexcept {
+    return descriptor_type == DescriptorType::kU8 ? descriptor_bytes.size() : descriptors.size();
+  }
+  /// The descriptors as bytes whatever the type: a copy of descriptor_bytes, or the floats rounded and
+  /// saturated to 0..255 (OpenCV's conversion to CV_8U).
   std::vector<std::uint8_t> descriptors_u8() const;
+  /// The descriptors as floats whatever the type: a copy of descriptors, or the bytes' values.
+  std::vector<float> descriptors_f32() const;
+  /// The same features with kU8 descriptors (bytes as descriptors_u8(); keypoints copied). Throws
+  /// Error(kInvalidArgument) when a float value is not an integer 0..255 (RootSIFT), which bytes would change.
+  Features to_u8() const&;
+  /// The same, the keypoints moved out of this.
+  Features to_u8() &&;
 };
 
 }  // namespace spectrasift

@@ -24,18 +24,26 @@ const char* to_string(Operation op) noexcept {
 
 DeviceFeatures::DeviceFeatures(const BackendImpl& owner, std::size_t count, const float* host,
                                std::size_t values) noexcept
-    : owner_(owner.instance()), count_(count), digest_(descriptor_digest(host, values)) {}
+    : DeviceFeatures(owner, count, descriptor_digest(host, values), DescriptorType::kF32) {}
 
-DeviceFeatures::DeviceFeatures(const BackendImpl& owner, std::size_t count, std::uint64_t digest) noexcept
-    : owner_(owner.instance()), count_(count), digest_(digest) {}
+DeviceFeatures::DeviceFeatures(const BackendImpl& owner, std::size_t count, const std::uint8_t* host,
+                               std::size_t values) noexcept
+    : DeviceFeatures(owner, count, descriptor_digest(host, values), DescriptorType::kU8) {}
+
+DeviceFeatures::DeviceFeatures(const BackendImpl& owner, std::size_t count, std::uint64_t digest,
+                               DescriptorType type) noexcept
+    : owner_(owner.instance()), count_(count), digest_(digest), type_(type) {}
 
 DeviceFeatures::~DeviceFeatures() = default;
 
 bool DeviceFeatures::owned_by(const BackendImpl& backend) const noexcept { return backend.instance() == owner_; }
 
 bool DeviceFeatures::mirrors(const Features& f) const noexcept {
-  return f.size() == count_ && f.descriptors.size() == count_ * std::size_t(Features::kDescriptorSize) &&
-         descriptor_digest(f.descriptors.data(), f.descriptors.size()) == digest_;
+  const std::size_t values = count_ * std::size_t(Features::kDescriptorSize);
+  if (f.size() != count_ || f.descriptor_type != type_) return false;
+  if (type_ == DescriptorType::kU8)
+    return f.descriptor_bytes.size() == values && descriptor_digest(f.descriptor_bytes.data(), values) == digest_;
+  return f.descriptors.size() == values && descriptor_digest(f.descriptors.data(), values) == digest_;
 }
 
 BackendImpl::BackendImpl() noexcept : instance_([] {

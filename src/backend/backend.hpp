@@ -41,11 +41,13 @@ const char* to_string(Operation op) noexcept;
 /// keep its device memory valid on its own (Features may outlive the Context that made them).
 class DeviceFeatures {
  public:
-  /// `host` / `values`: the host descriptors this copy mirrors (count * Features::kDescriptorSize floats).
+  /// `host` / `values`: the host descriptors this copy mirrors (count * Features::kDescriptorSize floats of
+  /// kF32 features, or bytes of kU8 features). The device copy itself is floats either way.
   DeviceFeatures(const BackendImpl& owner, std::size_t count, const float* host, std::size_t values) noexcept;
+  DeviceFeatures(const BackendImpl& owner, std::size_t count, const std::uint8_t* host, std::size_t values) noexcept;
   /// The same with the digest of those host descriptors already computed (descriptor_digest(host, values),
-  /// e.g. summed while the read-back was converted).
-  DeviceFeatures(const BackendImpl& owner, std::size_t count, std::uint64_t digest) noexcept;
+  /// e.g. summed while the read-back was converted) and their type.
+  DeviceFeatures(const BackendImpl& owner, std::size_t count, std::uint64_t digest, DescriptorType type) noexcept;
   virtual ~DeviceFeatures();
   DeviceFeatures(const DeviceFeatures&) = delete;
   DeviceFeatures& operator=(const DeviceFeatures&) = delete;
@@ -54,15 +56,16 @@ class DeviceFeatures {
   /// created later at a freed Context's address is another device).
   bool owned_by(const BackendImpl& backend) const noexcept;
   std::size_t count() const noexcept { return count_; }
-  /// Whether this copy still holds exactly `f`'s descriptors: same count and the same content digest
-  /// (a 64-bit hash of the values' bits). A copy of the Features passes; any edit of a value, a resize or
-  /// a moved-out vector fails.
+  /// Whether this copy still holds exactly `f`'s descriptors: same count, same descriptor type and the same
+  /// content digest (a 64-bit hash of the values' bits). A copy of the Features passes; any edit of a value, a
+  /// resize, a moved-out vector or a conversion to the other type fails.
   bool mirrors(const Features& f) const noexcept;
 
  private:
   std::uint64_t owner_;  ///< the owner's instance()
   std::size_t count_;
   std::uint64_t digest_;
+  DescriptorType type_;
 };
 
 // descriptor_digest (the content check of mirrors()): backend/descriptor_digest.hpp.
@@ -71,10 +74,13 @@ class DeviceFeatures {
 /// still mirrors them on the called backend, their device-resident copy. A backend without device copies
 /// ignores `device`.
 struct FeatureView {
-  const float* descriptors = nullptr;  ///< count rows of dim floats, contiguous
+  const float* descriptors = nullptr;  ///< count rows of dim floats, contiguous (null when `bytes` is given)
   int count = 0;
   int dim = Features::kDescriptorSize;
   const DeviceFeatures* device = nullptr;
+  /// kU8 features: count rows of dim bytes instead of `descriptors`, given only to a backend whose
+  /// takes_byte_views() is true (core converts them to floats for the others).
+  const std::uint8_t* bytes = nullptr;
 };
 
 /// The correspondences of one RANSAC run (core/ransac.cpp): MOVING -> FIXED pairs on the host and an id
@@ -116,6 +122,9 @@ class BackendImpl {
 
   virtual Backend kind() const noexcept = 0;
   virtual bool implements(Operation op) const noexcept = 0;
+  /// kMatch: whether match_top2 / match_filtered take FeatureView::bytes (kU8 features) as they are; when
+  /// false, core hands such a side over as floats.
+  virtual bool takes_byte_views() const noexcept { return false; }
   /// The device's memory (default: all zero, host memory). Each GPU backend's context/state file answers it.
   virtual DeviceMemory device_memory() const { return {}; }
   /// A number unique to this backend object in the process (1, 2, ... in creation order).

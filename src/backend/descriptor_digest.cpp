@@ -26,29 +26,29 @@ inline std::uint32_t row_key(std::size_t row) noexcept {
   return std::uint32_t((std::uint64_t(row) * 0x9e3779b97f4a7c15ull) >> 34);
 }
 
+// A value's 32 bits: a float's bit pattern, a byte's value.
+inline std::uint32_t bits_of(const float* v) noexcept {
+  std::uint32_t a;
+  std::memcpy(&a, v, sizeof a);
+  return a;
+}
+inline std::uint32_t bits_of(const std::uint8_t* v) noexcept { return *v; }
+
 // Sum over the first m <= kDigestRow values of one row (m even but for the array's last value).
-inline std::uint64_t row_sum(const float* values, std::size_t m, std::uint32_t rk) noexcept {
+template <class T> inline std::uint64_t row_sum(const T* values, std::size_t m, std::uint32_t rk) noexcept {
   std::uint64_t s = 0;
   const std::size_t pairs = m / 2;
   for (std::size_t p = 0; p < pairs; ++p) {
-    std::uint32_t a, b;
-    std::memcpy(&a, values + 2 * p, sizeof a);
-    std::memcpy(&b, values + 2 * p + 1, sizeof b);
+    std::uint32_t a = bits_of(values + 2 * p), b = bits_of(values + 2 * p + 1);
     a += kColumnKeys[2 * p] + rk;
     b += kColumnKeys[2 * p + 1] + rk;
     s += std::uint64_t(a) * b;
   }
-  if (m % 2) {
-    std::uint32_t a;
-    std::memcpy(&a, values + m - 1, sizeof a);
-    s += std::uint64_t(a + (kColumnKeys[m - 1] + rk)) * 0x9fb21c651e98df25ull;
-  }
+  if (m % 2) s += std::uint64_t(bits_of(values + m - 1) + (kColumnKeys[m - 1] + rk)) * 0x9fb21c651e98df25ull;
   return s;
 }
 
-}  // namespace
-
-std::uint64_t descriptor_digest_sum(const float* values, std::size_t first, std::size_t n) noexcept {
+template <class T> std::uint64_t digest_sum(const T* values, std::size_t first, std::size_t n) noexcept {
   const std::size_t row0 = first / kDigestRow;
   std::uint64_t s = 0;
   std::size_t r = 0;
@@ -57,11 +57,25 @@ std::uint64_t descriptor_digest_sum(const float* values, std::size_t first, std:
   return s;
 }
 
+}  // namespace
+
+std::uint64_t descriptor_digest_sum(const float* values, std::size_t first, std::size_t n) noexcept {
+  return digest_sum(values, first, n);
+}
+
+std::uint64_t descriptor_digest_sum(const std::uint8_t* values, std::size_t first, std::size_t n) noexcept {
+  return digest_sum(values, first, n);
+}
+
 std::uint64_t descriptor_digest_finish(std::uint64_t sum, std::size_t n) noexcept {
   return mix64(sum ^ mix64(0xcbf29ce484222325ull + std::uint64_t(n)));
 }
 
 std::uint64_t descriptor_digest(const float* values, std::size_t n) noexcept {
+  return descriptor_digest_finish(descriptor_digest_sum(values, 0, n), n);
+}
+
+std::uint64_t descriptor_digest(const std::uint8_t* values, std::size_t n) noexcept {
   return descriptor_digest_finish(descriptor_digest_sum(values, 0, n), n);
 }
 

@@ -25,11 +25,18 @@ constexpr std::size_t kDigestRow = 128;
 /// sum of the whole.
 std::uint64_t descriptor_digest_sum(const float* values, std::size_t first, std::size_t n) noexcept;
 
+/// The same sum over byte descriptors (Features::descriptor_bytes): each byte's value in place of a float's
+/// bit pattern, so a changed byte always changes the sum, as above. Byte and float arrays are told apart by
+/// DeviceFeatures, not by the digest.
+std::uint64_t descriptor_digest_sum(const std::uint8_t* values, std::size_t first, std::size_t n) noexcept;
+
 /// The digest of an array of n values from its sum.
 std::uint64_t descriptor_digest_finish(std::uint64_t sum, std::size_t n) noexcept;
 
 /// A 64-bit digest of `n` floats' bit patterns (order-sensitive; not cryptographic):
 /// descriptor_digest_finish(descriptor_digest_sum(values, 0, n), n).
 std::uint64_t descriptor_digest(const float* values, std::size_t n) noexcept;
+/// The same for n bytes.
+std::uint64_t descriptor_digest(const std::uint8_t* values, std::size_t n) noexcept;
 
 }  // namespace spectrasift::detail

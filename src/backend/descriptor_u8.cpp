@@ -8,6 +8,8 @@
 #include <immintrin.h>
 #endif
 
+#include <cstring>
+
 #include "core/cpu_features.hpp"
 
 namespace spectrasift::detail {
@@ -154,6 +156,18 @@ bool pack_descriptors_u8(const float* values, std::size_t begin, std::size_t end
   const PackRows avx2_fn = nullptr;
 #endif
   return pick_isa<PackRows>(nullptr, avx2_fn, &base::pack_rows)(values, begin, end, std::size_t(dim), bytes, norms);
+}
+
+void copy_descriptors_u8(const std::uint8_t* source, std::size_t begin, std::size_t end, int dim, std::uint8_t* bytes,
+                         std::int32_t* norms) noexcept {
+  const std::size_t d = std::size_t(dim);
+  std::memcpy(bytes + begin * d, source + begin * d, (end - begin) * d);
+  for (std::size_t r = begin; r < end; ++r) {
+    const std::uint8_t* row = source + r * d;
+    std::int32_t norm = 0;  // at most 128 * 255^2 < 2^24 at dim 128; exact in any order
+    for (std::size_t k = 0; k < d; ++k) norm += std::int32_t(row[k]) * std::int32_t(row[k]);
+    norms[r] = norm;
+  }
 }
 
 }  // namespace spectrasift::detail

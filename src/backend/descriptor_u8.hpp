@@ -16,4 +16,9 @@ namespace spectrasift::detail {
 bool pack_descriptors_u8(const float* values, std::size_t begin, std::size_t end, int dim, std::uint8_t* bytes,
                          std::int32_t* norms) noexcept;
 
+/// The same for rows that are bytes already (kU8 features): rows [begin, end) of `source` copied into `bytes`
+/// and their squared norms into norms[r]. Every value is a byte, so there is no verdict.
+void copy_descriptors_u8(const std::uint8_t* source, std::size_t begin, std::size_t end, int dim, std::uint8_t* bytes,
+                         std::int32_t* norms) noexcept;
+
 }  // namespace spectrasift::detail

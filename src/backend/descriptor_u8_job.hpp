@@ -22,12 +22,14 @@
 
 namespace spectrasift::detail {
 
-/// One side's rows of `dim` floats and where its bytes (row r at bytes + r * dim) and norms go.
+/// One side's rows of `dim` floats and where its bytes (row r at bytes + r * dim) and norms go. A side of kU8
+/// features gives its rows as source_bytes (values null): they are copied, and the norms computed.
 struct U8Side {
   const float* values = nullptr;
   std::size_t rows = 0;
   std::uint8_t* bytes = nullptr;
   std::int32_t* norms = nullptr;
+  const std::uint8_t* source_bytes = nullptr;
 };
 
 /// Rows [begin, end) of side `side` (0 query, 1 train): one upload.
@@ -68,8 +70,10 @@ class U8PackJob {
     const auto [c, begin] = pieces_[p];
     const U8Chunk& chunk = chunks_[c];
     const U8Side& s = sides_[chunk.side];
-    if (exact_.load(std::memory_order_relaxed) &&
-        !pack_descriptors_u8(s.values, begin, std::min(begin + kPieceRows, chunk.end), dim_, s.bytes, s.norms))
+    const std::size_t end = std::min(begin + kPieceRows, chunk.end);
+    if (s.source_bytes)
+      copy_descriptors_u8(s.source_bytes, begin, end, dim_, s.bytes, s.norms);
+    else if (exact_.load(std::memory_order_relaxed) && !pack_descriptors_u8(s.values, begin, end, dim_, s.bytes, s.norms))
       exact_.store(false, std::memory_order_relaxed);
     left_[c].fetch_sub(1, std::memory_order_acq_rel);  // release: the piece's bytes before the count
     return true;

@@ -22,25 +22,45 @@ void MatchOptions::check() const {
 namespace {
 
 void check_features(const Features& f, const char* which) {
-  if (f.descriptors.size() != f.keypoints.size() * std::size_t(Features::kDescriptorSize))
+  if (f.descriptor_type != DescriptorType::kF32 && f.descriptor_type != DescriptorType::kU8)
+    throw Error(ErrorCode::kInvalidArgument, std::string(which) + " features: unknown descriptor type code " +
+                                                 std::to_string(int(f.descriptor_type)));
+  const bool u8 = f.descriptor_type == DescriptorType::kU8;
+  const std::size_t other = u8 ? f.descriptors.size() : f.descriptor_bytes.size();
+  if (other != 0)
     throw Error(ErrorCode::kInvalidArgument,
-                std::string(which) + " features: " + std::to_string(f.descriptors.size()) +
+                std::string(which) + " features: descriptor type " + to_string(f.descriptor_type) + " but " +
+                    std::to_string(other) + (u8 ? " float" : " byte") + " descriptor values (that array must be empty)");
+  if (f.descriptor_values() != f.keypoints.size() * std::size_t(Features::kDescriptorSize))
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string(which) + " features: " + std::to_string(f.descriptor_values()) +
                     " descriptor values for " + std::to_string(f.keypoints.size()) + " keypoints (expected " +
                     std::to_string(Features::kDescriptorSize) + " per keypoint)");
   if (f.keypoints.size() > std::size_t(1) << 30)
     throw Error(ErrorCode::kInvalidArgument, std::string(which) + " features: too many keypoints");
 }
 
-/// One side of a matching call on `backend`: the host descriptors and, when still valid there, their device copy.
-detail::FeatureView view_of(const Features& f, const detail::BackendImpl& backend) {
-  return detail::FeatureView{f.descriptors.data(), int(f.size()), Features::kDescriptorSize,
-                             detail::device_copy_for(f, backend)};
+/// One side of a matching call on `backend`: the host descriptors and, when still valid there, their device
+/// copy. kU8 descriptors go as bytes to a backend that takes them, else as floats made here (into `floats`,
+/// which must outlive the view).
+detail::FeatureView view_of(const Features& f, const detail::BackendImpl& backend, std::vector<float>& floats) {
+  detail::FeatureView v{nullptr, int(f.size()), Features::kDescriptorSize, detail::device_copy_for(f, backend)};
+  if (f.descriptor_type == DescriptorType::kF32) {
+    v.descriptors = f.descriptors.data();
+  } else if (backend.takes_byte_views()) {
+    v.bytes = f.descriptor_bytes.data();
+  } else {
+    floats.assign(f.descriptor_bytes.begin(), f.descriptor_bytes.end());
+    v.descriptors = floats.data();
+  }
+  return v;
 }
 
 std::vector<Top2> top2(Context& ctx, const Features& query, const Features& train) {
   std::vector<Top2> out(query.size());
   detail::BackendImpl& backend = detail::backend_for(ctx.impl(), detail::Operation::kMatch);
-  backend.match_top2(ctx.impl(), view_of(query, backend), view_of(train, backend), out.data());
+  std::vector<float> qf, tf;
+  backend.match_top2(ctx.impl(), view_of(query, backend, qf), view_of(train, backend, tf), out.data());
   return out;
 }
 
@@ -70,7 +90,8 @@ std::vector<Match> match_features(Context& ctx, const Features& query, const Fea
   const Backend ran_on = backend.kind();
   // One entry for both directions and the tests (BackendImpl::match_filtered): a GPU backend uploads each side
   // once and reads back only the kept matches.
-  backend.match_filtered(ctx.impl(), view_of(query, backend), view_of(train, backend), options, matches);
+  std::vector<float> qf, tf;
+  backend.match_filtered(ctx.impl(), view_of(query, backend, qf), view_of(train, backend, tf), options, matches);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   ctx.impl().log("match: " + std::to_string(query.size()) + " x " + std::to_string(train.size()) + " descriptors on " +
                  to_string(ran_on) + (ran_on == Backend::kCpu ? " (" + std::to_string(ctx.impl().cpu_threads()) + " threads)" : "") + ", " + std::to_string(matches.size()) + " matches, " +

@@ -49,6 +49,10 @@ void SiftOptions::check() const {
     invalid("contrast_threshold must be a finite value >= 0 (got " + num(contrast_threshold) + ")");
   if (!(edge_threshold > 0) || !std::isfinite(edge_threshold))
     invalid("edge_threshold must be a finite value > 0 (got " + num(edge_threshold) + ")");
+  if (int(descriptor_type) > int(DescriptorType::kU8))
+    invalid("unknown descriptor type code " + std::to_string(int(descriptor_type)));
+  if (descriptor_type == DescriptorType::kU8 && root_sift)
+    invalid("RootSIFT descriptors are not integers 0..255: they need descriptor_type f32");
   if (max_features < 0) invalid("max_features must be >= 0 (got " + std::to_string(max_features) + ")");
   if (int(stretch) > int(Stretch::kPercentile)) invalid("unknown stretch code " + std::to_string(int(stretch)));
   if (!(stretch_low >= 0 && stretch_low < stretch_high && stretch_high <= 100))
@@ -135,6 +139,7 @@ Features run_sift(detail::ContextImpl& im, const detail::SiftImageView& view, co
   detail::SiftCounts counts;
   progress.stage(0.98, 1.0);
   st.download(f, counts);
+  if (options.descriptor_type != f.descriptor_type) f = std::move(f).to_u8();  // a backend that made floats (the CPU's)
   progress.finish();
   const auto t3 = clock::now();
   auto ms = [](auto a, auto b) { return num(std::chrono::duration<double, std::milli>(b - a).count()); };

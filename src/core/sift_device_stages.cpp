@@ -64,6 +64,8 @@ void SiftDeviceStages::download(Features& out, SiftCounts& counts) {
   out.image_height = p.input_height;
   out.keypoints.clear();
   out.descriptors.clear();
+  out.descriptor_bytes.clear();
+  out.descriptor_type = p.u8_descriptors ? DescriptorType::kU8 : DescriptorType::kF32;
   out.device.reset();
   counts = {};
   if (p.octaves == 0 || candidates_ == 0) {

@@ -32,7 +32,8 @@ bool SiftPlan::matches(int width, int height, const SiftOptions& o) const noexce
   return width == input_width && height == input_height && o.octave_layers == options.octave_layers &&
          o.sigma == options.sigma && o.contrast_threshold == options.contrast_threshold &&
          o.edge_threshold == options.edge_threshold && o.upsample == options.upsample &&
-         o.max_features == options.max_features && o.root_sift == options.root_sift;
+         o.max_features == options.max_features && o.root_sift == options.root_sift &&
+         o.descriptor_type == options.descriptor_type;
 }
 
 SiftPlan make_sift_plan(int width, int height, const SiftOptions& options) {
@@ -49,6 +50,7 @@ SiftPlan make_sift_plan(int width, int height, const SiftOptions& options) {
   p.output_scale = options.upsample ? 0.5f : 1.0f;
   p.max_features = options.max_features;
   p.root_sift = options.root_sift;
+  p.u8_descriptors = options.descriptor_type == DescriptorType::kU8;
   const int s = p.layers;
 
   const int base_w = options.upsample ? 2 * width : width;

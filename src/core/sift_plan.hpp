@@ -61,6 +61,7 @@ struct SiftPlan {
   // ---- selection and output ----
   int max_features = 0;  ///< 0 = keep all (ties at the cut are all kept)
   bool root_sift = false;
+  bool u8_descriptors = false;  ///< options.descriptor_type is kU8: the backend fills Features::descriptor_bytes
 
   // ---- buffer sizes (floats or records) ----
   std::size_t gauss_floats = 0;     ///< every Gaussian level of every octave

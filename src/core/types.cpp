@@ -59,12 +59,64 @@ Image Image::allocate(int width, int height, int channels, PixelType type) {
 }
 
 std::vector<std::uint8_t> Features::descriptors_u8() const {
+  if (descriptor_type == DescriptorType::kU8) return descriptor_bytes;
   std::vector<std::uint8_t> out(descriptors.size());
   for (std::size_t i = 0; i < descriptors.size(); ++i) {
     const float v = std::nearbyint(descriptors[i]);
     out[i] = std::uint8_t(std::clamp(v, 0.0f, 255.0f));
   }
   return out;
+}
+
+std::vector<float> Features::descriptors_f32() const {
+  if (descriptor_type == DescriptorType::kF32) return descriptors;
+  return std::vector<float>(descriptor_bytes.begin(), descriptor_bytes.end());
+}
+
+Features Features::to_u8() const& {
+  Features copy;
+  copy.image_width = image_width;
+  copy.image_height = image_height;
+  copy.keypoints = keypoints;
+  copy.descriptor_type = descriptor_type;
+  copy.descriptors = descriptors;
+  copy.descriptor_bytes = descriptor_bytes;
+  return std::move(copy).to_u8();
+}
+
+Features Features::to_u8() && {
+  Features out;
+  out.image_width = image_width;
+  out.image_height = image_height;
+  out.keypoints = std::move(keypoints);
+  out.descriptor_type = DescriptorType::kU8;
+  if (descriptor_type == DescriptorType::kU8) {
+    out.descriptor_bytes = std::move(descriptor_bytes);
+    return out;
+  }
+  out.descriptor_bytes.resize(descriptors.size());
+  for (std::size_t i = 0; i < descriptors.size(); ++i) {
+    const float v = descriptors[i];
+    if (!(v >= 0.0f && v <= 255.0f && v == std::nearbyint(v)))
+      throw Error(ErrorCode::kInvalidArgument, "features: descriptor value " + std::to_string(v) + " (row " +
+                                                   std::to_string(i / kDescriptorSize) +
+                                                   ") is not an integer 0..255, so it has no u8 form (RootSIFT "
+                                                   "descriptors are floats)");
+    out.descriptor_bytes[i] = std::uint8_t(v);
+  }
+  return out;
+}
+
+const char* to_string(DescriptorType t) noexcept {
+  return t == DescriptorType::kU8 ? "u8" : "f32";
+}
+
+DescriptorType parse_descriptor_type(const std::string& name) {
+  std::string n;
+  for (char c : name) n += char(std::tolower(static_cast<unsigned char>(c)));
+  if (n == "f32" || n == "float32") return DescriptorType::kF32;
+  if (n == "u8" || n == "uint8") return DescriptorType::kU8;
+  throw Error(ErrorCode::kInvalidArgument, "unknown descriptor type '" + name + "' (expected f32 or u8)");
 }
 
 }  // namespace spectrasift

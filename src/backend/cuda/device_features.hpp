@@ -14,9 +14,9 @@ namespace spectrasift::cuda {
 
 class CudaDeviceFeatures final : public detail::DeviceFeatures {
  public:
-  /// Holds `block` of `pool` (count rows of 128 floats that hold the host descriptors of digest `digest`
-  /// once the stream that fills them has run).
-  CudaDeviceFeatures(const detail::BackendImpl& owner, std::size_t count, std::uint64_t digest,
+  /// Holds `block` of `pool` (count rows of 128 floats that hold the values of the host descriptors of digest
+  /// `digest`, floats or bytes by `type`, once the stream that fills them has run).
+  CudaDeviceFeatures(const detail::BackendImpl& owner, std::size_t count, std::uint64_t digest, DescriptorType type,
                      std::shared_ptr<DeviceBlockPool> pool, DeviceBlockPool::Block block) noexcept;
   ~CudaDeviceFeatures() override;  ///< gives the block back to its pool
 

@@ -50,12 +50,17 @@ const CudaDeviceFeatures* device_copy(const State& st, const detail::FeatureView
 }
 
 // The float descriptors of one side on the device: the device copy, else an upload into the named buffer
-// (on the compute stream; pageable memory is staged before the call returns).
+// (on the compute stream; pageable memory is staged before the call returns, so a side of bytes is converted
+// into a temporary vector of floats: the rare mixed call of a device copy and host bytes, or a GPU without
+// the u8 kernel).
 const float* device_descriptors(State& st, const detail::FeatureView& v, const char* buffer_name) {
   if (const CudaDeviceFeatures* d = device_copy(st, v)) return d->descriptors();
-  const std::size_t bytes = std::size_t(v.count) * std::size_t(v.dim) * sizeof(float);
+  const std::size_t values = std::size_t(v.count) * std::size_t(v.dim), bytes = values * sizeof(float);
   DeviceBuffer& b = st.buffer(buffer_name, std::max<std::size_t>(bytes, 16));
-  SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(b.ptr, v.descriptors, bytes, cudaMemcpyHostToDevice, st.compute));
+  std::vector<float> floats;
+  if (v.bytes) floats.assign(v.bytes, v.bytes + values);
+  SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(b.ptr, v.bytes ? floats.data() : v.descriptors, bytes,
+                                         cudaMemcpyHostToDevice, st.compute));
   return b.as<const float>();
 }
 
@@ -95,8 +100,8 @@ bool pack_on_host(detail::ContextImpl& ctx, State& st, const detail::FeatureView
   auto* host = pin.as<std::uint8_t>();
   const std::size_t qb = std::size_t(nq) * kernels::kU8Dim, tb = std::size_t(nt) * kernels::kU8Dim;
   auto* norms = reinterpret_cast<std::int32_t*>(host + qb + tb);
-  detail::U8PackJob job({query.descriptors, std::size_t(nq), host, norms},
-                        {train.descriptors, std::size_t(nt), host + qb, norms + nq}, kernels::kU8Dim);
+  detail::U8PackJob job({query.descriptors, std::size_t(nq), host, norms, query.bytes},
+                        {train.descriptors, std::size_t(nt), host + qb, norms + nq, train.bytes}, kernels::kU8Dim);
   const auto upload = [&](const detail::U8Chunk& c) {
     const std::size_t offset = (c.side ? qb : 0) + c.begin * kernels::kU8Dim;
     SPECTRASIFT_CUDA_CHECK(cudaMemcpyAsync(device_base + offset, host + offset, (c.end - c.begin) * kernels::kU8Dim,

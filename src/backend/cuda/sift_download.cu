@@ -1,8 +1,8 @@
 // CUDA SIFT read-back 2's features (see sift.hpp; the counts and the regrowth before them are
 // core/sift_device_stages.cpp's download sequence): the kept features in one copy of the packed layout
 // (host/sift_unpack.hpp; packed on the device by descriptors(), kernels/sift_pack.cuh) into a pinned buffer
-// of the State reused across calls, converted once into the Features; and the device copy of the float
-// descriptors that Features::device keeps, in a recycled block (device_block_pool.hpp).
+// of the State reused across calls, converted once into the Features (or copied, for u8 descriptors); and the
+// device copy of the float descriptors that Features::device keeps, in a recycled block (device_block_pool.hpp).
 #include <algorithm>
 
 #include "backend/cuda/check.hpp"
@@ -44,6 +44,7 @@ void SiftStagesCuda::read_features(Features& out, std::size_t kept) {
   mark(kDownload);
   if (kept == 0) return;
   const bool bytes_rows = packs_bytes();
+  const DescriptorType type = plan_->u8_descriptors ? DescriptorType::kU8 : DescriptorType::kF32;
   const std::size_t packed_bytes = std::size_t(sift_packed_bytes(kept, bytes_rows));
   const std::size_t cap = std::min(keypoint_capacity_, descriptor_capacity_);
   // The host pool only when the work has more than one piece (its first use starts its threads).
@@ -58,7 +59,7 @@ void SiftStagesCuda::read_features(Features& out, std::size_t kept) {
   DeviceBlockPool::Block block = feature_blocks_->take(desc_bytes);
   cudaError_t e = cudaMemcpyAsync(block.ptr, desc, desc_bytes, cudaMemcpyDeviceToDevice, st_.compute);
   try {
-    size_sift_features(kept, out, pool);  // while the copies run
+    size_sift_features(kept, type, out, pool);  // while the copies run
   } catch (...) {
     (void)cudaStreamSynchronize(st_.compute);  // the block may still be written
     feature_blocks_->give(block);
@@ -71,7 +72,7 @@ void SiftStagesCuda::read_features(Features& out, std::size_t kept) {
   }
   try {
     const std::uint64_t digest = unpack_sift_features(host.as<const unsigned char>(), kept, bytes_rows, out, pool);
-    out.device = std::make_shared<CudaDeviceFeatures>(st_, kept, digest, feature_blocks_, block);
+    out.device = std::make_shared<CudaDeviceFeatures>(st_, kept, digest, type, feature_blocks_, block);
   } catch (...) {
     feature_blocks_->give(block);
     throw;
@@ -79,8 +80,9 @@ void SiftStagesCuda::read_features(Features& out, std::size_t kept) {
 }
 
 CudaDeviceFeatures::CudaDeviceFeatures(const detail::BackendImpl& owner, std::size_t count, std::uint64_t digest,
+                                       DescriptorType type,
                                        std::shared_ptr<DeviceBlockPool> pool, DeviceBlockPool::Block block) noexcept
-    : DeviceFeatures(owner, count, digest),
+    : DeviceFeatures(owner, count, digest, type),
       pool_(std::move(pool)),
       block_(block) {}
 

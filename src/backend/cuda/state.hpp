@@ -57,6 +57,7 @@ struct State final : detail::BackendImpl {
   ~State() override;  ///< synchronises the device, then frees buffers, pools, events, cuBLAS and streams
 
   Backend kind() const noexcept override { return Backend::kCuda; }
+  bool takes_byte_views() const noexcept override { return true; }  // match.*: packed or converted there
   bool implements(detail::Operation) const noexcept override { return true; }
   /// context.cpp: cudaMemGetInfo (total; free for messages: it excludes this context's own reused buffers, so
   /// it is not the budget); no per-buffer limit of its own.

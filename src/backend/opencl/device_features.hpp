@@ -14,10 +14,12 @@ class DeviceDescriptors final : public detail::DeviceFeatures {
   /// Takes one reference to `mem` (the caller keeps its own). `host` / `values`: the host descriptors it mirrors.
   DeviceDescriptors(const detail::BackendImpl& owner, std::size_t count, const float* host, std::size_t values,
                     cl_mem mem) noexcept
-      : DeviceDescriptors(owner, count, detail::descriptor_digest(host, values), mem) {}
-  /// The same with their digest already computed (descriptor_digest of the host descriptors).
-  DeviceDescriptors(const detail::BackendImpl& owner, std::size_t count, std::uint64_t digest, cl_mem mem) noexcept
-      : DeviceFeatures(owner, count, digest), mem_(mem) {
+      : DeviceDescriptors(owner, count, detail::descriptor_digest(host, values), DescriptorType::kF32, mem) {}
+  /// The same with their digest already computed (descriptor_digest of the host descriptors) and their type
+  /// (the device copy is floats either way).
+  DeviceDescriptors(const detail::BackendImpl& owner, std::size_t count, std::uint64_t digest, DescriptorType type,
+                    cl_mem mem) noexcept
+      : DeviceFeatures(owner, count, digest, type), mem_(mem) {
     if (mem_) clRetainMemObject(mem_);
   }
   ~DeviceDescriptors() override {

@@ -89,12 +89,19 @@ cl_kernel top2_kernel(State& st, int dim, MatchShape& shape, std::string& option
 bool use_rows(const State& st) { return st.match_variant == 1 || (st.match_variant < 0 && st.is_cpu); }
 
 /// The device buffer of one side: its device copy when dispatch passed one, else an upload (enqueued on
-/// the in-order queue; the blocking read at the end orders it before the caller's memory can change).
+/// the in-order queue; the blocking read at the end orders it before the caller's memory can change). A side
+/// of bytes (kU8 features on the float path: a mixed call, or a device without the u8 path) is converted into
+/// a temporary vector of floats and written blocking.
 cl_mem descriptors_on_device(State& st, const detail::FeatureView& v, const char* name) {
   if (const auto* dev = dynamic_cast<const DeviceDescriptors*>(v.device)) return dev->mem();
-  const std::size_t bytes = std::size_t(v.count) * std::size_t(v.dim) * sizeof(float);
+  const std::size_t values = std::size_t(v.count) * std::size_t(v.dim), bytes = values * sizeof(float);
   const cl_mem m = st.buffer(name, bytes, CL_MEM_READ_ONLY);
-  SPECTRASIFT_CL_CHECK(clEnqueueWriteBuffer(st.queue, m, CL_FALSE, 0, bytes, v.descriptors, 0, nullptr, nullptr));
+  if (v.bytes) {
+    const std::vector<float> floats(v.bytes, v.bytes + values);
+    SPECTRASIFT_CL_CHECK(clEnqueueWriteBuffer(st.queue, m, CL_TRUE, 0, bytes, floats.data(), 0, nullptr, nullptr));
+  } else {
+    SPECTRASIFT_CL_CHECK(clEnqueueWriteBuffer(st.queue, m, CL_FALSE, 0, bytes, v.descriptors, 0, nullptr, nullptr));
+  }
   return m;
 }
 
@@ -236,7 +243,8 @@ bool pack_host_sides(detail::ContextImpl& ctx, State& st, const detail::FeatureV
   auto* norms = reinterpret_cast<std::int32_t*>(base + q_bytes + t_bytes);
   q = {};
   t = {};
-  detail::U8PackJob job({query.descriptors, nq, base, norms}, {train.descriptors, nt, base + q_bytes, norms + nq},
+  detail::U8PackJob job({query.descriptors, nq, base, norms, query.bytes},
+                        {train.descriptors, nt, base + q_bytes, norms + nq, train.bytes},
                         query.dim);
   Event last;  // the last write from the staging buffer (the queue is in order: it ends after the others)
   const auto write = [&](cl_mem m, std::size_t offset, std::size_t bytes, const void* src) {

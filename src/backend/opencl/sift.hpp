@@ -101,8 +101,8 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   // read_features on a GPU, through the pinned "sift.download_host"; run(n, fn) runs fn(piece) for piece in
   // [0, n) on the WorkPool.
   template <class Run> void read_staged(Features& out, std::size_t kept, const Run& run);
-  /// Features::device: a copy of the kept descriptor rows, whose host values have digest `digest`.
-  void attach_device_copy(Features& out, std::size_t kept, std::uint64_t digest);
+  /// Features::device: a copy of the kept descriptor rows, whose host values (of `type`) have digest `digest`.
+  void attach_device_copy(Features& out, std::size_t kept, std::uint64_t digest, DescriptorType type);
   // The named buffers every stage reads (sized from the plan).
   cl_mem levels();          // "sift.gauss": every Gaussian level of every octave
   cl_mem octave_table();    // "sift.info": octave_info_

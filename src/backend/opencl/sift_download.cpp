@@ -1,6 +1,6 @@
 // OpenCL SIFT: the features' read-back (read-back 2, after the counters; see sift.hpp): the kept records
-// into Features::keypoints, the descriptors into Features::descriptors with the digest of those host values,
-// and the device copy of the descriptors (Features::device) that matching on this backend reads.
+// into Features::keypoints, the descriptors into Features::descriptors (or, converted on the way, into
+// Features::descriptor_bytes for u8 descriptors) with the digest of those host values, and the device copy of the descriptors (Features::device) that matching on this backend reads.
 //
 // On a GPU (State::host_staging) the reads land in the State's pinned "sift.download_host" (a
 // CL_MEM_ALLOC_HOST_PTR buffer mapped once, which the device DMAs into without the driver's bounce through
@@ -31,6 +31,30 @@ constexpr std::size_t kDigestPieceRows = 256;
 constexpr std::size_t kReadChunks = 4;
 constexpr const char* kDownloadHost = "sift.download_host";
 
+// count descriptor values of the device (integers 0..255 when the plan asks for bytes) into the output of
+// out.descriptor_type at value offset lo; returns their digest sum.
+std::uint64_t store_piece(const float* src, Features& out, std::size_t lo, std::size_t count) {
+  if (out.descriptor_type == DescriptorType::kU8) {
+    std::uint8_t* dst = out.descriptor_bytes.data() + lo;
+    for (std::size_t i = 0; i < count; ++i) dst[i] = static_cast<std::uint8_t>(src[i]);
+    return detail::descriptor_digest_sum(dst, lo, count);
+  }
+  float* dst = out.descriptors.data() + lo;
+  if (dst != src) std::memcpy(dst, src, count * sizeof(float));
+  return detail::descriptor_digest_sum(dst, lo, count);
+}
+
+// Sizes the output array of out.descriptor_type for `values` values (the other emptied).
+template <class Run> void size_descriptors(Features& out, std::size_t values, const Run& run) {
+  if (out.descriptor_type == DescriptorType::kU8) {
+    out.descriptors.clear();
+    detail::resize_for_writes(out.descriptor_bytes, values, run);
+  } else {
+    out.descriptor_bytes.clear();
+    detail::resize_for_writes(out.descriptors, values, run);
+  }
+}
+
 }  // namespace
 
 void SiftStagesOpenCL::read_features(Features& out, std::size_t kept) {
@@ -44,44 +68,47 @@ void SiftStagesOpenCL::read_features(Features& out, std::size_t kept) {
   const std::size_t values = kept * kRow;
   const std::size_t pieces = (kept + kDigestPieceRows - 1) / kDigestPieceRows;
   digest_sums_.assign(pieces, 0);
-  // The digest of rows [p * kDigestPieceRows, ...) of the output, once they hold the host values.
-  const auto digest_piece = [&](std::size_t p) {
-    const std::size_t lo = p * kDigestPieceRows * kRow;
-    const std::size_t hi = std::min(values, lo + kDigestPieceRows * kRow);
-    digest_sums_[p] = detail::descriptor_digest_sum(out.descriptors.data() + lo, lo, hi - lo);
-  };
+  out.descriptor_type = plan_->u8_descriptors ? DescriptorType::kU8 : DescriptorType::kF32;
   if (kept == 0) {
     out.descriptors.clear();
+    out.descriptor_bytes.clear();
     keypoints_from_records(nullptr, 0, out);
   } else if (st_.host_staging) {
     read_staged(out, kept, run);
   } else {
-    // Straight into the output: the records into a scratch vector reused across calls, the output sized while
-    // their read runs.
+    // Straight into the output (float descriptors; bytes through a scratch vector of floats): the records into
+    // a scratch vector reused across calls, the output sized while their read runs.
     records_.resize(kept);
+    const bool u8 = out.descriptor_type == DescriptorType::kU8;
+    std::vector<float> scratch;
     Event e1, e2;
     SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(st_.queue, st_.buffer("sift.kept", kept * sizeof(SiftKeypoint)), CL_FALSE,
                                              0, kept * sizeof(SiftKeypoint), records_.data(), 0, nullptr,
                                              profile_run_ ? &e1.ev : nullptr));
     try {
-      detail::resize_for_writes(out.descriptors, values, run);
+      size_descriptors(out, values, run);
+      if (u8) scratch.resize(values);
     } catch (...) {
       (void)clFinish(st_.queue);  // records_ may still be written
       throw;
     }
     SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(st_.queue, st_.buffer("sift.desc", values * sizeof(float)), CL_TRUE, 0,
-                                             values * sizeof(float), out.descriptors.data(), 0, nullptr,
-                                             profile_run_ ? &e2.ev : nullptr));
+                                             values * sizeof(float), u8 ? scratch.data() : out.descriptors.data(), 0,
+                                             nullptr, profile_run_ ? &e2.ev : nullptr));
     if (profile_run_) {
       events_.emplace_back(kDownload, std::move(e1));
       events_.emplace_back(kDownload, std::move(e2));
     }
     keypoints_from_records(records_.data(), kept, out);
-    run(pieces, digest_piece);
+    const float* src = u8 ? scratch.data() : out.descriptors.data();
+    run(pieces, [&](std::size_t p) {  // the digest of rows [p * kDigestPieceRows, ...), bytes converted first
+      const std::size_t lo = p * kDigestPieceRows * kRow;
+      digest_sums_[p] = store_piece(src + lo, out, lo, std::min(values, lo + kDigestPieceRows * kRow) - lo);
+    });
   }
   std::uint64_t sum = 0;
   for (std::uint64_t v : digest_sums_) sum += v;
-  attach_device_copy(out, kept, detail::descriptor_digest_finish(sum, values));
+  attach_device_copy(out, kept, detail::descriptor_digest_finish(sum, values), out.descriptor_type);
 }
 
 // The GPU form of read_features (see the top of the file); digest_sums_ holds one sum per digest piece.
@@ -113,10 +140,9 @@ template <class Run> void SiftStagesOpenCL::read_staged(Features& out, std::size
   }
   SPECTRASIFT_CL_CHECK(clFlush(st_.queue));
   // The reads write only the pinned buffer: nothing to wait for if the output's allocation throws.
-  detail::resize_for_writes(out.descriptors, kept * kRow, run);
+  size_descriptors(out, kept * kRow, run);
   SPECTRASIFT_CL_CHECK(clWaitForEvents(1, &records.ev));
   keypoints_from_records(reinterpret_cast<const SiftKeypoint*>(host + desc_bytes), kept, out);
-  float* const dst = out.descriptors.data();
   const float* const src = reinterpret_cast<const float*>(host);
   for (std::size_t c = 0; c < read_chunks_.size(); ++c) {
     SPECTRASIFT_CL_CHECK(clWaitForEvents(1, &read_chunks_[c].ev));
@@ -124,8 +150,7 @@ template <class Run> void SiftStagesOpenCL::read_staged(Features& out, std::size
     run(n, [&](std::size_t i) {
       const std::size_t lo = (p0 + i) * kDigestPieceRows * kRow;
       const std::size_t count = std::min(kept * kRow, lo + kDigestPieceRows * kRow) - lo;
-      std::memcpy(dst + lo, src + lo, count * sizeof(float));
-      digest_sums_[p0 + i] = detail::descriptor_digest_sum(dst + lo, lo, count);
+      digest_sums_[p0 + i] = store_piece(src + lo, out, lo, count);
     });
   }
   if (profile_run_) {
@@ -138,7 +163,8 @@ template <class Run> void SiftStagesOpenCL::read_staged(Features& out, std::size
 // The descriptors stay on the device for matching on this backend (Features::device): a copy of the kept
 // rows of "sift.desc" (which the next image overwrites) into a buffer of their own, device to device on the
 // queue; no upload when they are matched here.
-void SiftStagesOpenCL::attach_device_copy(Features& out, std::size_t kept, std::uint64_t digest) {
+void SiftStagesOpenCL::attach_device_copy(Features& out, std::size_t kept, std::uint64_t digest,
+                                          DescriptorType type) {
   out.device.reset();
   if (kept == 0) return;
   const std::size_t bytes = kept * Features::kDescriptorSize * sizeof(float);
@@ -149,7 +175,7 @@ void SiftStagesOpenCL::attach_device_copy(Features& out, std::size_t kept, std::
   copy.bytes = bytes;
   SPECTRASIFT_CL_CHECK(clEnqueueCopyBuffer(st_.queue, st_.buffer("sift.desc", bytes), copy.mem, 0, 0, bytes, 0, nullptr,
                                            nullptr));
-  out.device = std::make_shared<DeviceDescriptors>(st_, kept, digest, copy.mem);
+  out.device = std::make_shared<DeviceDescriptors>(st_, kept, digest, type, copy.mem);
 }
 
 }  // namespace spectrasift::opencl

@@ -69,6 +69,7 @@ struct State final : detail::BackendImpl {
   ~State() override;  ///< finishes the queues, then releases buffers, kernels, programs, queues, context
 
   Backend kind() const noexcept override { return Backend::kOpenCL; }
+  bool takes_byte_views() const noexcept override { return true; }  // match.*: packed or converted there
   bool implements(detail::Operation op) const noexcept override {
     if (op == detail::Operation::kRansac || op == detail::Operation::kWarp) return has_fp64();  // doubles (ransac.cpp)
     return op == detail::Operation::kSift || op == detail::Operation::kMatch || op == detail::Operation::kSpectral;

@@ -38,16 +38,18 @@ inline bool sift_descriptors_fit_bytes(bool root_sift) noexcept {
 /// Features per piece of the parallel sizing and conversion (128 KiB of float descriptors).
 constexpr std::size_t kSiftUnpackRowsPerPiece = 256;
 
-/// Sizes out.keypoints and out.descriptors (contents replaced) for n features, the descriptor and keypoint
-/// pages populated first in pieces on `pool` when they are large (host_pages.hpp), so that the vectors' own
-/// zero-fill on the calling thread finds them mapped. Called while the read-back runs.
-void size_sift_features(std::size_t n, Features& out, HostCopyPool* pool);
+/// Sets out.descriptor_type to `type` and sizes out.keypoints and the descriptor array of that type (contents
+/// replaced; the other array emptied) for n features, the descriptor and keypoint pages populated first in
+/// pieces on `pool` when they are large (host_pages.hpp), so that the vectors' own zero-fill on the calling
+/// thread finds them mapped. Called while the read-back runs.
+void size_sift_features(std::size_t n, DescriptorType type, Features& out, HostCopyPool* pool);
 
-/// Fills out.keypoints and out.descriptors (replacing them; already sized by size_sift_features or not)
-/// from packed features of n keypoints, in pieces of kSiftUnpackRowsPerPiece features on `pool` (its
-/// threads and the caller; null: the caller alone), and returns detail::descriptor_digest of the
-/// descriptors, summed piece by piece from the rows while they are converted (the values and the digest are
-/// the same whatever the split).
+/// Fills out.keypoints and the descriptor array of out.descriptor_type (replacing them; already sized by
+/// size_sift_features or not) from packed features of n keypoints, in pieces of kSiftUnpackRowsPerPiece
+/// features on `pool` (its threads and the caller; null: the caller alone), and returns
+/// detail::descriptor_digest of the descriptors in that type, summed piece by piece from the rows while they
+/// are converted or copied (the values and the digest are the same whatever the split). kU8 output needs
+/// u8_rows (Error kInternal otherwise).
 std::uint64_t unpack_sift_features(const unsigned char* packed, std::size_t n, bool u8_rows, Features& out,
                                    HostCopyPool* pool);
 
