@@ -4,10 +4,12 @@
 // OpenCV's cv2.SIFT on the same images in the same table format.
 //
 //   sift_bench [--backend cpu|opencl|cuda|all] [--device N] [--opencl-device N] [--runs N] [--warmup N] [--threads N]
-//              [--photos DIR] [--match-size N or QxT] [--match-only] [--quick] [--batch N] [--vs-opencv [IMAGE...]]
+//              [--photos DIR] [--match-size N or QxT] [--descriptor-type f32|u8|both] [--match-only] [--quick]
+//              [--batch N] [--vs-opencv [IMAGE...]]
 //
 // End to end = detect_and_compute on an 8-bit grey host image (upload, the whole pipeline, the features
-// back on the host), steady clock, median of --runs after --warmup runs. Per stage (OpenCL): the device
+// back on the host), steady clock, median of --runs after --warmup runs; on GPU backends once with float
+// descriptors (OpenCV's default CV_32F) and once with u8 (CV_8U: the bytes read back as they are). Per stage (OpenCL): the device
 // time of each stage from the stages' profiling events (a separate set of runs, so that the events' cost
 // stays out of the end-to-end figure), medians per stage. Matching: nearest_two (distance + best two),
 // match_features (ratio 0.8) and match_features with the mutual check on 16384 query and 16384 train descriptors
@@ -63,6 +65,9 @@ struct Config {
   int match_size = 16384;       // query descriptors
   int match_train_size = 16384; // train descriptors (--match-size Q or QxT)
   bool verbose = false;
+  /// --descriptor-type: the descriptor types timed on GPU backends (f32 and u8 by default; the CPU backend
+  /// makes floats, so its u8 row would only add the conversion).
+  std::vector<ss::DescriptorType> descriptor_types{ss::DescriptorType::kF32, ss::DescriptorType::kU8};
   std::string photos = default_photos();
 
   /// ../shared/data/photos beside the repository root, else shared/data/photos inside it (the device
@@ -128,9 +133,10 @@ std::string stage_text(const std::vector<std::vector<std::pair<std::string, doub
 
 /// End to end and (OpenCL) per stage for one backend, image and upsample setting.
 void bench_sift(ss::Context& ctx, ss::Backend b, const std::string& name, const ss::Image& im, bool up,
-                const Config& cfg) {
+                ss::DescriptorType type, const Config& cfg) {
   ss::SiftOptions o;
   o.upsample = up;
+  o.descriptor_type = type;
   long kps = 0;
   for (int i = 0; i < cfg.warmup; ++i) kps = long(ss::detect_and_compute(ctx, im, o).size());
   std::vector<double> t;
@@ -149,16 +155,19 @@ void bench_sift(ss::Context& ctx, ss::Backend b, const std::string& name, const 
     ss::opencl::bench::set_sift_profiling(ctx.impl(), false);
   }
 #endif
-  row(name, im.width, im.height, up, std::string("spectrasift ") + ss::to_string(b), ctx.describe(), median(t), kps,
-      stage_text(stages));
+  row(name, im.width, im.height, up,
+      std::string("spectrasift ") + ss::to_string(b) + (type == ss::DescriptorType::kU8 ? ", u8 descriptors" : ""),
+      ctx.describe(), median(t), kps, stage_text(stages));
 }
 
 /// The batch row of one backend: `copies` (N images, views of separate buffers) through the batch call and N
 /// single calls, per image, in the same run; the batch's features checked equal to the single calls' counts.
 void bench_batch_views(ss::Context& ctx, ss::Backend b, const std::string& name, const std::vector<ss::ImageView>& views,
-                       const std::string& memory, bool up, const Config& cfg) {
+                       const std::string& memory, bool up, const Config& cfg,
+                       ss::DescriptorType type = ss::DescriptorType::kF32) {
   ss::SiftOptions o;  // upsampled (OpenCV's default) or not
   o.upsample = up;
+  o.descriptor_type = type;
   const double n = double(views.size());
   std::vector<double> single, batch;
   long kps_single = 0, kps_batch = 0;
@@ -176,7 +185,9 @@ void bench_batch_views(ss::Context& ctx, ss::Backend b, const std::string& name,
     batch.push_back(batch_ms);
   }
   std::printf("| %s x %zu | %s | %s | spectrasift %s | %s | %.3f | %.3f | %.2f | %ld | %s |\n", name.c_str(), views.size(),
-              up ? "yes" : "no", memory.c_str(), ss::to_string(b), ctx.describe().c_str(), median(single), median(batch),
+              up ? "yes" : "no", memory.c_str(),
+              (std::string(ss::to_string(b)) + (type == ss::DescriptorType::kU8 ? ", u8 descriptors" : "")).c_str(),
+              ctx.describe().c_str(), median(single), median(batch),
               median(single) / std::max(median(batch), 1e-9), kps_batch / long(views.size()),
               kps_batch == kps_single ? "same" : "DIFFERENT");
   std::fflush(stdout);
@@ -198,6 +209,10 @@ void bench_batch(const std::vector<ss::Backend>& backends, const Config& cfg, co
       ss::Context ctx(context_options(b, cfg));
       bench_batch_views(ctx, b, name, views, "pageable", true, cfg);
       bench_batch_views(ctx, b, name, views, "pageable", false, cfg);
+      if (b != ss::Backend::kCpu) {  // the bytes read back as they are
+        bench_batch_views(ctx, b, name, views, "pageable", true, cfg, ss::DescriptorType::kU8);
+        bench_batch_views(ctx, b, name, views, "pageable", false, cfg, ss::DescriptorType::kU8);
+      }
 #ifdef SPECTRASIFT_HAVE_CUDA
       if (b == ss::Backend::kCuda) {
         std::vector<void*> pinned;
@@ -334,10 +349,16 @@ int main(int argc, char** argv) {
     else if (a == "--batch") batch = std::max(1, std::atoi(next().c_str()));
     else if (a == "--match-only") match_only = true;
     else if (a == "--verbose") cfg.verbose = true;
+    else if (a == "--descriptor-type") {
+      const std::string v = next();
+      if (v == "both") cfg.descriptor_types = {ss::DescriptorType::kF32, ss::DescriptorType::kU8};
+      else cfg.descriptor_types = {ss::parse_descriptor_type(v)};
+    }
     else if (a == "-h" || a == "--help") {
       std::printf("usage: sift_bench [--backend cpu|opencl|cuda|all (all)] [--device N (0)] [--opencl-device N (--device)]\n"
                   "                  [--runs N (7)] [--warmup N (2)]\n"
                   "                  [--threads N (0 = all)] [--photos DIR (../shared/data/photos, else ./shared/...)] [--match-size N|QxT (16384)]\n"
+                  "                  [--descriptor-type f32|u8|both (both; the CPU backend f32 unless one is named)]\n"
                   "                  [--match-only] [--quick] [--verbose] [--batch N] | --vs-opencv [--threads N] [--runs N] [--warmup N] [--large FILE] [IMAGE...]\n");
       return 0;
     } else {
@@ -391,7 +412,10 @@ int main(int argc, char** argv) {
       ss::Context ctx(context_options(b, cfg));
       usable.push_back(b);
       for (const auto& [name, im] : photos)
-        for (bool up : {true, false}) bench_sift(ctx, b, name, im, up, cfg);
+        for (bool up : {true, false})
+          for (ss::DescriptorType type : cfg.descriptor_types)
+            if (b != ss::Backend::kCpu || type == ss::DescriptorType::kF32 || cfg.descriptor_types.size() == 1)
+              bench_sift(ctx, b, name, im, up, type, cfg);
     } catch (const ss::Error& e) {
       std::printf("| - | - | - | spectrasift %s | - | - | - | %s |\n", ss::to_string(b), e.what());
     }

@@ -101,6 +101,9 @@ inline FeatureInput load_input(Context& ctx, const std::filesystem::path& path, 
     t0 = std::chrono::steady_clock::now();
     SiftOptions options = sift;
     if (in.georef.nodata) options.nodata = in.georef.nodata;
+    // These features are only matched and drawn: u8 descriptors, the same values and matches as floats, but a
+    // quarter of a GPU backend's read-back and no conversion to floats (RootSIFT's values need floats).
+    if (!options.root_sift) options.descriptor_type = DescriptorType::kU8;
     in.features = detect_and_compute(
         ctx, in.through_gdal ? in.image : sift_input(path, in.image, ctx.options().max_pixels), options);
     in.sift_ms = ms_since(t0);
