@@ -16,6 +16,7 @@
 
 #include "core/sift_device_stages.hpp"
 #include "sift_device_test_util.hpp"
+#include "spectrasift/error.hpp"
 #include "spectrasift/match.hpp"
 
 namespace spectrasift::test {

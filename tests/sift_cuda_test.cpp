@@ -435,15 +435,19 @@ TEST(SiftCuda, BatchFromPageLockedMemory) {
     EXPECT_TRUE(same_bits(batch[i], cuda_sift(images[i]))) << "image " << i;
 }
 
-// The select stage's three paths (the rank select for small counts, kernels/sift_select_rank.cuh; the one-block
-// select, kernels/sift_select_small.cuh; the multi-launch sorts and compactions) keep the same features, with and
-// without the cap and a mask, and agree with the CPU backend.
+// The select stage's four paths (the rank select for small counts, kernels/sift_select_rank.cuh; the one-block
+// select, kernels/sift_select_small.cuh; above them the bucketed rank select without a cap,
+// kernels/sift_select_buckets.cuh, and the multi-launch sorts and compactions) keep the same features, with and
+// without the cap and a mask, and agree with the CPU backend; on elephants 4K (121k oriented records) the buckets
+// keep the sorts' features.
 TEST(SiftCuda, SelectPathsGiveTheSameFeatures) {
   REQUIRE_CUDA();
   using SelectForm = ss::cuda::SiftStagesCuda::SelectForm;
-  OwnStages small, one_block, multi;
+  OwnStages small, one_block, multi, sorts;
   one_block.cuda().set_select_form(SelectForm::kOneBlock);
-  multi.cuda().set_select_small(false);
+  multi.cuda().set_select_small(false);  // the bucketed rank select without a cap, the sorts with one
+  sorts.cuda().set_select_small(false);
+  sorts.cuda().set_select_buckets(false);
   for (const auto& [name, base] : ss::test::select_path_cases()) {
     const ss::Image im = load(name);
     const ss::Image mask = ss::test::tile_mask(im.width, im.height);
@@ -457,6 +461,7 @@ TEST(SiftCuda, SelectPathsGiveTheSameFeatures) {
         EXPECT_TRUE(one_block.cuda().last_select_was_small()) << name;
         const ss::Features b = run_stages(*multi.stages, multi.ctx.impl(), sift_view(im), o, m);
         EXPECT_FALSE(multi.cuda().last_select_was_small()) << name;
+        const ss::Features d = run_stages(*sorts.stages, sorts.ctx.impl(), sift_view(im), o, m);
         const std::string what = std::string(name) + " contrast " + std::to_string(o.contrast_threshold) +
                                  " max_features " + std::to_string(cap) + (m ? " mask" : "");
         ASSERT_FALSE(b.keypoints.empty()) << what;
@@ -465,6 +470,7 @@ TEST(SiftCuda, SelectPathsGiveTheSameFeatures) {
         }
         EXPECT_TRUE(same_bits(a, b)) << what << " (rank)";
         EXPECT_TRUE(same_bits(c, b)) << what << " (one block)";
+        EXPECT_TRUE(same_bits(d, b)) << what << (cap ? " (sorts)" : " (buckets against the sorts)");
         expect_agreement(cpu_sift(im, o, m), a, what);
       }
     }
@@ -493,6 +499,12 @@ TEST(SiftCuda, SelectPathsGiveTheSameFeatures) {
     const ss::Features b = run_stages(*multi.stages, multi.ctx.impl(), sift_view(im), dense, nullptr);
     EXPECT_EQ(small.cuda().last_select_was_small(), right) << name;
     EXPECT_TRUE(same_bits(a, b)) << name << " (queued alone on a guess)";
+    // Above the rank select's count (elephants 4K): the buckets' features are the sorts'.
+    const ss::Features d = run_stages(*sorts.stages, sorts.ctx.impl(), sift_view(im), dense, nullptr);
+    EXPECT_TRUE(same_bits(d, b)) << name << " (buckets against the sorts)";
+    if (!right) {
+      EXPECT_GT(b.keypoints.size(), 16384u) << name;
+    }
   }
   small.cuda().set_select_defer(-1);
 }

@@ -490,6 +490,76 @@ static std::vector<SiftKeypoint> rank_select(const std::vector<SiftKeypoint>& kp
   return out;
 }
 
+// The bucketed rank select (numeric/sift_select.h), as backend/cuda/kernels/sift_select_buckets.cuh runs it
+// (no cap): duplicate buckets counted, scanned and filled, rule 1 inside each record's bucket, the kept records'
+// canonical buckets counted, scanned and filled, and each position = its bucket's offset + its count inside the
+// bucket. The lists are filled in a shuffled order (the device's atomics give any order).
+static std::vector<SiftKeypoint> bucket_select(const std::vector<SiftKeypoint>& kp, const ss::Image* mask, int input_w,
+                                               int input_h, int layers, int octaves, std::mt19937& rng,
+                                               std::size_t* largest_bucket = nullptr) {
+  const unsigned n = unsigned(kp.size()), B = SIFT_SELECT_BUCKETS;
+  const float y_scale = float(1 << 23) / float(std::max(input_w, input_h) + 1);
+  const int band_bits = sift_canonical_band_bits(layers, octaves);
+  EXPECT_GE(band_bits, 0);
+  std::vector<unsigned> order(n);
+  for (unsigned i = 0; i < n; ++i) order[i] = i;
+  // Counts, an exclusive scan, then the lists filled through cursors in the order `order`.
+  const auto fill = [&](const std::vector<unsigned>& bucket, std::vector<unsigned>& offset, std::vector<unsigned>& list) {
+    std::vector<unsigned> count(B, 0);
+    for (unsigned i = 0; i < n; ++i)
+      if (bucket[i] != SIFT_RANK_NONE) ++count[bucket[i]];
+    offset.assign(B + 1, 0);
+    for (unsigned b = 0; b < B; ++b) offset[b + 1] = offset[b] + count[b];
+    std::vector<unsigned> cursor(offset.begin(), offset.end() - 1);
+    list.assign(n, SIFT_RANK_NONE);
+    std::shuffle(order.begin(), order.end(), rng);
+    for (unsigned i : order)
+      if (bucket[i] != SIFT_RANK_NONE) list[cursor[bucket[i]]++] = i;
+    if (largest_bucket)
+      *largest_bucket = std::max<std::size_t>(*largest_bucket, *std::max_element(count.begin(), count.end()));
+  };
+  std::vector<unsigned> dkey(n), b1(n), off1, list1;
+  for (unsigned i = 0; i < n; ++i) {
+    dkey[i] = sift_select_ordered_bits(kp[i].x);
+    b1[i] = sift_duplicate_bucket(dkey[i]);
+  }
+  fill(b1, off1, list1);
+  const int mask_type = !mask ? -1 : mask->type == ss::PixelType::kU8 ? 0 : mask->type == ss::PixelType::kU16 ? 1 : 2;
+  std::vector<unsigned> ckey(n, SIFT_RANK_NONE), b2(n, SIFT_RANK_NONE), off2, list2;
+  for (unsigned i = 0; i < n; ++i) {
+    int drop = 0;
+    for (unsigned p = off1[b1[i]]; p < off1[b1[i] + 1]; ++p) {
+      const unsigned j = list1[p];
+      if (dkey[j] == dkey[i] && sift_rank_drops(kp[j], int(j), kp[i], int(i))) drop = 1;
+    }
+    const bool keep = !drop && sift_select_mask_ok(kp[i], mask ? mask->data.data() : nullptr, mask_type,
+                                                   mask ? mask->width : 0, mask ? mask->height : 0);
+    if (!keep) continue;
+    ckey[i] = sift_rank_canonical_key(kp[i], y_scale, 1);
+    b2[i] = sift_canonical_bucket(kp[i], ckey[i], layers, octaves, band_bits);
+    EXPECT_LT(b2[i], B);
+  }
+  fill(b2, off2, list2);
+  const std::size_t kept = off2[B];
+  std::vector<SiftKeypoint> out(kept);
+  std::vector<int> written(kept, 0);
+  for (unsigned i = 0; i < n; ++i) {
+    if (b2[i] == SIFT_RANK_NONE) continue;
+    std::size_t position = off2[b2[i]];
+    for (unsigned p = off2[b2[i]]; p < off2[b2[i] + 1]; ++p) {
+      const unsigned j = list2[p];
+      position += ckey[j] < ckey[i] ? 1u : 0u;
+      if (ckey[j] == ckey[i] && sift_rank_before(kp[j], int(j), kp[i], int(i), SIFT_ORDER_CANONICAL)) ++position;
+    }
+    EXPECT_LT(position, kept);
+    if (position >= kept) continue;
+    ++written[position];
+    out[position] = kp[i];
+  }
+  for (std::size_t p = 0; p < kept; ++p) EXPECT_EQ(written[p], 1) << "position " << p;
+  return out;
+}
+
 // The rank select keeps the sorting select's records in its order, bit for bit (ss::cpu::select_records, the CPU
 // backend's stage), on the oriented records of graf1 and box as they come and with planted duplicates (copies
 // with a smaller and a larger response, exact copies, copies at another angle, in shuffled order), responses
@@ -548,6 +618,57 @@ TEST(SiftSelect, RankSelectKeepsTheSortedSelection) {
   }
   EXPECT_EQ(cases, 54);
   EXPECT_GE(with_drops, 4);  // the planted duplicates were dropped (cap 0, no mask), on both images
+}
+
+// The bucketed rank select (the CUDA path above SIFT_RANK_MAX_RECORDS records without a cap) keeps the sorting
+// select's records in its order, bit for bit: graf1's and box's oriented records as they come, with planted
+// duplicates (shuffled) and with every record moved onto a few rows (large canonical buckets, where the counts
+// inside a bucket decide), without and with masks; the bucket lists filled in shuffled orders.
+TEST(SiftSelect, BucketSelectKeepsTheSortedSelection) {
+  ss::Context ctx = cpu_context(2);
+  std::mt19937 rng(29);
+  int cases = 0;
+  std::size_t largest = 0;
+  for (const char* name : {"graf1_gray.png", "box.png"}) {
+    const ss::ImageF g = ss::to_gray_float(ss::read_image(std::string(SPECTRASIFT_TEST_DATA) + "/" + name));
+    ss::SiftOptions o;
+    const SiftPlan plan = ss::detail::make_sift_plan(g.width, g.height, o);
+    const std::vector<SiftKeypoint> oriented = run_cpu(ctx, g, plan, 2)->keypoints();
+    ASSERT_GT(oriented.size(), 500u) << name;
+    std::vector<SiftKeypoint> planted = oriented;
+    for (std::size_t i = 0; i < oriented.size(); i += 5) {
+      SiftKeypoint weaker = oriented[i], turned = oriented[i];
+      weaker.response *= 0.5f;
+      turned.angle = std::fmod(turned.angle + 1.0f, 360.0f);
+      planted.push_back(weaker);
+      planted.push_back(oriented[i]);
+      planted.push_back(turned);
+    }
+    std::shuffle(planted.begin(), planted.end(), rng);
+    std::vector<SiftKeypoint> rows = planted;  // y on four rows: a few large canonical buckets
+    for (SiftKeypoint& k : rows) k.y = float(int(k.y) % 4) * 0.25f + 10.0f;
+    ss::Image mask{g.width, g.height, 1, ss::PixelType::kU8, std::vector<std::uint8_t>(std::size_t(g.width) * g.height)};
+    for (int y = 0; y < g.height; ++y)
+      for (int x = 0; x < g.width; ++x) mask.data[std::size_t(y) * g.width + x] = ((x / 64 + y / 48) % 3) ? 255 : 0;
+    for (const std::vector<SiftKeypoint>* records : {&oriented, static_cast<const std::vector<SiftKeypoint>*>(&planted), static_cast<const std::vector<SiftKeypoint>*>(&rows)}) {
+      for (const ss::Image* m : {static_cast<const ss::Image*>(nullptr), static_cast<const ss::Image*>(&mask)}) {
+        std::vector<SiftKeypoint> want = *records;
+        ss::cpu::select_records(want, 0, m);
+        const std::vector<SiftKeypoint> got =
+            bucket_select(*records, m, g.width, g.height, plan.layers, plan.octaves, rng, &largest);
+        const std::string what = std::string(name) + ", " + std::to_string(records->size()) + " records" + (m ? ", mask" : "");
+        ASSERT_EQ(got.size(), want.size()) << what;
+        EXPECT_TRUE(same_bits(got.data(), want.data(), got.size() * sizeof(SiftKeypoint))) << what;
+        ++cases;
+      }
+    }
+  }
+  EXPECT_EQ(cases, 12);
+  EXPECT_GT(largest, 200u);  // the four-row records crowd their buckets
+  // The band bits: 9 octaves of 3 layers leave 2^10 bands a slot; a plan too large for one band a slot has none.
+  EXPECT_EQ(sift_canonical_band_bits(3, 9), 10);
+  EXPECT_EQ(sift_canonical_band_bits(3, 0), 13);
+  EXPECT_EQ(sift_canonical_band_bits(10, 8000), -1);
 }
 
 // The staged CUDA descriptor kernel's two owner walks (backend/cuda/kernels/sift_descriptor_staged.cuh, numeric/

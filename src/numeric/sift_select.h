@@ -221,4 +221,46 @@ SPECTRASIFT_FN unsigned int sift_rank_canonical_key(SiftKeypoint k, float y_scal
   return ((unsigned int)o << 27) | ((unsigned int)l << 23) | (unsigned int)yq;
 }
 
+/* The bucketed rank select: the rank select's counts taken only over the records that can change them, for
+ * counts above SIFT_RANK_MAX_RECORDS without a cap (the cap's count is global: such runs keep the sorting path).
+ *   rule 1: a record is compared only with the records of its duplicate bucket, a hash of its duplicate key:
+ *           a duplicate has the same x, so the same key and bucket;
+ *   rule 4: a kept record is compared only with the kept records of its canonical bucket (octave + 1, layer and
+ *           a band of the canonical key's y field): buckets never decrease along the canonical order, so every
+ *           kept record of an earlier bucket goes before it and none of a later one does, and its position is
+ *           the kept records of the earlier buckets (an exclusive scan of the buckets' counts) plus the rank
+ *           select's count inside its bucket.
+ * The counts are the rank select's, so the kept records and their order are the sorting path's, bit for bit.
+ * A device fills each bucket's list of record indices in any order (atomics); no count depends on that order.
+ * The backend's kernels: backend/cuda/kernels/sift_select_buckets.cuh. */
+
+/* Buckets of each kind (a power of two; the scans' single block takes up to 64 a thread). */
+#define SIFT_SELECT_BUCKETS 65536u
+#define SIFT_SELECT_BUCKET_BITS 16
+
+/* The duplicate bucket of a duplicate key (x's ordered bits): Fibonacci hashing to SIFT_SELECT_BUCKET_BITS. */
+SPECTRASIFT_FN unsigned int sift_duplicate_bucket(unsigned int dup_key) {
+  return (dup_key * 0x9E3779B1u) >> (32 - SIFT_SELECT_BUCKET_BITS);
+}
+
+/* Bits of the y band of a canonical bucket: the most that (octaves + 1) x (layers + 2) slots of 2^bits bands keep
+ * within SIFT_SELECT_BUCKETS (at most 23, the y field's width; -1 when even one band a slot does not fit). */
+SPECTRASIFT_FN int sift_canonical_band_bits(int layers, int octaves) {
+  const unsigned int slots = (unsigned int)(octaves + 1) * (unsigned int)(layers + 2);
+  int bits = -1;
+  while (bits < 23 && (slots << (bits + 1)) <= SIFT_SELECT_BUCKETS) ++bits;
+  return bits;
+}
+
+/* The canonical bucket of a kept record with canonical key ckey (sift_rank_canonical_key with the key in use):
+ * slot (octave + 1 clamped to 0..octaves, layer clamped to 0..layers + 1), then the top band_bits bits of the
+ * key's 23-bit y field. Every part is non-decreasing along the canonical order (octave, then layer, then y). */
+SPECTRASIFT_FN unsigned int sift_canonical_bucket(SiftKeypoint k, unsigned int ckey, int layers, int octaves,
+                                                  int band_bits) {
+  const int o = k.octave + 1 < 0 ? 0 : (k.octave + 1 > octaves ? octaves : k.octave + 1);
+  const int l = k.layer < 0 ? 0 : (k.layer > layers + 1 ? layers + 1 : k.layer);
+  const unsigned int slot = (unsigned int)(o * (layers + 2) + l);
+  return (slot << band_bits) | ((ckey & 0x7fffffu) >> (23 - band_bits));
+}
+
 #endif /* SPECTRASIFT_NUMERIC_SIFT_SELECT_H */

@@ -38,6 +38,9 @@ namespace spectrasift::cuda {
 struct State;
 class EventSet;
 class DeviceBlockPool;
+namespace kernels {
+struct SiftMask;  // kernels/sift_select.cuh
+}
 
 class SiftStagesCuda final : public detail::SiftDeviceStages {
  public:
@@ -92,6 +95,9 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   /// takes: -1 (default) when the candidates are at most twice its limit, 0 never, 1 always (a wrong guess
   /// runs the multi-launch path in a second round, select_again()). The same bits either way.
   void set_select_defer(int mode) noexcept { select_defer_ = mode; }
+  /// Tests and A/B runs: whether the path above the small-count paths is the bucketed rank select (default
+  /// true, kernels/sift_select_buckets.cuh; only without a cap) or the sorting path (false). The same bits.
+  void set_select_buckets(bool on) noexcept { select_buckets_ = on; }
   /// Tests: whether the last run's select stage ran in the small-count path (rank or one block).
   bool last_select_was_small() const noexcept;
   /// Tests: whether the last run's select() queued the small-count path alone on a guess (set_select_defer).
@@ -160,6 +166,8 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   void sort(int* order, int count_slot, int mode);
   void compact(const int* in, int in_slot, int out_slot, int* out);
   void select_rank(unsigned cap);  // the small-count path of SelectForm::kRank
+  // The path above the small-count paths without a cap (set_select_buckets); band_bits from the plan, >= 0.
+  void select_buckets(unsigned cap, const kernels::SiftMask& m, int band_bits);
   // sift_download.cu
   /// Read-back 2's features: one copy of the packed layout into a reused pinned buffer, unpacked into out,
   /// and the device copy of the float descriptors (Features::device) in a recycled block.
@@ -191,6 +199,7 @@ class SiftStagesCuda final : public detail::SiftDeviceStages {
   bool select_small_allowed_ = true;  // set_select_small
   SelectForm select_form_ = SelectForm::kRank;  // set_select_form
   int select_defer_ = -1;             // set_select_defer
+  bool select_buckets_ = true;        // set_select_buckets
   bool select_deferred_ = false;      // this run's select() queued the block alone on a guess (until select_again)
   bool select_guessed_ = false;       // the same, kept for last_select_deferred()
   bool select_multi_now_ = false;     // the next select() runs the multi-launch path only (select_again)

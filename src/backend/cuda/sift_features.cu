@@ -10,6 +10,7 @@
 #include "backend/cuda/kernels/sift_descriptor_staged.cuh"
 #include "backend/cuda/kernels/sift_orientation.cuh"
 #include "backend/cuda/kernels/sift_select.cuh"
+#include "backend/cuda/kernels/sift_select_buckets.cuh"
 #include "backend/cuda/kernels/sift_select_rank.cuh"
 #include "backend/cuda/kernels/sift_select_small.cuh"
 #include "backend/cuda/kernels/sift_sort.cuh"
@@ -201,6 +202,13 @@ void SiftStagesCuda::select(const Image* mask) {
       return;
     }
   }
+  // Above the small-count paths, without a cap: the bucketed rank select (its counts are the rank select's inside
+  // buckets); with a cap (a count over every record) or canonical buckets that do not fit the plan, the sorts.
+  const int band_bits = sift_canonical_band_bits(p.layers, p.octaves);
+  if (select_buckets_ && p.max_features == 0 && p.layers <= 15 && p.octaves <= 31 && band_bits >= 0) {
+    select_buckets(cap, m, band_bits);
+    return;
+  }
   kernels::sift_select_init<<<blocks_for(positions_, 256), 256, 0, st_.compute>>>(a, count_slots, cap, unsigned(positions_));
   SPECTRASIFT_CUDA_CHECK_LAUNCH();
   // 1. duplicates
@@ -246,6 +254,43 @@ void SiftStagesCuda::select_rank(unsigned cap) {
     SPECTRASIFT_CUDA_CHECK_LAUNCH();
   }
   kernels::sift_select_rank_place<<<grid, threads, 0, st_.compute>>>(kps, counters(), cap, a, kept);
+  SPECTRASIFT_CUDA_CHECK_LAUNCH();
+}
+
+// The bucketed rank select (kernels/sift_select_buckets.cuh): seven launches and two memsets, every kernel returning
+// at once when a small-count path queued before ran the stage. Buffer "sift.buckets": per bucket kind its counts,
+// offsets and cursors (6 x 65,536 + 2 words), then six words a record of the capacity.
+void SiftStagesCuda::select_buckets(unsigned cap, const kernels::SiftMask& m, int band_bits) {
+  const detail::SiftPlan& p = *plan_;
+  constexpr std::size_t B = kernels::kSelectBuckets;
+  const std::size_t c = keypoint_capacity_;
+  auto* w = static_cast<unsigned int*>(buffer("sift.buckets", (6 * B + 2 + 6 * c) * sizeof(unsigned int)));
+  unsigned int* r = w + 6 * B + 2;  // the per-record arrays
+  const kernels::SiftBucketArrays a{w,         w + B,     w + 2 * B + 1, w + 3 * B + 1, w + 4 * B + 1, w + 5 * B + 2,
+                                    r,         r + c,     r + 2 * c,     r + 3 * c,     r + 4 * c,     r + 5 * c};
+  const kernels::SiftBucketPlan plan{float(1 << 23) / float(std::max(p.input_width, p.input_height) + 1), p.layers,
+                                     p.octaves, band_bits};
+  const auto* kps = static_cast<const SiftKeypoint*>(buffer("sift.kp", keypoint_capacity_ * sizeof(SiftKeypoint)));
+  auto* kept = static_cast<SiftKeypoint*>(buffer("sift.kept", keypoint_capacity_ * sizeof(SiftKeypoint)));
+  unsigned int* counts = counters();
+  const unsigned grid = blocks_for(c, 256);
+  SPECTRASIFT_CUDA_CHECK(cudaMemsetAsync(a.d_count, 0, B * sizeof(unsigned int), st_.compute));
+  SPECTRASIFT_CUDA_CHECK(cudaMemsetAsync(a.c_count, 0, B * sizeof(unsigned int), st_.compute));
+  kernels::sift_select_bucket_keys<<<grid, 256, 0, st_.compute>>>(kps, counts, cap, a);
+  SPECTRASIFT_CUDA_CHECK_LAUNCH();
+  kernels::sift_select_bucket_scan<<<1, kernels::kSelectBucketScanThreads, 0, st_.compute>>>(
+      counts, cap, a.d_count, a.d_offset, a.d_cursor, nullptr);
+  SPECTRASIFT_CUDA_CHECK_LAUNCH();
+  kernels::sift_select_bucket_fill<<<grid, 256, 0, st_.compute>>>(counts, cap, a.d_bucket, a.d_cursor, a.d_list);
+  SPECTRASIFT_CUDA_CHECK_LAUNCH();
+  kernels::sift_select_bucket_unique<<<grid, 256, 0, st_.compute>>>(kps, counts, cap, a, plan, m);
+  SPECTRASIFT_CUDA_CHECK_LAUNCH();
+  kernels::sift_select_bucket_scan<<<1, kernels::kSelectBucketScanThreads, 0, st_.compute>>>(
+      counts, cap, a.c_count, a.c_offset, a.c_cursor, counts + kernels::kCountKept);
+  SPECTRASIFT_CUDA_CHECK_LAUNCH();
+  kernels::sift_select_bucket_fill<<<grid, 256, 0, st_.compute>>>(counts, cap, a.c_bucket, a.c_cursor, a.c_list);
+  SPECTRASIFT_CUDA_CHECK_LAUNCH();
+  kernels::sift_select_bucket_place<<<grid, 256, 0, st_.compute>>>(kps, counts, cap, a, kept);
   SPECTRASIFT_CUDA_CHECK_LAUNCH();
 }
 
