@@ -567,15 +567,17 @@ TEST(SiftCuda, DISABLED_StageTimes) {
   using BlurForm = ss::cuda::SiftStagesCuda::BlurForm;
   using SelectForm = ss::cuda::SiftStagesCuda::SelectForm;
   // The defaults (row-walk descriptors for 6 blocks an SM; round 3's blur with sift_blur_small for the small
-  // planes, as programmatic dependent launches; the rank select), then the pyramid's A/B (sift_blur_tiles at every
-  // size; plain launches), the select stage's (the one-block select) and the descriptor stage's (the row walk for
-  // 8 blocks an SM).
-  const auto form = [&cuda](Form d, SelectForm s, BlurForm b = BlurForm::kTilesSmall, bool pdl = true) {
-    return [&cuda, d, s, b, pdl] {
+  // planes, as programmatic dependent launches; the rank select, the bucketed rank select above it), then the
+  // pyramid's A/B (sift_blur_tiles at every size; plain launches), the select stage's (the one-block select; the
+  // sorts above the rank select) and the descriptor stage's (the row walk for 8 blocks an SM).
+  const auto form = [&cuda](Form d, SelectForm s, BlurForm b = BlurForm::kTilesSmall, bool pdl = true,
+                            bool buckets = true) {
+    return [&cuda, d, s, b, pdl, buckets] {
       cuda.set_descriptor_form(d);
       cuda.set_blur_form(b);
       cuda.set_blur_pdl(pdl);
       cuda.set_select_form(s);
+      cuda.set_select_buckets(buckets);
     };
   };
   const std::vector<ss::test::StageTimesForm> forms = {
@@ -585,6 +587,8 @@ TEST(SiftCuda, DISABLED_StageTimes) {
       {"pyramid in plain launches",
        form(Form::kStagedRowsWide, SelectForm::kRank, BlurForm::kTilesSmall, false)},
       {"one-block select", form(Form::kStagedRowsWide, SelectForm::kOneBlock)},
+      {"select: sorts above the rank select",
+       form(Form::kStagedRowsWide, SelectForm::kRank, BlurForm::kTilesSmall, true, false)},
       {"staged-rows, 8 blocks an SM", form(Form::kStagedRows, SelectForm::kRank)}};
   ss::test::report_stage_times(kCudaSift, cuda, own.ctx.impl(), 11, forms);
 }
