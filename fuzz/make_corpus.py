@@ -113,6 +113,13 @@ for k in kps:
     b += struct.pack("<5f2i", k["x"], k["y"], k["size"], k["angle"], k["response"], k["octave"], k["layer"])
 b += desc.astype("<f4").tobytes()
 out("features", "two.bin", b)
+# u8 descriptors: JSON names the type; binary version 2 carries it at offset 24, then one byte a value.
+out("features", "two_u8.json", json.dumps(dict(js, descriptor_type="u8", descriptors=desc.tolist())).encode())
+b2 = b"SSFT" + struct.pack("<6I", 2, 2, 128, 64, 48, 1)
+for k in kps:
+    b2 += struct.pack("<5f2i", k["x"], k["y"], k["size"], k["angle"], k["response"], k["octave"], k["layer"])
+b2 += desc.astype(np.uint8).tobytes()
+out("features", "two_u8.bin", b2)
 
 # ---- CLI arguments (NUL-separated argv words) ----
 def argv(name, words):

@@ -146,6 +146,9 @@ TEST_F(CliOpenCL, DevicesAndContextsLeaveTheEnvironmentAsItWas) {
 TEST_F(CliOpenCL, MatchFeatureFilesEqualsCpu) {
   run("sift '" + (kDemo / "box.png").string() + "' -o " + path("q.bin"), false);
   run("sift '" + (kDemo / "box_in_scene.png").string() + "' -o " + path("t.bin"), false);
+  // u8 files (binary version 2) are matched on the device from their bytes: the f32 files' matches.
+  run("sift '" + (kDemo / "box.png").string() + "' --descriptor-type u8 -o " + path("qu.bin"), false);
+  run("sift '" + (kDemo / "box_in_scene.png").string() + "' --descriptor-type u8 -o " + path("tu.bin"), false);
   for (const char* mutual : {"", " --mutual"}) {
     run("match " + path("q.bin") + " " + path("t.bin") + mutual + " -o " + path("cpu.json"), false);
     const std::string summary = run("match " + path("q.bin") + " " + path("t.bin") + mutual + " -o " + path("ocl.json") + " --json", true);
@@ -154,6 +157,8 @@ TEST_F(CliOpenCL, MatchFeatureFilesEqualsCpu) {
     const auto ocl = nlohmann::json::parse(read_all(dir_ / "ocl.json"));
     EXPECT_GT(cpu["matches"].size(), 30u);
     EXPECT_EQ(ocl["matches"], cpu["matches"]) << mutual;
+    run("match " + path("qu.bin") + " " + path("tu.bin") + mutual + " -o " + path("ocl_u8.json"), true);
+    EXPECT_EQ(nlohmann::json::parse(read_all(dir_ / "ocl_u8.json"))["matches"], cpu["matches"]) << mutual;
   }
 }
 

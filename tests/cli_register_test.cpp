@@ -149,6 +149,32 @@ TEST_F(CliRegister, FeatureFilesOnEitherSide) {
   EXPECT_EQ(r.status, 2) << r.err;
 }
 
+// u8 feature files (sift --descriptor-type u8: binary version 2, JSON) register exactly as f32 ones: the same
+// values, so the same matches, model and inliers; the JSON names each side's descriptor type.
+TEST_F(CliRegister, U8FeatureFilesRegisterAsF32Ones) {
+  ASSERT_EQ(run("sift " + kScene + " -o " + q(dir_ / "scene.bin") + " --backend cpu").status, 0);
+  ASSERT_EQ(run("sift " + kBox + " -o " + q(dir_ / "box.bin") + " --backend cpu").status, 0);
+  ASSERT_EQ(run("sift " + kScene + " -o " + q(dir_ / "scene_u8.bin") + " --descriptor-type u8 --backend cpu").status, 0);
+  ASSERT_EQ(run("sift " + kBox + " -o " + q(dir_ / "box_u8.json") + " --descriptor-type u8 --backend cpu").status, 0);
+  const Run f = run("register " + q(dir_ / "scene.bin") + " " + q(dir_ / "box.bin") + " --backend cpu --json");
+  ASSERT_EQ(f.status, 0) << f.err;
+  const Run u = run("register " + q(dir_ / "scene_u8.bin") + " " + q(dir_ / "box_u8.json") + " --backend cpu --json");
+  ASSERT_EQ(u.status, 0) << u.err;
+  const auto jf = nlohmann::json::parse(f.out), ju = nlohmann::json::parse(u.out);
+  EXPECT_EQ(jf["fixed"]["descriptor_type"], "f32");
+  EXPECT_EQ(ju["fixed"]["descriptor_type"], "u8");
+  EXPECT_EQ(ju["moving"]["descriptor_type"], "u8");
+  EXPECT_EQ(ju["fixed"]["width"], 512);
+  EXPECT_EQ(ju["moving"]["width"], 324);
+  EXPECT_EQ(ju["match_count"], jf["match_count"]);
+  EXPECT_EQ(ju["inliers"], jf["inliers"]);
+  EXPECT_EQ(ju["matrix"], jf["matrix"]);
+  // Images with --descriptor-type u8: the same model as from the files.
+  const Run images = run("register " + kScene + " " + kBox + " --descriptor-type u8 --backend cpu --json");
+  ASSERT_EQ(images.status, 0) << images.err;
+  EXPECT_EQ(nlohmann::json::parse(images.out)["matrix"], jf["matrix"]);
+}
+
 TEST_F(CliRegister, SeveralInputsInOneProcess) {
   fs::create_directories(dir_ / "in");
   fs::copy_file(kData / "box.png", dir_ / "in" / "a.png");

@@ -74,7 +74,8 @@ TEST_F(CliSift, HelpAndVersion) {
   CliRun h = run("sift --help");
   EXPECT_EQ(h.status, 0);
   for (const char* opt : {"IMAGE", "--output", "--format", "--mask", "--max-features", "--octave-layers", "--sigma",
-                          "--contrast-threshold", "--edge-threshold", "--no-upsample", "--root-sift", "--draw", "--json",
+                          "--contrast-threshold", "--edge-threshold", "--no-upsample", "--root-sift",
+                          "--descriptor-type", "--draw", "--json",
                           "--backend", "--device", "--threads"})
     EXPECT_NE(h.out.find(opt), std::string::npos) << opt;
   CliRun v = run("--version");
@@ -129,6 +130,8 @@ TEST_F(CliSift, BadOptionsAreRejectedBeforeAnyWork) {
       {"--draw " + quote(p("pic.jpg").string()), "pic.jpg"},
       {"--mask " + quote(p("nomask.png").string()), "nomask.png"},
       {"--format key", "-o"},
+      {"--descriptor-type f16" + out, "f16"},
+      {"--descriptor-type u8 --root-sift" + out, "--root-sift needs --descriptor-type f32"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.args);
@@ -317,4 +320,132 @@ TEST_F(CliSift, FolderWithoutImagesOrWithOne) {
   skip_if_no_sift(one);
   ASSERT_EQ(one.status, 0) << one.err;
   EXPECT_TRUE(fs::exists(p("out") / "box.bin"));
+}
+
+// --descriptor-type u8 (OpenCV's CV_8U): the same features with byte descriptors, in every format (binary version
+// 2, JSON with its "descriptor_type", Lowe's .key as always); --json says which; the default stays f32 (version 1).
+TEST_F(CliSift, U8DescriptorsInEveryFormat) {
+  const std::string img = quote((kData / "box.png").string());
+  CliRun f32 = run("sift " + img + " -o " + quote(p("f.bin").string()) + " --json --backend cpu");
+  skip_if_no_sift(f32);
+  ASSERT_EQ(f32.status, 0) << f32.err;
+  EXPECT_EQ(nlohmann::json::parse(f32.out).at("options").at("descriptor_type"), "f32");
+  CliRun u8 = run("sift " + img + " -o " + quote(p("u.bin").string()) + " --descriptor-type u8 --json --backend cpu");
+  ASSERT_EQ(u8.status, 0) << u8.err;
+  const auto j = nlohmann::json::parse(u8.out);
+  EXPECT_EQ(j.at("options").at("descriptor_type"), "u8");
+  EXPECT_EQ(j.at("format"), "bin");
+
+  const Features f = read_features(p("f.bin"));
+  const Features u = read_features(p("u.bin"));
+  ASSERT_EQ(f.descriptor_type, DescriptorType::kF32);
+  ASSERT_EQ(u.descriptor_type, DescriptorType::kU8);
+  ASSERT_EQ(u.size(), f.size());
+  ASSERT_GT(u.size(), 100u);
+  for (std::size_t i = 0; i < u.size(); ++i) {
+    EXPECT_EQ(u.keypoints[i].x, f.keypoints[i].x);
+    EXPECT_EQ(u.keypoints[i].y, f.keypoints[i].y);
+    EXPECT_EQ(u.keypoints[i].response, f.keypoints[i].response);
+  }
+  EXPECT_TRUE(u.descriptor_bytes == f.descriptors_u8());  // the same integer values, as bytes
+  EXPECT_TRUE(u.descriptors_f32() == f.descriptors);
+  // Version 1 for floats, version 2 (a quarter of the descriptor bytes) for bytes.
+  const std::string fb = slurp(p("f.bin")), ub = slurp(p("u.bin"));
+  EXPECT_EQ(fb[4], 1);
+  EXPECT_EQ(ub[4], 2);
+  EXPECT_EQ(ub[24], 1);
+  EXPECT_EQ(fb.size(), 24 + f.size() * (28 + 128 * 4));
+  EXPECT_EQ(ub.size(), 28 + u.size() * (28 + 128));
+
+  // JSON keeps the type; .key holds the same text as the f32 run's (it reads back as f32); --format wins over the
+  // extension, the name is case-insensitive.
+  ASSERT_EQ(run("sift " + img + " -o " + quote(p("u.txt").string()) + " --format json --descriptor-type U8").status, 0);
+  const Features uj = read_features_json(p("u.txt"));
+  EXPECT_EQ(uj.descriptor_type, DescriptorType::kU8);
+  EXPECT_TRUE(uj.descriptor_bytes == u.descriptor_bytes);
+  ASSERT_EQ(run("sift " + img + " -o " + quote(p("u.key").string()) + " --descriptor-type u8").status, 0);
+  ASSERT_EQ(run("sift " + img + " -o " + quote(p("f.key").string())).status, 0);
+  EXPECT_TRUE(slurp(p("u.key")) == slurp(p("f.key")));
+  CliRun text = run("sift " + img + " -o " + quote(p("v.bin").string()) + " --descriptor-type u8 --backend cpu");
+  EXPECT_NE(text.out.find("(bin, u8 descriptors)"), std::string::npos) << text.out;
+  EXPECT_TRUE(slurp(p("v.bin")) == ub);  // deterministic
+
+  // A folder of images: every file in the chosen type, the same bytes as the single-image command.
+  fs::create_directories(p("in"));
+  fs::copy_file(kData / "box.png", p("in") / "a.png");
+  fs::copy_file(kData / "box.png", p("in") / "b.png");
+  CliRun several = run("sift " + quote(p("in").string()) + " -o " + quote(p("out").string()) +
+                       " --descriptor-type u8 --backend cpu");
+  ASSERT_EQ(several.status, 0) << several.err;
+  EXPECT_TRUE(slurp(p("out") / "a.bin") == ub);
+  EXPECT_TRUE(slurp(p("out") / "b.bin") == ub);
+}
+
+// --root-sift with --descriptor-type u8 is refused before any work: one error line (or a JSON error), exit 2, no
+// output file and no output folder.
+TEST_F(CliSift, RootSiftWithU8DescriptorsIsRefused) {
+  const std::string img = quote((kData / "box.png").string());
+  for (const std::string& out : {"-o " + quote(p("r.bin").string()), "-o " + quote(p("r.json").string()),
+                                 "-o " + quote(p("r.key").string()) + " --draw " + quote(p("kp.png").string())}) {
+    SCOPED_TRACE(out);
+    CliRun r = run("sift " + img + " " + out + " --root-sift --descriptor-type u8");
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_NE(r.err.find("--root-sift needs --descriptor-type f32"), std::string::npos) << r.err;
+    EXPECT_EQ(line_count(r.err), 1u) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+  CliRun j = run("sift " + img + " -o " + quote(p("r.bin").string()) + " --root-sift --descriptor-type u8 --json");
+  EXPECT_EQ(j.status, 2);
+  const auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc.at("code"), "invalid_argument");
+  EXPECT_EQ(doc.at("exit_code"), 2);
+  fs::create_directories(p("in"));
+  fs::copy_file(kData / "box.png", p("in") / "a.png");
+  CliRun folder = run("sift " + quote(p("in").string()) + " -o " + quote(p("out").string()) +
+                      " --root-sift --descriptor-type u8");
+  EXPECT_EQ(folder.status, 2) << folder.err;
+  EXPECT_FALSE(fs::exists(p("out")));
+  EXPECT_EQ(entries(), 1u);  // only the input folder
+  // RootSIFT stays available with the default type.
+  CliRun ok = run("sift " + img + " -o " + quote(p("r.bin").string()) + " --root-sift --descriptor-type f32");
+  skip_if_no_sift(ok);
+  EXPECT_EQ(ok.status, 0) << ok.err;
+}
+
+// `spectrasift match` on u8 feature files (binary and JSON, either side, mixed with f32 ones) finds exactly the
+// matches of the f32 files: the descriptors hold the same values. Its JSON names each side's type.
+TEST_F(CliSift, MatchReadsU8FeatureFiles) {
+  const std::string box = quote((kData / "box.png").string());
+  const std::string scene = quote((fs::path(SPECTRASIFT_DATA_DIR) / "box_in_scene.png").string());
+  CliRun first = run("sift " + box + " -o " + quote(p("q.bin").string()) + " --backend cpu");
+  skip_if_no_sift(first);
+  ASSERT_EQ(first.status, 0) << first.err;
+  ASSERT_EQ(run("sift " + scene + " -o " + quote(p("t.bin").string()) + " --backend cpu").status, 0);
+  ASSERT_EQ(run("sift " + box + " -o " + quote(p("qu.bin").string()) + " --descriptor-type u8 --backend cpu").status, 0);
+  ASSERT_EQ(run("sift " + scene + " -o " + quote(p("tu.json").string()) + " --descriptor-type u8 --backend cpu").status, 0);
+  auto match = [&](const std::string& a, const std::string& b) {
+    CliRun r = run("match " + quote(p(a).string()) + " " + quote(p(b).string()) + " --json --backend cpu");
+    EXPECT_EQ(r.status, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  const auto ref = match("q.bin", "t.bin");
+  EXPECT_EQ(ref.at("query").at("descriptor_type"), "f32");
+  ASSERT_GT(ref.at("matches").size(), 30u);
+  for (const auto& [a, b] : std::vector<std::pair<std::string, std::string>>{
+           {"qu.bin", "tu.json"}, {"qu.bin", "t.bin"}, {"q.bin", "tu.json"}}) {
+    SCOPED_TRACE(a + " " + b);
+    const auto j = match(a, b);
+    EXPECT_EQ(j.at("query").at("descriptor_type"), a == "qu.bin" ? "u8" : "f32");
+    EXPECT_EQ(j.at("train").at("descriptor_type"), b == "tu.json" ? "u8" : "f32");
+    EXPECT_EQ(j.at("matches"), ref.at("matches"));
+  }
+  // From images, --descriptor-type u8 gives the same matches too.
+  CliRun images = run("match " + box + " " + scene + " --descriptor-type u8 --json --backend cpu");
+  ASSERT_EQ(images.status, 0) << images.err;
+  const auto ji = nlohmann::json::parse(images.out);
+  EXPECT_EQ(ji.at("query").at("descriptor_type"), "u8");
+  EXPECT_EQ(ji.at("matches"), ref.at("matches"));
+  CliRun bad = run("match " + box + " " + scene + " --descriptor-type u8 --root-sift");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("--root-sift needs --descriptor-type f32"), std::string::npos) << bad.err;
 }

@@ -551,7 +551,9 @@ TEST_F(IoFiles, CorruptedFilesOnlyEverThrowError) {
   write_features_bin(path("f.bin"), sample_features_for_fuzz());
   write_features_json(path("f.json"), sample_features_for_fuzz());
   write_features_key(path("f.key"), sample_features_for_fuzz());
-  for (const char* name : {"f.bin", "f.json", "f.key"}) {
+  write_features_bin(path("u8.bin"), sample_features_for_fuzz().to_u8());  // version 2
+  write_features_json(path("u8.json"), sample_features_for_fuzz().to_u8());
+  for (const char* name : {"f.bin", "f.json", "f.key", "u8.bin", "u8.json"}) {
     const std::string original = file_bytes(path(name));
     for (int iter = 0; iter < 100; ++iter) {
       std::string b = original;
@@ -561,7 +563,8 @@ TEST_F(IoFiles, CorruptedFilesOnlyEverThrowError) {
       const fs::path p = write_bytes(std::string("fuzz_") + name, b);
       try {
         const Features f = read_features(p);
-        EXPECT_EQ(f.descriptors.size(), f.size() * 128u);
+        EXPECT_EQ(f.descriptor_values(), f.size() * 128u);
+        EXPECT_TRUE(f.descriptor_type == DescriptorType::kU8 ? f.descriptors.empty() : f.descriptor_bytes.empty());
       } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("fuzz_"), std::string::npos) << e.what();
       } catch (const std::exception& e) {
@@ -692,7 +695,30 @@ void expect_same_features(const Features& a, const Features& b) {
     EXPECT_EQ(a.keypoints[i].octave, b.keypoints[i].octave);
     EXPECT_EQ(a.keypoints[i].layer, b.keypoints[i].layer);
   }
+  EXPECT_EQ(a.descriptor_type, b.descriptor_type);
   EXPECT_TRUE(a.descriptors == b.descriptors);
+  EXPECT_TRUE(a.descriptor_bytes == b.descriptor_bytes);
+}
+
+std::string le32(std::uint32_t v) {
+  return {char(v & 0xFF), char((v >> 8) & 0xFF), char((v >> 16) & 0xFF), char(v >> 24)};
+}
+std::string le32f(float v) {
+  std::uint32_t u;
+  std::memcpy(&u, &v, 4);
+  return le32(u);
+}
+
+/// The header and keypoint records of a binary feature file, built by hand from io.hpp's layout (not by the
+/// writer): `version` 1 has no type field, 2 has `type` at offset 24.
+std::string bin_head(const Features& f, std::uint32_t version, std::uint32_t type = 0) {
+  std::string b = "SSFT" + le32(version) + le32(std::uint32_t(f.size())) + le32(128) +
+                  le32(std::uint32_t(f.image_width)) + le32(std::uint32_t(f.image_height));
+  if (version == 2) b += le32(type);
+  for (const Keypoint& k : f.keypoints)
+    b += le32f(k.x) + le32f(k.y) + le32f(k.size) + le32f(k.angle) + le32f(k.response) + le32(std::uint32_t(k.octave)) +
+         le32(std::uint32_t(k.layer));
+  return b;
 }
 
 }  // namespace
@@ -709,6 +735,80 @@ TEST_F(IoFiles, FeatureBinaryAndJsonRoundTripExactly) {
   }
   EXPECT_EQ(file_bytes(path("f.bin")).size(), 24u + 7u * (7u * 4u + 128u * 4u));
   EXPECT_EQ(file_bytes(path("f.bin")).substr(0, 4), "SSFT");
+}
+
+// f32 features are written as version 1, exactly the layout of io.hpp (readers from before version 2 read them);
+// u8 features as version 2, one byte a value.
+TEST_F(IoFiles, FeatureBinaryVersionFollowsTheDescriptorType) {
+  const Features f = sample_features();
+  write_features_bin(path("f32.bin"), f);
+  std::string expected = bin_head(f, 1);
+  for (float v : f.descriptors) expected += le32f(v);
+  EXPECT_TRUE(file_bytes(path("f32.bin")) == expected) << "version 1 layout changed";
+
+  const Features u = f.to_u8();
+  ASSERT_EQ(u.descriptor_type, DescriptorType::kU8);
+  write_features_bin(path("u8.bin"), u);
+  expected = bin_head(u, 2, 1) + std::string(u.descriptor_bytes.begin(), u.descriptor_bytes.end());
+  EXPECT_TRUE(file_bytes(path("u8.bin")) == expected) << "version 2 layout";
+  EXPECT_EQ(file_bytes(path("u8.bin")).size(), 28u + 7u * (7u * 4u + 128u));
+
+  // Version 2 may also say f32 (float32 rows after the 28-byte header): read as such.
+  std::string v2f32 = bin_head(f, 2, 0);
+  for (float v : f.descriptors) v2f32 += le32f(v);
+  expect_same_features(read_features_bin(write_bytes("v2f32.bin", v2f32)), f);
+}
+
+// u8 features come back as u8 (the same bytes) from JSON and binary; Lowe's .key names no type and reads as f32
+// with the same values (io.hpp).
+TEST_F(IoFiles, FeatureU8RoundTripsInEveryFormat) {
+  const Features u = sample_features().to_u8();
+  ASSERT_EQ(u.descriptor_bytes[5], 0);
+  ASSERT_EQ(u.descriptor_bytes[6], 255);
+  for (auto fmt : {FeatureFormat::kBinary, FeatureFormat::kJson}) {
+    SCOPED_TRACE(int(fmt));
+    write_features(path("u8.out"), u, fmt);
+    const Features r = read_features(path("u8.out"));
+    expect_same_features(r, u);
+    EXPECT_TRUE(r.descriptors.empty());
+  }
+  expect_same_features(read_features_bin([&] { write_features_bin(path("u.bin"), u); return path("u.bin"); }()), u);
+  expect_same_features(read_features_json([&] { write_features_json(path("u.json"), u); return path("u.json"); }()), u);
+  EXPECT_NE(file_bytes(path("u.json")).find(R"("descriptor_type":"u8")"), std::string::npos);
+
+  write_features_key(path("u.key"), u);
+  write_features_key(path("f.key"), sample_features());
+  EXPECT_TRUE(file_bytes(path("u.key")) == file_bytes(path("f.key")));  // the same text for the same values
+  const Features k = read_features(path("u.key"));
+  EXPECT_EQ(k.descriptor_type, DescriptorType::kF32);
+  EXPECT_TRUE(k.descriptors_u8() == u.descriptor_bytes);
+  EXPECT_TRUE(k.to_u8().descriptor_bytes == u.descriptor_bytes);
+
+  // An empty u8 set keeps its type where the format has one.
+  Features empty;
+  empty.descriptor_type = DescriptorType::kU8;
+  write_features_bin(path("e.bin"), empty);
+  write_features_json(path("e.json"), empty);
+  EXPECT_EQ(read_features(path("e.bin")).descriptor_type, DescriptorType::kU8);
+  EXPECT_EQ(read_features(path("e.json")).descriptor_type, DescriptorType::kU8);
+  EXPECT_EQ(file_bytes(path("e.bin")).size(), 28u);
+}
+
+// JSON files written before u8 descriptors existed have no "descriptor_type": they read as f32, values as written.
+TEST_F(IoFiles, FeatureJsonWithoutTypeReadsAsF32) {
+  std::string row = "[";
+  for (int i = 0; i < 128; ++i) row += std::to_string(i) + (i < 127 ? "," : "]");
+  const Features f = read_features(write_bytes(
+      "old.json",
+      R"({"format":"spectrasift-features","version":1,"image":{"width":5,"height":6},"keypoints":[{"x":1,"y":2,"size":3,"angle":4}],"descriptors":[)" +
+          row + "]}"));
+  EXPECT_EQ(f.descriptor_type, DescriptorType::kF32);
+  ASSERT_EQ(f.descriptors.size(), 128u);
+  EXPECT_TRUE(f.descriptor_bytes.empty());
+  EXPECT_EQ(f.descriptors[127], 127.0f);
+  // And f32 files say so.
+  write_features_json(path("f.json"), sample_features());
+  EXPECT_NE(file_bytes(path("f.json")).find(R"("descriptor_type":"f32")"), std::string::npos);
 }
 
 TEST_F(IoFiles, FeatureEmptySetRoundTrips) {
@@ -820,6 +920,27 @@ TEST_F(IoFiles, MalformedJsonFilesAreRejected) {
   reject("str.json",
          R"({"format":"spectrasift-features","version":1,"keypoints":[{"x":"1","y":2,"size":3,"angle":4}],"descriptors":[)" + row + "]}",
          "keypoint 0");
+  // The descriptor type: a string naming f32 or u8; a u8 file holds integers 0..255 only.
+  const std::string head = R"({"format":"spectrasift-features","version":1,)";
+  const std::string one_kp = R"("keypoints":[{"x":1,"y":2,"size":3,"angle":4}],"descriptors":[)";
+  reject("type_num.json", head + R"("descriptor_type":8,)" + one_kp + row + "]}", "\"descriptor_type\" is not a string");
+  reject("type_f16.json", head + R"("descriptor_type":"f16",)" + one_kp + row + "]}", "unknown \"descriptor_type\" \"f16\"");
+  const std::string u8_head = head + R"("descriptor_type":"u8",)" + one_kp;
+  auto u8_row = [&](const std::string& v) { return "[" + v + row.substr(2); };  // v, then 127 ones
+  reject("u8_256.json", u8_head + u8_row("256") + "]}", "not an integer 0..255");
+  reject("u8_neg.json", u8_head + u8_row("-1") + "]}", "u8_neg.json");
+  reject("u8_frac.json", u8_head + u8_row("1.5") + "]}", "descriptor 0 value 0 (1.5)");
+  reject("u8_big.json", u8_head + u8_row("1e300") + "]}", "not an integer 0..255");
+  reject("u8_short.json", u8_head + row.substr(0, row.size() - 3) + "]]}", "does not have 128");
+  {
+    // 3.0 is the value 3; "uint8" (parse_descriptor_type's other name) is u8.
+    const Features u = read_features_json(write_bytes(
+        "u8_ok.json", head + R"("descriptor_type":"uint8",)" + one_kp + u8_row("3.0") + "]}"));
+    EXPECT_EQ(u.descriptor_type, DescriptorType::kU8);
+    ASSERT_EQ(u.descriptor_bytes.size(), 128u);
+    EXPECT_EQ(u.descriptor_bytes[0], 3);
+    EXPECT_EQ(u.descriptor_bytes[1], 1);
+  }
   // And a minimal valid one is accepted.
   const Features f = read_features_json(write_bytes(
       "ok.json",
@@ -849,6 +970,34 @@ TEST_F(IoFiles, MalformedBinaryFilesAreRejected) {
   const float q = std::numeric_limits<float>::quiet_NaN();
   std::memcpy(&nan[24], &q, 4);  // x of keypoint 0
   reject("nan.bin", nan, "offset 24");
+  // Version 2: the type field at offset 24 and the sizes it implies.
+  write_features_bin(path("good_u8.bin"), sample_features().to_u8());
+  const std::string good_u8 = file_bytes(path("good_u8.bin"));
+  ASSERT_EQ(good_u8[4], 2);
+  reject("v2_short.bin", good_u8.substr(0, 26), "truncated header (26 bytes, version 2 needs 28)");
+  std::string type7 = good_u8;
+  type7[24] = 7;
+  reject("v2_type.bin", type7, "unknown descriptor type 7 at offset 24");
+  std::string type_big = good_u8;
+  type_big[27] = char(0x80);
+  reject("v2_type_big.bin", type_big, "unknown descriptor type 2147483649 at offset 24");
+  reject("v2_trunc.bin", good_u8.substr(0, good_u8.size() - 1), "truncated");
+  reject("v2_extra.bin", good_u8 + "x", "unexpected data");
+  std::string as_f32 = good_u8;
+  as_f32[24] = 0;  // f32 rows would need 4 bytes a value
+  reject("v2_as_f32.bin", as_f32, "truncated");
+  std::string as_v1 = good_u8;
+  as_v1[4] = 1;  // version 1 reads no type field: the sizes no longer agree
+  reject("v2_as_v1.bin", as_v1, "bytes, the file has");
+  std::string v3 = good_u8;
+  v3[4] = 3;
+  reject("v3.bin", v3, "unsupported version 3 at offset 4");
+  std::string v2nan = good_u8;
+  std::memcpy(&v2nan[28 + 4], &q, 4);  // y of keypoint 0, after the 28-byte header
+  reject("v2_nan.bin", v2nan, "offset 28");
+  huge = good_u8.substr(0, 28);
+  huge[8] = huge[9] = huge[10] = huge[11] = char(0xFF);
+  reject("v2_huge.bin", huge, "truncated");
   expect_error([&] { read_features(write_bytes("junk.feat", "\x01\x02junk")); }, ErrorCode::kBadFormat, "junk.feat");
 }
 
@@ -857,6 +1006,16 @@ TEST_F(IoFiles, FeatureWriterRejectsInconsistentFeatures) {
   f.descriptors.pop_back();
   for (auto fmt : {FeatureFormat::kKey, FeatureFormat::kJson, FeatureFormat::kBinary})
     expect_error([&] { write_features(path("x.out"), f, fmt); }, ErrorCode::kInvalidArgument, "x.out");
+  // u8 features are checked on their bytes: floats beside them do not count, a missing byte does.
+  Features u = sample_features().to_u8();
+  u.descriptor_bytes.pop_back();
+  u.descriptors = sample_features().descriptors;
+  for (auto fmt : {FeatureFormat::kKey, FeatureFormat::kJson, FeatureFormat::kBinary})
+    expect_error([&] { write_features(path("u.out"), u, fmt); }, ErrorCode::kInvalidArgument, "u8 descriptor values");
+  Features odd = sample_features();
+  odd.descriptor_type = DescriptorType(7);
+  expect_error([&] { write_features(path("t.out"), odd, FeatureFormat::kBinary); }, ErrorCode::kInvalidArgument,
+               "unknown descriptor type");
   EXPECT_EQ(file_count(), 0u);
 }
 

@@ -28,7 +28,8 @@ void add_match_command(CLI::App& app, GlobalOptions& g, Action& action) {
   auto args = std::make_shared<MatchArgs>();
   auto* sub = app.add_subcommand(
       "match", "match the SIFT features of A (query) against B (train): nearest neighbour + Lowe's ratio test");
-  sub->add_option("A", args->a, "query: an image, or a feature file (.key, .json, .bin) written by `sift`")->required();
+  sub->add_option("A", args->a, "query: an image, or a feature file (.key, .json, .bin) written by `sift`; f32 and u8 "
+                                "descriptors match alike, on either side")->required();
   sub->add_option("B", args->b, "train: an image or a feature file")->required();
   sub->add_option("-o,--output", args->output,
                   "write the matches as JSON: {\"matches\":[{\"query\",\"train\",\"distance\",\"second_distance\","
@@ -45,6 +46,7 @@ void add_match_command(CLI::App& app, GlobalOptions& g, Action& action) {
     action = [&g, args] {
       const auto t_total = std::chrono::steady_clock::now();
       args->match.check();
+      check_descriptor_type(args->sift);
       args->sift.check();
       Context ctx(g.context_options());
       const FeatureInput qa = load_input(ctx, args->a, args->sift, false);

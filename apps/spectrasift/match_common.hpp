@@ -32,6 +32,7 @@ inline void add_sift_options(CLI::App& sub, SiftOptions& o, int* band = nullptr)
   sub.add_option("--octave-layers", o.octave_layers, "SIFT layers per octave (default 3)");
   sub.add_option("--sigma", o.sigma, "SIFT base blur in pixels (default 1.6)");
   sub.add_flag("--root-sift", o.root_sift, "use RootSIFT descriptors (default off)");
+  add_descriptor_type_option(sub, o);
   add_stretch_options(sub, o);
   if (band)
     sub.add_option("--band", *band, "read band N (1-based) of each image through GDAL (default: the whole image by our "
@@ -53,10 +54,15 @@ struct FeatureInput {
   /// The image's size: the image's, else the one the feature file records (0 when it records none).
   int width() const { return from_image ? image.width : features.image_width; }
   int height() const { return from_image ? image.height : features.image_height; }
-  /// {"path", "width", "height", "features", "kind"}: how every command's JSON describes an input.
+  /// {"path", "width", "height", "features", "kind", "descriptor_type"}: how every command's JSON describes an
+  /// input (descriptor_type: the features' own, from --descriptor-type or the feature file).
   nlohmann::json describe() const {
-    nlohmann::json j = {{"path", path.string()}, {"width", width()}, {"height", height()},
-                        {"features", features.size()}, {"kind", from_image ? "image" : "features"}};
+    nlohmann::json j = {{"path", path.string()},
+                        {"width", width()},
+                        {"height", height()},
+                        {"features", features.size()},
+                        {"kind", from_image ? "image" : "features"},
+                        {"descriptor_type", to_string(features.descriptor_type)}};
     if (georef.georeferenced()) j["georeferenced"] = true;
     return j;
   }

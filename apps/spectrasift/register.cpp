@@ -204,6 +204,7 @@ int run_register(RegisterArgs& a, const GlobalOptions& g) {
   a.ransac.model = parse_geometry_model(a.model);
   a.ransac.check();
   a.match.check();
+  check_descriptor_type(a.sift);
   a.sift.check();
   if (a.overlay_style != "checkerboard" && a.overlay_style != "blend")
     throw Error(ErrorCode::kInvalidArgument, "--overlay-style must be checkerboard or blend, got '" + a.overlay_style + "'");

@@ -95,11 +95,14 @@ void report_image(Context& ctx, const SiftCliOptions& o, const GlobalOptions& g,
                     {"upsample", so.upsample},
                     {"max_features", so.max_features},
                     {"root_sift", so.root_sift},
+                    {"descriptor_type", to_string(so.descriptor_type)},
                     {"mask", o.mask.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.mask)}};
     print_json(j);
   } else {
     std::printf("%s: %dx%d, %zu keypoints, %.1f ms", r.path.c_str(), image.width, image.height, r.features, r.sift_ms);
-    if (!r.output.empty()) std::printf(" -> %s (%s)", r.output.c_str(), format_name(*format));
+    if (!r.output.empty())
+      std::printf(" -> %s (%s%s)", r.output.c_str(), format_name(*format),
+                  so.descriptor_type == DescriptorType::kU8 ? ", u8 descriptors" : "");
     std::printf("\n");
     std::fflush(stdout);
   }
@@ -316,6 +319,7 @@ int run_sift(const SiftCliOptions& o, const GlobalOptions& g) {
   if (!o.mask.empty()) require_input_file(o.mask);
   SiftOptions so = o.sift;
   so.upsample = !o.no_upsample;
+  check_descriptor_type(so);
   so.check();
   std::optional<FeatureFormat> format;
   if (!o.format.empty()) format = parse_feature_format(o.format);
@@ -371,7 +375,8 @@ void add_sift_command(CLI::App& app, GlobalOptions& g, Action& action) {
   sub->add_option("-o,--output", o.output,
                   "feature file to write; without it only a summary is printed. Format from --format or the "
                   "extension: .key/.sift = Lowe's text, .json = JSON, anything else = binary. With several images: "
-                  "a folder, DIR/<image stem>.bin (or .key/.json by --format)");
+                  "a folder, DIR/<image stem>.bin (or .key/.json by --format). u8 descriptors (--descriptor-type u8) "
+                  "are written as bytes in binary files (version 2), with \"descriptor_type\":\"u8\" in JSON");
   sub->add_option("--format", o.format, "feature file format: key, json or bin (default: from the -o extension)");
   sub->add_option("--mask", o.mask,
                   "image of the same size; keypoints are kept only where it is not zero (default: none)");
@@ -387,13 +392,15 @@ void add_sift_command(CLI::App& app, GlobalOptions& g, Action& action) {
                 "start at the input resolution instead of the doubled image (default: doubled, like OpenCV)");
   sub->add_flag("--root-sift", o.sift.root_sift, "write RootSIFT descriptors (L1-normalised square roots, x512; "
                 "the .key format rounds every descriptor value to an integer 0..255)");
+  add_descriptor_type_option(*sub, o.sift);
   add_stretch_options(*sub, o.sift);
   sub->add_option("--band", o.band, "read band N (1-based) of the image through GDAL (default: the image as our "
                                     "decoders read it, or GDAL's first band for other rasters)")
       ->check(integer_in(1, 1 << 20));
   sub->add_option("--draw", o.draw, "also write a .png with the keypoints drawn (circle of radius size/2, line "
                                     "for the orientation); with several images: a folder, DIR/<stem>_keypoints.png");
-  g.add_json_option(*sub, "print one JSON object per image: image (path, size, features), backend, device, times_ms");
+  g.add_json_option(*sub, "print one JSON object per image: image (path, size, features), backend, device, times_ms, "
+                          "options (descriptor_type...)");
   g.add_backend_options(*sub);
   g.add_png_option(*sub);
   sub->callback([opts, &g, &action] { action = [opts, &g] { return run_sift(*opts, g); }; });

@@ -78,19 +78,31 @@ FeatureFormat parse_feature_format(const std::string& name);
 /// From the extension: .key/.sift -> kKey, .json -> kJson, anything else -> kBinary.
 FeatureFormat feature_format_from_path(const std::filesystem::path& path);
 
+/// Every writer takes features of either descriptor type (Features::descriptor_type) and refuses, with
+/// Error(kInvalidArgument), features whose array of that type does not hold 128 values per keypoint.
+///
 /// Lowe's text format (the format of his box.sift): first line "N 128", then per feature a line
 /// "y x scale orientation" (scale = sigma = size / 2 in input pixels, orientation in radians, the
 /// OpenCV angle converted with angle * pi / 180 and reduced to (-pi, pi]) followed by 128 integers
-/// 0..255 over several lines (20 per line). Reading back gives octave/layer/response = 0.
+/// 0..255 over several lines (20 per line); f32 values are rounded and saturated (descriptors_u8()), u8
+/// ones written as they are. The format names no type, so reading gives f32 descriptors (OpenCV's default
+/// and what other tools' .key files were read as before; to_u8() makes the u8 form, losslessly), and
+/// octave/layer/response = 0.
 void write_features_key(const std::filesystem::path& path, const Features& f);
 Features read_features_key(const std::filesystem::path& path);
-/// JSON: {"format":"spectrasift-features","version":1,"image":{"width","height"},"keypoints":[{"x","y",
-/// "size","angle","response","octave","layer"}...],"descriptors":[[128 numbers]...]}.
+/// JSON: {"format":"spectrasift-features","version":1,"descriptor_type":"f32"|"u8","image":{"width","height"},
+/// "keypoints":[{"x","y","size","angle","response","octave","layer"}...],"descriptors":[[128 numbers]...]}.
+/// A file without "descriptor_type" (written before u8 descriptors existed) reads as f32; in a "u8" file
+/// every value must be an integer 0..255. Reading gives back the written type.
 void write_features_json(const std::filesystem::path& path, const Features& f);
 Features read_features_json(const std::filesystem::path& path);
-/// Compact binary: magic "SSFT", u32 version 1, u32 count, u32 descriptor size (128), u32 width,
-/// u32 height, then per keypoint 7 little-endian float32/int32 fields (x, y, size, angle, response,
-/// octave, layer), then count * 128 float32 descriptors. Little-endian throughout.
+/// Compact binary, little-endian throughout: magic "SSFT", u32 version, u32 count, u32 descriptor size (128),
+/// u32 width, u32 height; version 2 adds a u32 descriptor type (0 = f32, 1 = u8) at offset 24; then per
+/// keypoint 7 float32/int32 fields (x, y, size, angle, response, octave, layer), then count * 128 values:
+/// float32 in version 1 and in version 2 of type f32, one byte each in version 2 of type u8.
+/// f32 features are written as version 1 (header of 24 bytes, the layout readers before version 2 know),
+/// u8 features as version 2 (header of 28 bytes, a quarter of the descriptor bytes). Reading accepts both
+/// and gives back the written type; another version or type is refused with its byte offset.
 void write_features_bin(const std::filesystem::path& path, const Features& f);
 Features read_features_bin(const std::filesystem::path& path);
 /// Dispatch on a format.

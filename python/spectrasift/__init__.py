@@ -166,9 +166,13 @@ class Features:
     """Keypoints and descriptors of one image (what :func:`sift` returns; unpacks as ``keypoints, descriptors``).
 
     ``keypoints``: a read-only structured array of :data:`KEYPOINT_DTYPE`; ``descriptors``: a read-only (N, 128)
-    float32 array (integers 0..255 with the default options, OpenCV's CV_32F descriptors); ``descriptors_u8()``
-    gives them as uint8 (rounded and saturated, OpenCV's CV_8U). Both are views on the library's memory.
-    ``Features(keypoints, descriptors, image_width, image_height)`` builds them from arrays (copied). Picklable.
+    array of the features' ``descriptor_type``: float32 for ``"f32"`` (integers 0..255 with the default options,
+    OpenCV's CV_32F descriptors), uint8 for ``"u8"`` (``sift(..., descriptor_type="u8")``, OpenCV's CV_8U: the same
+    values in a quarter of the memory). Both are views on the library's memory. ``descriptors_u8()`` and
+    ``descriptors_f32()`` give new arrays of either type whatever the features hold (floats rounded and saturated
+    to uint8). ``Features(keypoints, descriptors, image_width, image_height)`` builds them from arrays (copied): a
+    uint8 descriptor array gives u8 features, any other type f32 ones. Matching takes either type on either side
+    (the same matches for the same values). Picklable.
     """
 
     __slots__ = ("_core",)
@@ -183,7 +187,8 @@ class Features:
                 if name in kp.dtype.names:
                     full[name] = kp[name]
             kp = full
-        d = np.ascontiguousarray(np.asarray(descriptors), dtype=np.float32)
+        d = np.asarray(descriptors)
+        d = np.ascontiguousarray(d, dtype=np.uint8 if d.dtype == np.uint8 else np.float32)
         if kp.ndim != 1 or d.ndim != 2:
             raise ValueError(f"keypoints must be 1-D and descriptors (N, 128); got {kp.shape} and {d.shape}")
         self._core = _core.Features.from_arrays(kp.view(np.uint8).reshape(len(kp), KEYPOINT_DTYPE.itemsize), d,
@@ -204,9 +209,18 @@ class Features:
     def descriptors(self) -> np.ndarray:
         return self._core.descriptors
 
+    @property
+    def descriptor_type(self) -> str:
+        """``"f32"`` (``descriptors`` is float32) or ``"u8"`` (uint8)."""
+        return self._core.descriptor_type
+
     def descriptors_u8(self) -> np.ndarray:
         """The descriptors as uint8, rounded and saturated to 0..255 (a new array)."""
         return self._core.descriptors_u8()
+
+    def descriptors_f32(self) -> np.ndarray:
+        """The descriptors as float32 (a new array)."""
+        return self._core.descriptors_f32()
 
     @property
     def image_width(self) -> int:
@@ -235,7 +249,8 @@ class Features:
         return to_cv2_keypoints(self)
 
     def __repr__(self) -> str:
-        return f"<spectrasift.Features {len(self)} keypoints, image {self.image_width} x {self.image_height}>"
+        return (f"<spectrasift.Features {len(self)} keypoints, {self.descriptor_type} descriptors, "
+                f"image {self.image_width} x {self.image_height}>")
 
 
 def opencv_octave(keypoints: Any) -> np.ndarray:
@@ -257,9 +272,25 @@ def to_cv2_keypoints(keypoints: Any) -> list:
                          int(o), -1) for k, o in zip(kp, octave)]
 
 
+def _descriptor_type(value: Any) -> str:
+    """``"f32"`` or ``"u8"`` from a name (``"f32"``, ``"float32"``, ``"u8"``, ``"uint8"``; the library checks it) or a
+    NumPy type (``np.float32``, ``np.uint8``, their dtypes)."""
+    if isinstance(value, str):
+        return value  # a name, as the CLI's --descriptor-type (np.dtype("u8") would be uint64)
+    try:
+        dtype = np.dtype(value)
+    except TypeError:
+        dtype = None
+    if dtype == np.float32:
+        return "f32"
+    if dtype == np.uint8:
+        return "u8"
+    raise ValueError(f"descriptor_type must be \"f32\" or \"u8\" (or numpy.float32 / numpy.uint8), not {value!r}")
+
+
 def sift(ctx: Context, image: Any, *, max_features: int = 0, octave_layers: int = 3, sigma: float = 1.6,
          contrast_threshold: float = 0.04, edge_threshold: float = 10.0, no_upsample: bool = False,
-         root_sift: bool = False, mask: Any = None, bgr: bool = False) -> Features:
+         root_sift: bool = False, descriptor_type: Any = "f32", mask: Any = None, bgr: bool = False) -> Features:
     """SIFT keypoints and descriptors of an image (OpenCV 4.6's ``cv::SIFT`` defaults, as ``spectrasift sift``).
 
     ``image``: (H, W) grey or (H, W, C) with C = 2 (grey + alpha), 3 (RGB) or 4 (RGBA); uint8 (0..255), uint16
@@ -269,7 +300,9 @@ def sift(ctx: Context, image: Any, *, max_features: int = 0, octave_layers: int 
 
     Options (the CLI's): ``max_features`` (keep the N strongest, 0 = all), ``octave_layers`` (1..10),
     ``sigma``, ``contrast_threshold``, ``edge_threshold``, ``no_upsample`` (start at the input size instead of
-    doubling it), ``root_sift``; ``mask``: a (H, W) array, keypoints on zero pixels are dropped.
+    doubling it), ``root_sift``, ``descriptor_type`` (``"f32"``, the default, or ``"u8"``; also ``np.float32`` /
+    ``np.uint8``: the type of ``Features.descriptors``, as OpenCV's ``descriptorType``; RootSIFT needs f32);
+    ``mask``: a (H, W) array, keypoints on zero pixels are dropped.
     Returns :class:`Features` (unpacks as ``keypoints, descriptors``).
     """
     core_ctx = _ctx(ctx)
@@ -285,7 +318,8 @@ def sift(ctx: Context, image: Any, *, max_features: int = 0, octave_layers: int 
     return Features._wrap(_core.sift(core_ctx, a, _int_arg("octave_layers", octave_layers),
                                      _float_arg("sigma", sigma), _float_arg("contrast_threshold", contrast_threshold),
                                      _float_arg("edge_threshold", edge_threshold), not no_upsample,
-                                     _int_arg("max_features", max_features), bool(root_sift), m))
+                                     _int_arg("max_features", max_features), bool(root_sift),
+                                     _descriptor_type(descriptor_type), m))
 
 
 def _features(ctx: Context, x: Any, what: str, sift_options: dict[str, Any]) -> tuple[Features, float]:

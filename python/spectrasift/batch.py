@@ -552,8 +552,9 @@ def extract_features(images: Any, out_dir: Any = None, *, client: distributed.Cl
                      timeout: float | None = None, relative_to: Any = None, **options: Any) -> pd.DataFrame:
     """SIFT of each image (read grey, as the CLI; ``options`` are :func:`spectrasift.sift`'s). ``images``: paths,
     or a DataFrame with a column ``image``. Rows: ``COLUMNS["features"]``; ``out_dir/<name>.npz`` holds
-    ``keypoints`` (:data:`spectrasift.KEYPOINT_DTYPE`), ``descriptors`` (N x 128 float32) and ``image_size``
-    (width, height): ``spectrasift.Features(z["keypoints"], z["descriptors"], *z["image_size"])``."""
+    ``keypoints`` (:data:`spectrasift.KEYPOINT_DTYPE`), ``descriptors`` (N x 128 float32, or uint8 with
+    ``descriptor_type="u8"``) and ``image_size`` (width, height):
+    ``spectrasift.Features(z["keypoints"], z["descriptors"], *z["image_size"])`` (u8 features from uint8 ones)."""
     if isinstance(images, pd.DataFrame):
         images = list(images["image"])
     items = [{"image": os.fspath(p), "image_path": a} for p, a in zip(images, _paths(images, relative_to))]

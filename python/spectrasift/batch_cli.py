@@ -61,6 +61,9 @@ def _parser() -> argparse.ArgumentParser:
     f = sub.add_parser("features", parents=[common, sift], help="SIFT features of each image",
                        description="LIST.csv column: image. Writes DIR/<name>.npz (keypoints, descriptors).")
     f.add_argument("--root-sift", action="store_true", help="RootSIFT descriptors")
+    f.add_argument("--descriptor-type", default="f32", choices=("f32", "u8"),
+                   help="descriptors saved as float32 (f32, default) or uint8 (u8: the same values; not with "
+                        "--root-sift)")
 
     s = sub.add_parser("spectral", parents=[common], help="match each ENVI cube against reference spectra",
                        description="LIST.csv column: cube (ENVI headers). Writes DIR/<name>.npz (scores, index).")
@@ -106,6 +109,7 @@ def _options(a: argparse.Namespace) -> dict[str, Any]:
         o.update(model=a.model, threshold=a.threshold, ratio=a.ratio, seed=a.seed, accept_weak=a.accept_weak)
     else:
         o["root_sift"] = a.root_sift
+        o["descriptor_type"] = a.descriptor_type
     return o
 
 

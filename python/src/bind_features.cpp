@@ -41,6 +41,26 @@ ImageView image_view(const ImageArray& a) {
   return v;
 }
 
+using KeypointBytes = nb::ndarray<const std::uint8_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+
+/// Features with the keypoints of `keypoint_bytes` (rows of sizeof(Keypoint) bytes) and room for no
+/// descriptor yet, after checking that `rows` x `cols` descriptors fit them.
+Features features_from_keypoints(const KeypointBytes& keypoint_bytes, std::size_t rows, std::size_t cols, int width,
+                                 int height) {
+  if (keypoint_bytes.shape(1) != sizeof(Keypoint) || cols != std::size_t(Features::kDescriptorSize) ||
+      rows != keypoint_bytes.shape(0))
+    throw Error(ErrorCode::kInvalidArgument, "features: " + std::to_string(keypoint_bytes.shape(0)) +
+                                                 " keypoints need " + std::to_string(keypoint_bytes.shape(0)) +
+                                                 " x 128 descriptors, got " + std::to_string(rows) + " x " +
+                                                 std::to_string(cols));
+  Features f;
+  f.image_width = width;
+  f.image_height = height;
+  f.keypoints.resize(keypoint_bytes.shape(0));
+  if (!f.keypoints.empty()) std::memcpy(f.keypoints.data(), keypoint_bytes.data(), keypoint_bytes.size());
+  return f;
+}
+
 }  // namespace
 
 Image image_copy(const ImageArray& a) {
@@ -78,60 +98,85 @@ void bind_features(nb::module_& m) {
                      return nb::ndarray<nb::numpy, const std::uint8_t, nb::ndim<2>>(
                          f.keypoints.data(), {f.keypoints.size(), sizeof(Keypoint)}, self);
                    })
+      .def_prop_ro("descriptor_type", [](const Features& f) { return std::string(to_string(f.descriptor_type)); })
+      // A view of the array that descriptor_type names: uint8 for u8 features (cv2's CV_8U), float32 for f32.
       .def_prop_ro("descriptors",
-                   [](nb::handle self) {
+                   [](nb::handle self) -> nb::object {
                      const Features& f = nb::cast<const Features&>(self);
-                     return nb::ndarray<nb::numpy, const float, nb::ndim<2>>(
-                         f.descriptors.data(), {f.keypoints.size(), std::size_t(Features::kDescriptorSize)}, self);
+                     const std::size_t n = f.keypoints.size(), d = Features::kDescriptorSize;
+                     if (f.descriptor_type == DescriptorType::kU8)
+                       return nb::cast(
+                           nb::ndarray<nb::numpy, const std::uint8_t, nb::ndim<2>>(f.descriptor_bytes.data(), {n, d}, self));
+                     return nb::cast(nb::ndarray<nb::numpy, const float, nb::ndim<2>>(f.descriptors.data(), {n, d}, self));
                    })
       .def("descriptors_u8",
            [](const Features& f) {
              return owned_array(f.descriptors_u8(), {f.size(), std::size_t(Features::kDescriptorSize)});
            })
+      .def("descriptors_f32",
+           [](const Features& f) {
+             return owned_array(f.descriptors_f32(), {f.size(), std::size_t(Features::kDescriptorSize)});
+           })
+      // Two overloads: float32 descriptors give f32 features, uint8 ones u8 features (nanobind picks by dtype).
       .def_static(
           "from_arrays",
-          [](nb::ndarray<const std::uint8_t, nb::ndim<2>, nb::c_contig, nb::device::cpu> keypoint_bytes,
-             nb::ndarray<const float, nb::ndim<2>, nb::c_contig, nb::device::cpu> descriptors, int width, int height) {
-            if (keypoint_bytes.shape(1) != sizeof(Keypoint) ||
-                descriptors.shape(1) != std::size_t(Features::kDescriptorSize) ||
-                descriptors.shape(0) != keypoint_bytes.shape(0))
-              throw Error(ErrorCode::kInvalidArgument,
-                          "features: " + std::to_string(keypoint_bytes.shape(0)) + " keypoints need " +
-                              std::to_string(keypoint_bytes.shape(0)) + " x 128 descriptors, got " +
-                              std::to_string(descriptors.shape(0)) + " x " + std::to_string(descriptors.shape(1)));
-            Features f;
-            f.image_width = width;
-            f.image_height = height;
-            f.keypoints.resize(keypoint_bytes.shape(0));
-            if (!f.keypoints.empty()) std::memcpy(f.keypoints.data(), keypoint_bytes.data(), keypoint_bytes.size());
-            f.descriptors.assign(descriptors.data(), descriptors.data() + descriptors.size());
+          [](KeypointBytes keypoint_bytes, nb::ndarray<const float, nb::ndim<2>, nb::c_contig, nb::device::cpu> d,
+             int width, int height) {
+            Features f = features_from_keypoints(keypoint_bytes, d.shape(0), d.shape(1), width, height);
+            f.descriptors.assign(d.data(), d.data() + d.size());
             return f;
           },
           nb::arg("keypoint_bytes"), nb::arg("descriptors"), nb::arg("width"), nb::arg("height"))
+      .def_static(
+          "from_arrays",
+          [](KeypointBytes keypoint_bytes, nb::ndarray<const std::uint8_t, nb::ndim<2>, nb::c_contig, nb::device::cpu> d,
+             int width, int height) {
+            Features f = features_from_keypoints(keypoint_bytes, d.shape(0), d.shape(1), width, height);
+            f.descriptor_type = DescriptorType::kU8;
+            f.descriptor_bytes.assign(d.data(), d.data() + d.size());
+            return f;
+          },
+          nb::arg("keypoint_bytes"), nb::arg("descriptors"), nb::arg("width"), nb::arg("height"))
+      // (width, height, keypoint bytes, float32 descriptor bytes) for f32 features, as before u8 features
+      // existed (older pickles load); u8 features add a fifth item, "u8", and their descriptor bytes.
       .def("__getstate__",
-           [](const Features& f) {
-             return std::make_tuple(f.image_width, f.image_height,
-                                    nb::bytes(f.keypoints.data(), f.keypoints.size() * sizeof(Keypoint)),
-                                    nb::bytes(f.descriptors.data(), f.descriptors.size() * sizeof(float)));
+           [](const Features& f) -> nb::tuple {
+             nb::bytes kp(f.keypoints.data(), f.keypoints.size() * sizeof(Keypoint));
+             if (f.descriptor_type == DescriptorType::kU8)
+               return nb::make_tuple(f.image_width, f.image_height, kp,
+                                     nb::bytes(f.descriptor_bytes.data(), f.descriptor_bytes.size()), "u8");
+             return nb::make_tuple(f.image_width, f.image_height, kp,
+                                   nb::bytes(f.descriptors.data(), f.descriptors.size() * sizeof(float)));
            })
-      .def("__setstate__", [](Features& f, const std::tuple<int, int, nb::bytes, nb::bytes>& state) {
+      .def("__setstate__", [](Features& f, const nb::tuple& state) {
         new (&f) Features();
-        f.image_width = std::get<0>(state);
-        f.image_height = std::get<1>(state);
-        const nb::bytes& kp = std::get<2>(state);
-        const nb::bytes& d = std::get<3>(state);
-        if (kp.size() % sizeof(Keypoint) != 0 || d.size() != kp.size() / sizeof(Keypoint) * 128 * sizeof(float))
+        if (state.size() != 4 && state.size() != 5)
+          throw Error(ErrorCode::kInvalidArgument, "features: a pickled state of " + std::to_string(state.size()) +
+                                                       " items (expected 4 or 5)");
+        f.image_width = nb::cast<int>(state[0]);
+        f.image_height = nb::cast<int>(state[1]);
+        const nb::bytes kp = nb::cast<nb::bytes>(state[2]);
+        const nb::bytes d = nb::cast<nb::bytes>(state[3]);
+        if (state.size() == 5) f.descriptor_type = parse_descriptor_type(nb::cast<std::string>(state[4]));
+        const std::size_t value_bytes = f.descriptor_type == DescriptorType::kU8 ? 1 : sizeof(float);
+        if (kp.size() % sizeof(Keypoint) != 0 || d.size() != kp.size() / sizeof(Keypoint) * 128 * value_bytes)
           throw Error(ErrorCode::kInvalidArgument, "features: a pickled state of inconsistent sizes");
         f.keypoints.resize(kp.size() / sizeof(Keypoint));
         if (kp.size()) std::memcpy(f.keypoints.data(), kp.c_str(), kp.size());
-        f.descriptors.resize(d.size() / sizeof(float));
-        if (d.size()) std::memcpy(f.descriptors.data(), d.c_str(), d.size());
+        if (f.descriptor_type == DescriptorType::kU8) {
+          f.descriptor_bytes.resize(d.size());
+          if (d.size()) std::memcpy(f.descriptor_bytes.data(), d.c_str(), d.size());
+        } else {
+          f.descriptors.resize(d.size() / sizeof(float));
+          if (d.size()) std::memcpy(f.descriptors.data(), d.c_str(), d.size());
+        }
       });
 
   m.def(
       "sift",
       [](PyContext& c, ImageArray image, int octave_layers, double sigma, double contrast_threshold,
-         double edge_threshold, bool upsample, int max_features, bool root_sift, nb::object mask) {
+         double edge_threshold, bool upsample, int max_features, bool root_sift, const std::string& descriptor_type,
+         nb::object mask) {
         ContextCall call(c, "sift");
         SiftOptions o;
         o.octave_layers = octave_layers;
@@ -141,6 +186,7 @@ void bind_features(nb::module_& m) {
         o.upsample = upsample;
         o.max_features = max_features;
         o.root_sift = root_sift;
+        o.descriptor_type = parse_descriptor_type(descriptor_type);
         const ImageView view = image_view(image);
         Image mask_image;
         if (!mask.is_none()) mask_image = image_copy(nb::cast<ImageArray>(mask));
@@ -151,7 +197,7 @@ void bind_features(nb::module_& m) {
       },
       nb::arg("ctx"), nb::arg("image"), nb::arg("octave_layers"), nb::arg("sigma"), nb::arg("contrast_threshold"),
       nb::arg("edge_threshold"), nb::arg("upsample"), nb::arg("max_features"), nb::arg("root_sift"),
-      nb::arg("mask").none());
+      nb::arg("descriptor_type"), nb::arg("mask").none());
 
   m.def(
       "match",

@@ -47,13 +47,18 @@ def ctx():
 
 
 def read_features_bin(path) -> tuple[np.ndarray, np.ndarray, int, int]:
-    """The CLI's binary feature file, parsed from its documented layout (io.hpp), not by the library."""
+    """The CLI's binary feature file, parsed from its documented layout (io.hpp), not by the library: version 1
+    (float32 descriptors) or 2 (a descriptor type at offset 24: 0 float32, 1 uint8)."""
     raw = pathlib.Path(path).read_bytes()
     assert raw[:4] == b"SSFT"
     version, count, dsize, width, height = np.frombuffer(raw, "<u4", 5, 4)
-    assert version == 1 and dsize == 128
+    assert version in (1, 2) and dsize == 128
+    header, dtype = 24, "<f4"
+    if version == 2:
+        header, dtype = 28, {0: "<f4", 1: "u1"}[int(np.frombuffer(raw, "<u4", 1, 24)[0])]
     kp_type = np.dtype([("x", "<f4"), ("y", "<f4"), ("size", "<f4"), ("angle", "<f4"), ("response", "<f4"),
                         ("octave", "<i4"), ("layer", "<i4")])
-    kp = np.frombuffer(raw, kp_type, int(count), 24)
-    desc = np.frombuffer(raw, "<f4", int(count) * 128, 24 + kp.nbytes).reshape(-1, 128)
+    kp = np.frombuffer(raw, kp_type, int(count), header)
+    desc = np.frombuffer(raw, dtype, int(count) * 128, header + kp.nbytes).reshape(-1, 128)
+    assert header + kp.nbytes + desc.nbytes == len(raw)
     return kp, desc, int(width), int(height)

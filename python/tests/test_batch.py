@@ -166,6 +166,13 @@ def test_features_and_spectral_jobs(client, sample_data, tmp_path):
             assert frame["features"][k] == len(f) and np.array_equal(z["keypoints"], f.keypoints)
             assert np.array_equal(z["descriptors"], f.descriptors)
             assert list(z["image_size"]) == [frame["width"][k], frame["height"][k]]
+        # descriptor_type="u8": uint8 rows in the .npz, which rebuild u8 Features.
+        u8 = batch.extract_features(images[:1], tmp_path / "u", client=client, max_features=300,
+                                    descriptor_type="u8", **OPTIONS)
+        z = np.load(tmp_path / "u" / (u8["output"][0] + ".npz"))
+        f = ss.sift(ctx, ss.read_image(images[0]), max_features=300, descriptor_type="u8")
+        assert z["descriptors"].dtype == np.uint8 and np.array_equal(z["descriptors"], f.descriptors)
+        assert ss.Features(z["keypoints"], z["descriptors"], *z["image_size"]).descriptor_type == "u8"
 
         cube = sample_data / "sandiego_plane_60.hdr"
         broken = tmp_path / "broken.hdr"
@@ -216,6 +223,13 @@ def test_the_command_line(client, pairs, tmp_path):
     p = batch_command("register", str(tmp_path / "list.csv"), "--out", str(tmp_path / "out"), "--scheduler",
                       client.scheduler_info()["address"], "--backend", "cpu", "-q")
     assert p.returncode == 4 and "3 resumed, 1 failed" in p.stdout, p.stderr + p.stdout
+    # The features job's --descriptor-type.
+    (tmp_path / "images.csv").write_text(f"image\n{os.path.relpath(items[0][1], tmp_path)}\n")
+    p = batch_command("features", str(tmp_path / "images.csv"), "--out", str(tmp_path / "feat"), "--descriptor-type",
+                      "u8", "--scheduler", client.scheduler_info()["address"], "--backend", "cpu", "-q")
+    assert p.returncode == 0, p.stderr + p.stdout
+    (npz,) = (tmp_path / "feat").glob("*.npz")
+    assert np.load(npz)["descriptors"].dtype == np.uint8
     # Usage errors: exit 2.
     (tmp_path / "bad.csv").write_text("a,b\nx,y\n")
     p = batch_command("register", str(tmp_path / "bad.csv"), "--out", str(tmp_path / "o2"))

@@ -45,6 +45,18 @@ def test_keypoints_and_descriptors_agree_with_cv2(ctx, test_data, name):
     assert max(abs((a >> 16) - (b >> 16)) for a, b in pairs) <= 1
 
 
+def test_u8_descriptors_agree_with_cv2_cv_8u(ctx, test_data):
+    # cv2.SIFT_create(..., descriptorType=cv2.CV_8U) (positional in OpenCV 4.6) and descriptor_type="u8": both
+    # uint8, and ours agree with OpenCV's as the float ones do.
+    img = cv2.imread(str(test_data / "box.png"), cv2.IMREAD_GRAYSCALE)
+    ck, cd = cv2.SIFT_create(0, 3, 0.04, 10, 1.6, cv2.CV_8U).detectAndCompute(img, None)
+    ours = ss.sift(ctx, img, descriptor_type="u8")
+    assert cd.dtype == ours.descriptors.dtype == np.uint8
+    matched, _, precision, desc = agreement(ours, ck, cd.astype(np.float64))
+    assert matched.mean() >= 0.99 and precision >= 0.99
+    assert np.median(desc) <= 1.0
+
+
 def test_cv2_computes_our_descriptors_from_our_keypoints(ctx, test_data):
     img = cv2.imread(str(test_data / "box.png"), cv2.IMREAD_GRAYSCALE)
     ours = ss.sift(ctx, img)

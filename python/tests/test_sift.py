@@ -37,6 +37,98 @@ def test_sift_options_are_the_clis(ctx, cli, test_data, tmp_path):
     assert np.array_equal(f.descriptors, desc)
 
 
+def test_u8_descriptors_are_the_clis(ctx, cli, test_data, tmp_path):
+    # spectrasift sift --descriptor-type u8 writes a version 2 file of uint8 rows: the same bits as sift(u8).
+    out = tmp_path / "u.bin"
+    assert run_cli(cli, "sift", str(test_data / "box.png"), "-o", str(out), "--descriptor-type", "u8")[
+        "options"]["descriptor_type"] == "u8"
+    kp, desc, _, _ = read_features_bin(out)
+    assert desc.dtype == np.uint8
+    f = ss.sift(ctx, ss.read_image(test_data / "box.png"), descriptor_type="u8")
+    assert len(f) == len(kp) > 30
+    for name_ in FIELDS:
+        assert np.array_equal(f.keypoints[name_], kp[name_]), name_
+    assert f.descriptors.dtype == np.uint8 and np.array_equal(f.descriptors, desc)
+    r = ss.read_features(out)
+    assert r.descriptor_type == "u8" and r.descriptors.dtype == np.uint8 and np.array_equal(r.descriptors, desc)
+
+
+def test_descriptor_type_u8(ctx, test_data):
+    image = ss.read_image(test_data / "box.png")
+    f = ss.sift(ctx, image)
+    u = ss.sift(ctx, image, descriptor_type="u8")
+    assert f.descriptor_type == "f32" and f.descriptors.dtype == np.float32
+    assert u.descriptor_type == "u8" and u.descriptors.dtype == np.uint8
+    assert u.descriptors.shape == f.descriptors.shape == (len(f), 128)
+    assert not u.descriptors.flags.writeable
+    assert np.array_equal(u.keypoints, f.keypoints)
+    # The same values (integers 0..255), either way round.
+    assert np.array_equal(u.descriptors, f.descriptors.astype(np.uint8))
+    assert np.array_equal(u.descriptors_f32(), f.descriptors) and u.descriptors_f32().dtype == np.float32
+    assert np.array_equal(u.descriptors_u8(), u.descriptors) and np.array_equal(f.descriptors_u8(), u.descriptors)
+    assert np.array_equal(f.descriptors_f32(), f.descriptors)
+    kp, desc = u
+    assert desc.dtype == np.uint8
+    # NumPy types and the long names name the same types; the name is case-insensitive.
+    for t in (np.uint8, np.dtype(np.uint8), "uint8", "U8"):
+        g = ss.sift(ctx, image, descriptor_type=t)
+        assert g.descriptor_type == "u8" and np.array_equal(g.descriptors, u.descriptors), t
+    for t in (np.float32, np.dtype("float32"), "float32", "f32"):
+        assert ss.sift(ctx, image, descriptor_type=t).descriptor_type == "f32", t
+    assert "u8 descriptors" in repr(u)
+
+
+def test_u8_features_match_as_f32_ones(ctx, sample_data):
+    box, scene = (ss.read_image(sample_data / n) for n in ("box.png", "box_in_scene.png"))
+    fq, ft = ss.sift(ctx, box), ss.sift(ctx, scene)
+    uq, ut = ss.sift(ctx, box, descriptor_type="u8"), ss.sift(ctx, scene, descriptor_type="u8")
+    ref = ss.match(ctx, fq, ft)
+    assert len(ref) > 30
+    for q, t in ((uq, ut), (uq, ft), (fq, ut)):
+        assert np.array_equal(ss.match(ctx, q, t), ref)
+        assert np.array_equal(ss.match(ctx, q, t, mutual=True), ss.match(ctx, fq, ft, mutual=True))
+    # Images matched with descriptor_type="u8" (SIFT options pass through), and registration.
+    assert np.array_equal(ss.match(ctx, box, scene, descriptor_type="u8"), ref)
+    r = ss.register(ctx, scene, box, descriptor_type="u8")
+    assert r.moving_features.descriptor_type == "u8"
+    assert np.array_equal(r.matrix, ss.register(ctx, scene, box).matrix)
+
+
+def test_features_from_uint8_arrays_and_pickles(ctx, test_data):
+    f = ss.sift(ctx, ss.read_image(test_data / "box.png"))
+    u8 = f.descriptors_u8()
+    g = ss.Features(f.keypoints, u8, f.image_width, f.image_height)
+    assert g.descriptor_type == "u8" and g.descriptors.dtype == np.uint8 and np.array_equal(g.descriptors, u8)
+    # Any other type gives floats (as before u8 features): int64 from Python lists, float64.
+    h = ss.Features(f.keypoints, u8.astype(np.int64), f.image_width, f.image_height)
+    assert h.descriptor_type == "f32" and np.array_equal(h.descriptors, f.descriptors)
+    assert ss.Features(f.keypoints, f.descriptors.astype(np.float64)).descriptor_type == "f32"
+    # A non-contiguous uint8 view is copied, still u8.
+    wide = np.zeros((len(f), 256), np.uint8)
+    wide[:, ::2] = u8
+    assert np.array_equal(ss.Features(f.keypoints, wide[:, ::2]).descriptors, u8)
+    assert np.array_equal(ss.match(ctx, g, f), ss.match(ctx, f, f))
+    p = pickle.loads(pickle.dumps(g))
+    assert p.descriptor_type == "u8" and np.array_equal(p.descriptors, u8) and np.array_equal(p.keypoints, g.keypoints)
+    assert (p.image_width, p.image_height) == (f.image_width, f.image_height)
+    # f32 features pickle as before (a 4-item state, which older pickles hold too).
+    assert len(f.__getstate__()) == 4 and len(g.__getstate__()) == 5
+    assert pickle.loads(pickle.dumps(f)).descriptor_type == "f32"
+    with pytest.raises(ValueError, match="128"):
+        ss.Features(f.keypoints, u8[:, :64])
+
+
+def test_u8_feature_files_read_back(ctx, cli, test_data, tmp_path):
+    for fmt in ("bin", "json", "key"):
+        out = tmp_path / f"u.{fmt}"
+        run_cli(cli, "sift", str(test_data / "box.png"), "-o", str(out), "--descriptor-type", "u8")
+        f = ss.read_features(out)
+        ref = ss.sift(ctx, ss.read_image(test_data / "box.png"), descriptor_type="u8")
+        # Lowe's .key names no type: it reads as f32, the same values.
+        assert f.descriptor_type == ("f32" if fmt == "key" else "u8"), fmt
+        assert np.array_equal(f.descriptors_u8(), ref.descriptors), fmt
+
+
 def test_c_contiguous_input_is_used_in_place(ctx, test_data):
     image = ss.read_image(test_data / "box.png")
     assert image.flags.c_contiguous

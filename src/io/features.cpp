@@ -1,6 +1,8 @@
 // Feature files: Lowe's text .key, JSON and a compact little-endian binary format (io.hpp documents
 // the layouts). Writers go through AtomicOutput; readers check every count against the content and
 // every value against its range, and name the file and the line (text) or byte offset (binary).
+// Descriptors of either type (Features::descriptor_type): JSON names the type, the binary format keeps
+// version 1 (float32 rows) for f32 features and writes u8 ones as version 2 (a type field, byte rows).
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -25,18 +27,28 @@ namespace spectrasift {
 namespace {
 
 constexpr int kD = Features::kDescriptorSize;
-constexpr std::uint32_t kBinVersion = 1;
+/// Version 1: float32 rows, header of 24 bytes (what every f32 file is written as, so that readers from
+/// before version 2 still read them). Version 2: a u32 descriptor type at offset 24 (kBinTypeF32 or kBinTypeU8),
+/// header of 28 bytes, rows of that type (u8: one byte a value).
+constexpr std::uint32_t kBinVersionF32 = 1, kBinVersionTyped = 2;
+constexpr std::uint32_t kBinTypeF32 = 0, kBinTypeU8 = 1;
+constexpr std::size_t kBinHeaderV1 = 24, kBinHeaderV2 = 28;
 constexpr int kMinOctave = -8, kMaxOctave = 64, kMaxLayer = 64;
 
 [[noreturn]] void bad(const std::filesystem::path& path, const std::string& what) {
   throw Error(ErrorCode::kBadFormat, path.string() + ": " + what);
 }
 
+/// The writers' check: a known descriptor type, and one row of it per keypoint.
 void check_features(const std::filesystem::path& path, const Features& f) {
-  if (f.descriptors.size() != f.keypoints.size() * std::size_t(kD))
+  if (int(f.descriptor_type) > int(DescriptorType::kU8))
+    throw Error(ErrorCode::kInvalidArgument, io_detail::display_name(path) + ": unknown descriptor type code " +
+                                                 std::to_string(int(f.descriptor_type)));
+  if (f.descriptor_values() != f.keypoints.size() * std::size_t(kD))
     throw Error(ErrorCode::kInvalidArgument, io_detail::display_name(path) + ": " + std::to_string(f.keypoints.size()) +
-                                                 " keypoints but " + std::to_string(f.descriptors.size()) +
-                                                 " descriptor values (expected " + std::to_string(kD) + " per keypoint)");
+                                                 " keypoints but " + std::to_string(f.descriptor_values()) + " " +
+                                                 to_string(f.descriptor_type) + " descriptor values (expected " +
+                                                 std::to_string(kD) + " per keypoint)");
 }
 
 /// Writes a whole buffer through AtomicOutput (messages name the user's file).
@@ -193,7 +205,7 @@ Features read_features_key(const std::filesystem::path& path) {
   // Each feature takes at least 4 + 128 tokens of 2 bytes: a count larger than that is a lie.
   if (std::uint64_t(n) > text.size() / (2 * (4 + kD)) + 1)
     tok.fail("the file is too short for " + std::to_string(n) + " keypoints (truncated)");
-  Features f;
+  Features f;  // f32 descriptors: the format names no type (io.hpp)
   f.keypoints.resize(std::size_t(n));
   f.descriptors.resize(std::size_t(n) * kD);
   for (std::size_t i = 0; i < std::size_t(n); ++i) {
@@ -223,6 +235,8 @@ void write_features_json(const std::filesystem::path& path, const Features& f) {
   nlohmann::json j;
   j["format"] = "spectrasift-features";
   j["version"] = 1;
+  // Always written (readers take a file without it as f32): values are integers 0..255 when it is "u8".
+  j["descriptor_type"] = to_string(f.descriptor_type);
   j["image"] = {{"width", f.image_width}, {"height", f.image_height}};
   nlohmann::json kps = nlohmann::json::array();
   for (const Keypoint& k : f.keypoints)
@@ -230,9 +244,14 @@ void write_features_json(const std::filesystem::path& path, const Features& f) {
                    {"octave", k.octave}, {"layer", k.layer}});
   j["keypoints"] = std::move(kps);
   nlohmann::json desc = nlohmann::json::array();
+  const bool u8 = f.descriptor_type == DescriptorType::kU8;
   for (std::size_t i = 0; i < f.size(); ++i) {
     nlohmann::json row = nlohmann::json::array();
     for (int c = 0; c < kD; ++c) {
+      if (u8) {
+        row.push_back(unsigned(f.descriptor_bytes[i * kD + std::size_t(c)]));
+        continue;
+      }
       const float v = f.descriptors[i * kD + std::size_t(c)];
       // Integral values (the default descriptors) are written as integers: shorter, and exact.
       if (v == std::nearbyint(v) && std::fabs(v) < 1e9f) row.push_back(static_cast<long long>(v));
@@ -261,6 +280,17 @@ Features read_features_json(const std::filesystem::path& path) {
     if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int>() != 1)
       bad(path, "unsupported feature file version (expected 1)");
     Features f;
+    // Absent in files written before u8 descriptors existed: those hold floats.
+    if (j.contains("descriptor_type")) {
+      const auto& t = j["descriptor_type"];
+      if (!t.is_string()) bad(path, "\"descriptor_type\" is not a string (expected \"f32\" or \"u8\")");
+      try {
+        f.descriptor_type = parse_descriptor_type(t.get<std::string>());
+      } catch (const Error&) {
+        bad(path, "unknown \"descriptor_type\" \"" + t.get<std::string>().substr(0, 32) + "\" (expected \"f32\" or \"u8\")");
+      }
+    }
+    const bool u8 = f.descriptor_type == DescriptorType::kU8;
     if (j.contains("image")) {
       const auto& im = j.at("image");
       // Integers in 0..INT_MAX only: get<int>() of 1e300 is undefined behaviour, of 5e9 a wrapped value.
@@ -281,7 +311,8 @@ Features read_features_json(const std::filesystem::path& path) {
     if (kps.size() != desc.size())
       bad(path, std::to_string(kps.size()) + " keypoints but " + std::to_string(desc.size()) + " descriptors");
     f.keypoints.resize(kps.size());
-    f.descriptors.resize(kps.size() * kD);
+    if (u8) f.descriptor_bytes.resize(kps.size() * kD);
+    else f.descriptors.resize(kps.size() * kD);
     auto number = [&](const nlohmann::json& o, const char* key, std::size_t i) -> double {
       if (!o.contains(key) || !o[key].is_number())
         bad(path, std::string("keypoint ") + std::to_string(i) + ": \"" + key + "\" missing or not a number");
@@ -312,6 +343,15 @@ Features read_features_json(const std::filesystem::path& path) {
         bad(path, "descriptor " + std::to_string(i) + " does not have " + std::to_string(kD) + " values");
       for (int c = 0; c < kD; ++c) {
         if (!row[std::size_t(c)].is_number()) bad(path, "descriptor " + std::to_string(i) + " holds a non-number");
+        if (u8) {
+          // Integers 0..255 only (3.0 counts: it is the value 3); anything else would change when stored as a byte.
+          const double v = row[std::size_t(c)].get<double>();
+          if (!(v >= 0.0 && v <= 255.0 && v == std::nearbyint(v)))
+            bad(path, "descriptor " + std::to_string(i) + " value " + std::to_string(c) + " (" +
+                          row[std::size_t(c)].dump().substr(0, 32) + ") is not an integer 0..255 (descriptor_type u8)");
+          f.descriptor_bytes[i * kD + std::size_t(c)] = std::uint8_t(v);
+          continue;
+        }
         // Checked as a float: a finite double such as 1e39 becomes +inf (one cut a self-match to 1 match).
         const float v = float(row[std::size_t(c)].get<double>());
         if (!std::isfinite(v))
@@ -331,14 +371,17 @@ void write_features_bin(const std::filesystem::path& path, const Features& f) {
   check_features(path, f);
   if (f.size() > 0xFFFFFFFFull)
     throw Error(ErrorCode::kInvalidArgument, io_detail::display_name(path) + ": too many keypoints");
+  // f32 features stay version 1, byte for byte as before version 2 existed; u8 ones need version 2's type.
+  const bool u8 = f.descriptor_type == DescriptorType::kU8;
   std::vector<std::uint8_t> b;
-  b.reserve(24 + f.size() * (7 + kD) * 4);
+  b.reserve(kBinHeaderV2 + f.size() * (7 * 4 + kD * (u8 ? 1 : 4)));
   b.insert(b.end(), {'S', 'S', 'F', 'T'});
-  put_u32(b, kBinVersion);
+  put_u32(b, u8 ? kBinVersionTyped : kBinVersionF32);
   put_u32(b, std::uint32_t(f.size()));
   put_u32(b, std::uint32_t(kD));
   put_u32(b, std::uint32_t(std::max(f.image_width, 0)));
   put_u32(b, std::uint32_t(std::max(f.image_height, 0)));
+  if (u8) put_u32(b, kBinTypeU8);
   for (const Keypoint& k : f.keypoints) {
     put_f32(b, k.x);
     put_f32(b, k.y);
@@ -348,24 +391,39 @@ void write_features_bin(const std::filesystem::path& path, const Features& f) {
     put_u32(b, std::uint32_t(k.octave));  // two's complement
     put_u32(b, std::uint32_t(k.layer));
   }
-  for (float v : f.descriptors) put_f32(b, v);
+  if (u8) b.insert(b.end(), f.descriptor_bytes.begin(), f.descriptor_bytes.end());
+  else
+    for (float v : f.descriptors) put_f32(b, v);
   write_all(path, b.data(), b.size());
 }
 
 Features read_features_bin(const std::filesystem::path& path) {
   const std::vector<std::uint8_t> b = io_detail::read_file_bytes(path);
-  constexpr std::size_t kHeader = 24, kKeypointBytes = 7 * 4;
-  if (b.size() < kHeader) bad(path, "truncated header (" + std::to_string(b.size()) + " bytes, need 24)");
+  constexpr std::size_t kKeypointBytes = 7 * 4;
+  if (b.size() < kBinHeaderV1) bad(path, "truncated header (" + std::to_string(b.size()) + " bytes, need 24)");
   if (std::memcmp(b.data(), "SSFT", 4) != 0) bad(path, "not a spectrasift binary feature file (magic at offset 0)");
   const std::uint32_t version = get_u32(b.data() + 4);
-  if (version != kBinVersion) bad(path, "unsupported version " + std::to_string(version) + " at offset 4");
+  if (version != kBinVersionF32 && version != kBinVersionTyped)
+    bad(path, "unsupported version " + std::to_string(version) + " at offset 4 (this reader knows 1 and 2)");
+  const std::size_t header = version == kBinVersionF32 ? kBinHeaderV1 : kBinHeaderV2;
+  if (b.size() < header)
+    bad(path, "truncated header (" + std::to_string(b.size()) + " bytes, version " + std::to_string(version) +
+                  " needs " + std::to_string(header) + ")");
   const std::uint32_t count = get_u32(b.data() + 8);
   const std::uint32_t dim = get_u32(b.data() + 12);
   if (dim != std::uint32_t(kD)) bad(path, "descriptor size " + std::to_string(dim) + " at offset 12 (expected 128)");
   const std::uint32_t width = get_u32(b.data() + 16), height = get_u32(b.data() + 20);
   if (width > 0x7FFFFFFFu || height > 0x7FFFFFFFu) bad(path, "image size out of range at offset 16");
+  std::uint32_t type = kBinTypeF32;
+  if (version == kBinVersionTyped) {
+    type = get_u32(b.data() + 24);
+    if (type != kBinTypeF32 && type != kBinTypeU8)
+      bad(path, "unknown descriptor type " + std::to_string(type) + " at offset 24 (expected 0 = f32 or 1 = u8)");
+  }
+  const bool u8 = type == kBinTypeU8;
+  const std::uint64_t value_bytes = u8 ? 1 : 4;
   // Sizes are 64-bit here, so the expected length cannot overflow before it is compared.
-  const std::uint64_t expected = kHeader + std::uint64_t(count) * (kKeypointBytes + std::uint64_t(kD) * 4);
+  const std::uint64_t expected = header + std::uint64_t(count) * (kKeypointBytes + std::uint64_t(kD) * value_bytes);
   if (b.size() < expected)
     bad(path, "truncated: " + std::to_string(count) + " keypoints need " + std::to_string(expected) +
                   " bytes, the file has " + std::to_string(b.size()));
@@ -375,9 +433,8 @@ Features read_features_bin(const std::filesystem::path& path) {
   f.image_width = int(width);
   f.image_height = int(height);
   f.keypoints.resize(count);
-  f.descriptors.resize(std::size_t(count) * kD);
   for (std::size_t i = 0; i < count; ++i) {
-    const std::size_t off = kHeader + i * kKeypointBytes;
+    const std::size_t off = header + i * kKeypointBytes;
     const std::uint8_t* p = b.data() + off;
     Keypoint& k = f.keypoints[i];
     k.x = get_f32(p);
@@ -389,7 +446,13 @@ Features read_features_bin(const std::filesystem::path& path) {
     k.layer = std::int32_t(get_u32(p + 24));
     check_keypoint(path, k, "(keypoint " + std::to_string(i) + " at offset " + std::to_string(off) + ")");
   }
-  const std::size_t dbase = kHeader + std::size_t(count) * kKeypointBytes;
+  const std::size_t dbase = header + std::size_t(count) * kKeypointBytes;
+  if (u8) {
+    f.descriptor_type = DescriptorType::kU8;  // every byte is a valid value
+    f.descriptor_bytes.assign(b.begin() + std::ptrdiff_t(dbase), b.end());
+    return f;
+  }
+  f.descriptors.resize(std::size_t(count) * kD);
   for (std::size_t i = 0; i < f.descriptors.size(); ++i) {
     const float v = get_f32(b.data() + dbase + 4 * i);
     if (!std::isfinite(v)) bad(path, "non-finite descriptor value at offset " + std::to_string(dbase + 4 * i));
