@@ -169,10 +169,21 @@ TEST_F(CliRegister, U8FeatureFilesRegisterAsF32Ones) {
   EXPECT_EQ(ju["match_count"], jf["match_count"]);
   EXPECT_EQ(ju["inliers"], jf["inliers"]);
   EXPECT_EQ(ju["matrix"], jf["matrix"]);
-  // Images with --descriptor-type u8: the same model as from the files.
-  const Run images = run("register " + kScene + " " + kBox + " --descriptor-type u8 --backend cpu --json");
-  ASSERT_EQ(images.status, 0) << images.err;
-  EXPECT_EQ(nlohmann::json::parse(images.out)["matrix"], jf["matrix"]);
+  // Images: u8 by default (the features are only matched), f32 when asked or with --root-sift; the same model
+  // from u8 and f32 extractions and from the files.
+  for (const auto& [flags, type] : {std::pair<std::string, std::string>{"", "u8"}, {" --descriptor-type u8", "u8"},
+                                    {" --descriptor-type f32", "f32"}}) {
+    const Run images = run("register " + kScene + " " + kBox + flags + " --backend cpu --json");
+    ASSERT_EQ(images.status, 0) << images.err;
+    const auto j = nlohmann::json::parse(images.out);
+    EXPECT_EQ(j["matrix"], jf["matrix"]) << flags;
+    EXPECT_EQ(j["fixed"]["descriptor_type"], type) << flags;
+    EXPECT_EQ(j["moving"]["descriptor_type"], type) << flags;
+  }
+  const Run root = run("register " + kScene + " " + kBox + " --root-sift --backend cpu --json");
+  ASSERT_EQ(root.status, 0) << root.err;
+  EXPECT_EQ(nlohmann::json::parse(root.out)["fixed"]["descriptor_type"], "f32");
+  EXPECT_NE(run("register " + kScene + " " + kBox + " --root-sift --descriptor-type u8 --backend cpu").status, 0);
 }
 
 TEST_F(CliRegister, SeveralInputsInOneProcess) {

@@ -174,12 +174,13 @@ void add_stretch_options(CLI::App& sub, SiftOptions& o) {
       ->delimiter(',');
 }
 
-void add_descriptor_type_option(CLI::App& sub, SiftOptions& o) {
+CLI::Option* add_descriptor_type_option(CLI::App& sub, SiftOptions& o, const std::string& default_text) {
   // A name checked by CLI11 (a usage error names the choices), then mapped: parse_descriptor_type never throws here.
-  sub.add_option_function<std::string>(
-         "--descriptor-type", [&o](const std::string& name) { o.descriptor_type = parse_descriptor_type(name); },
-         "descriptor element type, OpenCV's descriptorType: f32 (float32, CV_32F) or u8 (bytes, CV_8U: the same "
-         "integer values, a quarter of the memory and of a GPU's read-back; not with --root-sift) (default f32)")
+  return sub
+      .add_option_function<std::string>(
+          "--descriptor-type", [&o](const std::string& name) { o.descriptor_type = parse_descriptor_type(name); },
+          "descriptor element type, OpenCV's descriptorType: f32 (float32, CV_32F) or u8 (bytes, CV_8U: the same "
+          "integer values, a quarter of the memory and of a GPU's read-back; not with --root-sift) " + default_text)
       ->check(CLI::IsMember({"f32", "u8"}, CLI::ignore_case));
 }
 

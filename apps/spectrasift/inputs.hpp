@@ -59,8 +59,9 @@ bool gdal_dataset_name(const std::string& name);
 /// command line's default, auto.
 void add_stretch_options(CLI::App& sub, SiftOptions& o);
 
-/// Adds --descriptor-type f32|u8 (SiftOptions::descriptor_type; default f32, as OpenCV's descriptorType).
-void add_descriptor_type_option(CLI::App& sub, SiftOptions& o);
+/// Adds --descriptor-type f32|u8 (SiftOptions::descriptor_type; default f32, as OpenCV's descriptorType, for
+/// `sift`); default_text ends its help. Returns the option (whether it was given: Option::count()).
+CLI::Option* add_descriptor_type_option(CLI::App& sub, SiftOptions& o, const std::string& default_text = "(default f32)");
 /// The command line's word for SiftOptions::check()'s RootSIFT + u8 refusal: Error(kInvalidArgument) naming
 /// the two options. Called before any work, so that the command leaves no output.
 void check_descriptor_type(const SiftOptions& o);

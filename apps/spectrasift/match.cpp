@@ -17,6 +17,7 @@ namespace {
 struct MatchArgs {
   std::string a, b, output;
   SiftOptions sift;
+  const CLI::Option* descriptor_type = nullptr;  // --descriptor-type (resolve_descriptor_type)
   MatchOptions match;
 };
 
@@ -38,7 +39,7 @@ void add_match_command(CLI::App& app, GlobalOptions& g, Action& action) {
   sub->add_flag("--mutual", args->match.mutual, "keep only matches that are also best from B to A (default off)");
   sub->add_option("--max-distance", args->match.max_distance,
                   "largest descriptor distance kept (L2; SIFT descriptors have norm ~512; default: no limit)");
-  add_sift_options(*sub, args->sift);
+  args->descriptor_type = add_sift_options(*sub, args->sift);
   g.add_backend_options(*sub);
   g.add_json_option(*sub, "print one JSON object: query, train, match_count, times_ms and the matches (as in the -o "
                           "file) unless -o is given");
@@ -46,6 +47,7 @@ void add_match_command(CLI::App& app, GlobalOptions& g, Action& action) {
     action = [&g, args] {
       const auto t_total = std::chrono::steady_clock::now();
       args->match.check();
+      resolve_descriptor_type(args->sift, args->descriptor_type);
       check_descriptor_type(args->sift);
       args->sift.check();
       Context ctx(g.context_options());

@@ -23,21 +23,30 @@
 
 namespace spectrasift::cli {
 
-/// The SIFT options a matching command takes (same names and defaults as `spectrasift sift`); `band`, when
-/// given, gets --band.
-inline void add_sift_options(CLI::App& sub, SiftOptions& o, int* band = nullptr) {
+/// The SIFT options a matching command takes (same names and defaults as `spectrasift sift`, but for
+/// --descriptor-type: see resolve_descriptor_type); `band`, when given, gets --band. Returns --descriptor-type.
+inline CLI::Option* add_sift_options(CLI::App& sub, SiftOptions& o, int* band = nullptr) {
   sub.add_option("--max-features", o.max_features, "keep the N strongest features per image, 0 = all (default 0)");
   sub.add_option("--contrast-threshold", o.contrast_threshold, "SIFT contrast threshold (default 0.04)");
   sub.add_option("--edge-threshold", o.edge_threshold, "SIFT edge threshold (default 10)");
   sub.add_option("--octave-layers", o.octave_layers, "SIFT layers per octave (default 3)");
   sub.add_option("--sigma", o.sigma, "SIFT base blur in pixels (default 1.6)");
   sub.add_flag("--root-sift", o.root_sift, "use RootSIFT descriptors (default off)");
-  add_descriptor_type_option(sub, o);
+  CLI::Option* type = add_descriptor_type_option(
+      sub, o, "(default here u8, f32 with --root-sift: these features are only matched, and u8 gives the same matches)");
   add_stretch_options(sub, o);
   if (band)
     sub.add_option("--band", *band, "read band N (1-based) of each image through GDAL (default: the whole image by our "
                                     "decoders, or GDAL's first band for other rasters)")
         ->check(integer_in(1, 1 << 20));
+  return type;
+}
+
+/// A matching command's descriptor type when --descriptor-type was not given: u8 (the same values and matches as
+/// floats, a quarter of a GPU backend's read-back and no conversion to floats), f32 with --root-sift (its values
+/// need floats).
+inline void resolve_descriptor_type(SiftOptions& o, const CLI::Option* given) {
+  if (given && given->count() == 0) o.descriptor_type = o.root_sift ? DescriptorType::kF32 : DescriptorType::kU8;
 }
 
 /// One input of a matching command: its features, and the image when the input was an image.
@@ -107,9 +116,6 @@ inline FeatureInput load_input(Context& ctx, const std::filesystem::path& path, 
     t0 = std::chrono::steady_clock::now();
     SiftOptions options = sift;
     if (in.georef.nodata) options.nodata = in.georef.nodata;
-    // These features are only matched and drawn: u8 descriptors, the same values and matches as floats, but a
-    // quarter of a GPU backend's read-back and no conversion to floats (RootSIFT's values need floats).
-    if (!options.root_sift) options.descriptor_type = DescriptorType::kU8;
     in.features = detect_and_compute(
         ctx, in.through_gdal ? in.image : sift_input(path, in.image, ctx.options().max_pixels), options);
     in.sift_ms = ms_since(t0);

@@ -28,6 +28,7 @@ namespace fs = std::filesystem;
 
 struct RegisterArgs {
   std::string fixed, warped, draw, overlay, size, gcp, geojson;
+  const CLI::Option* descriptor_type = nullptr;  // --descriptor-type (resolve_descriptor_type)
   int band = 0;
   std::vector<std::string> moving;
   std::size_t draw_max = DrawMatchesOptions{}.max_matches;
@@ -204,6 +205,7 @@ int run_register(RegisterArgs& a, const GlobalOptions& g) {
   a.ransac.model = parse_geometry_model(a.model);
   a.ransac.check();
   a.match.check();
+  resolve_descriptor_type(a.sift, a.descriptor_type);
   check_descriptor_type(a.sift);
   a.sift.check();
   if (a.overlay_style != "checkerboard" && a.overlay_style != "blend")
@@ -293,7 +295,7 @@ void add_register_command(CLI::App& app, GlobalOptions& g, Action& action) {
                 "stderr and \"reliable\": false in --json, exit 0 (default: exit 3)");
   sub->add_option("--ratio", args->match.ratio, "Lowe's ratio for matching (default 0.8)");
   sub->add_flag("--mutual", args->match.mutual, "keep only two-way best matches (default off)");
-  add_sift_options(*sub, args->sift, &args->band);
+  args->descriptor_type = add_sift_options(*sub, args->sift, &args->band);
   sub->add_option("-o,--output", args->warped,
                   "write MOVING warped into FIXED's frame (.png; .tif when built with libtiff: a GeoTIFF with FIXED's "
                   "georeferencing when FIXED has one and the build has GDAL), same sample type; "
