@@ -118,8 +118,10 @@ TEST(LongRun, ExtractionsRegistrationsAndSpectralRunsKeepMemoryFlat) {
   int models = 0;
   for (int it = 0; it < n; ++it) {
     const int i = it % 2;
-    const Features f = on("sift", [&](Context& c) { return detect_and_compute(c, fixed[std::size_t(i)]); });
-    const Features m = on("sift", [&](Context& c) { return detect_and_compute(c, moving[std::size_t(i)]); });
+    SiftOptions sift;  // float and byte descriptors in turn (their read-backs and device copies differ)
+    sift.descriptor_type = (it / 2) % 2 ? DescriptorType::kU8 : DescriptorType::kF32;
+    const Features f = on("sift", [&](Context& c) { return detect_and_compute(c, fixed[std::size_t(i)], sift); });
+    const Features m = on("sift", [&](Context& c) { return detect_and_compute(c, moving[std::size_t(i)], sift); });
     total_features += f.size() + m.size();
     const auto matches = on("match", [&](Context& c) { return match_features(c, m, f); });
     std::vector<Point2> mv, fx;
