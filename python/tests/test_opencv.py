@@ -46,10 +46,11 @@ def test_keypoints_and_descriptors_agree_with_cv2(ctx, test_data, name):
 
 
 def test_u8_descriptors_agree_with_cv2_cv_8u(ctx, test_data):
-    # cv2.SIFT_create(..., descriptorType=cv2.CV_8U) (positional in OpenCV 4.6) and descriptor_type="u8": both
-    # uint8, and ours agree with OpenCV's as the float ones do.
+    # cv2.SIFT_create(..., descriptorType=cv2.CV_8U) and descriptor_type="u8": both uint8, and ours agree with
+    # OpenCV's as the float ones do. By keyword: from OpenCV 4.8 on a sixth positional argument can be taken as
+    # enable_precise_upscale (another overload), which left float32 descriptors on the GPU machine's OpenCV 5.
     img = cv2.imread(str(test_data / "box.png"), cv2.IMREAD_GRAYSCALE)
-    ck, cd = cv2.SIFT_create(0, 3, 0.04, 10, 1.6, cv2.CV_8U).detectAndCompute(img, None)
+    ck, cd = cv2.SIFT_create(0, 3, 0.04, 10, 1.6, descriptorType=cv2.CV_8U).detectAndCompute(img, None)
     ours = ss.sift(ctx, img, descriptor_type="u8")
     assert cd.dtype == ours.descriptors.dtype == np.uint8
     matched, _, precision, desc = agreement(ours, ck, cd.astype(np.float64))
