@@ -42,7 +42,7 @@
 #            cudasift_bench and sift_bench in /tmp/peers/build: Release, CUDA sm_90a, -DSPECTRASIFT_CUDASIFT_DIR.
 #   run      joins the parts (sha256 of the whole archive checked), unpacks the CV-CUDA wheel's files to
 #            /tmp/peers/site (on PYTHONPATH), then times each step with RUNS runs after WARMUP warm-up runs.
-# Environment: RUNS (100), WARMUP (20), BATCH (100 copies of kleiber 1080p), BATCH_RUNS (20), BATCH_WARMUP (3),
+# Environment: COMMIT (the tree's commit for the report; the device's copy of the tree may carry a stale .git), RUNS (100), WARMUP (20), BATCH (100 copies of kleiber 1080p), BATCH_RUNS (20), BATCH_WARMUP (3),
 # BATCH_CHUNK (images per CV-CUDA call of the batch, 20),
 # CV_RUNS (runs of cv2.SIFT, 10), JOBS (nproc), PEERS (/tmp/peers), OUT (out), OPENCL_DEVICE (1: the H200 machine lists
 # PoCL's CPU device first and NVIDIA's GPU second; without it the OpenCL step timed PoCL, fifth session).
@@ -176,7 +176,7 @@ run() {
     {
       echo "# Peers of issue 19 item 5 ($(date -u +%Y-%m-%dT%H:%M:%SZ))"
       echo
-      echo "- commit: $(git rev-parse --short HEAD 2>/dev/null || echo "${COMMIT:-unknown}"); CudaSift: $(cat "$PEERS/parts/CUDASIFT_COMMIT" 2>/dev/null || echo unknown)"
+      echo "- commit: ${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}; CudaSift: $(cat "$PEERS/parts/CUDASIFT_COMMIT" 2>/dev/null || echo unknown)"
       echo "- GPU: $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader 2>/dev/null | head -1); host: $(nproc) cores"
       echo "- photos: $photos; $RUNS runs after $WARMUP warm-up runs unless a table says otherwise"
       echo
