@@ -139,7 +139,8 @@ Features run_sift(detail::ContextImpl& im, const detail::SiftImageView& view, co
   detail::SiftCounts counts;
   progress.stage(0.98, 1.0);
   st.download(f, counts);
-  if (options.descriptor_type != f.descriptor_type) f = std::move(f).to_u8();  // a backend that made floats (the CPU's)
+  // u8 descriptors asked of a backend that made floats (the CPU backend's stages): converted here, exactly.
+  if (options.descriptor_type == DescriptorType::kU8 && f.descriptor_type == DescriptorType::kF32) f = std::move(f).to_u8();
   progress.finish();
   const auto t3 = clock::now();
   auto ms = [](auto a, auto b) { return num(std::chrono::duration<double, std::milli>(b - a).count()); };
