@@ -207,11 +207,10 @@ void bench_batch(const std::vector<ss::Backend>& backends, const Config& cfg, co
   for (ss::Backend b : backends) {
     try {
       ss::Context ctx(context_options(b, cfg));
-      bench_batch_views(ctx, b, name, views, "pageable", true, cfg);
-      bench_batch_views(ctx, b, name, views, "pageable", false, cfg);
-      if (b != ss::Backend::kCpu) {  // the bytes read back as they are
-        bench_batch_views(ctx, b, name, views, "pageable", true, cfg, ss::DescriptorType::kU8);
-        bench_batch_views(ctx, b, name, views, "pageable", false, cfg, ss::DescriptorType::kU8);
+      for (ss::DescriptorType type : cfg.descriptor_types) {  // as the end-to-end table (--descriptor-type)
+        if (b == ss::Backend::kCpu && type == ss::DescriptorType::kU8 && cfg.descriptor_types.size() > 1) continue;
+        bench_batch_views(ctx, b, name, views, "pageable", true, cfg, type);
+        bench_batch_views(ctx, b, name, views, "pageable", false, cfg, type);
       }
 #ifdef SPECTRASIFT_HAVE_CUDA
       if (b == ss::Backend::kCuda) {

@@ -61,7 +61,10 @@ nlohmann::json comparable(nlohmann::json j, const std::string& own_dir) {
     nlohmann::json out = nlohmann::json::object();
     for (auto it = j.begin(); it != j.end(); ++it) {
       const std::string& k = it.key();
-      if (k == "times_ms" || k == "time_ms" || k == "backend" || k == "device" || k == "threads") continue;
+      // descriptor_type: match and register extract u8 on GPU backends and f32 on the CPU's (the same values).
+      if (k == "times_ms" || k == "time_ms" || k == "backend" || k == "device" || k == "threads" ||
+          k == "descriptor_type")
+        continue;
       out[k] = comparable(it.value(), own_dir);
     }
     return out;
@@ -187,6 +190,8 @@ TEST_F(CliOpenCL, RegisterEqualsCpu) {
     const auto cpu = nlohmann::json::parse(run(args + path("cpu.png"), false));
     const auto ocl = nlohmann::json::parse(run(args + path("ocl.png"), true));
     EXPECT_EQ(find_key(ocl, "backend"), "opencl");
+    EXPECT_EQ(find_key(ocl, "descriptor_type"), "u8");  // the default of a GPU backend's context
+    EXPECT_EQ(find_key(cpu, "descriptor_type"), "f32");
     ASSERT_TRUE(find_key(cpu, "matrix").is_array()) << cpu.dump();
     if (cpu_device_) {
       EXPECT_EQ(comparable(ocl, dir_.string()), comparable(cpu, dir_.string())) << pr.b;

@@ -365,6 +365,29 @@ TEST(MatchOpenCL, U8PathWithTheKhrDotProduct) {
   EXPECT_EQ(got[7].best1, 400);
 }
 
+// u8 features (byte views) through the forced u8 path (pack_host_sides copies the bytes) and the float fallback (a
+// float side with a non-byte value: the byte side converted on the way), against the CPU backend.
+TEST(MatchOpenCL, ByteViewsOnTheU8PathAndItsFallback) {
+  REQUIRE_OPENCL();
+  auto& st = dynamic_cast<ss::opencl::State&>(*gpu().impl().backend_impl);
+  const ss::Features q = random_features(300, 71, true), t = random_features(5000, 72, true);
+  const ss::Features q8 = q.to_u8(), t8 = t.to_u8();
+  ss::Features odd = t;
+  odd.descriptors[4000 * kDim + 3] = 0.5f;
+  for (int variant : {2, -1}) {
+    st.match_variant = variant;
+    const auto a = ss::nearest_two(gpu(), q8, t8), b = ss::nearest_two(gpu(), q8, t), c = ss::nearest_two(gpu(), q8, odd);
+    const auto m = ss::match_features(gpu(), q8, t8, ss::MatchOptions{0.8, true});
+    st.match_variant = -1;
+    expect_same_top2(a, ss::nearest_two(cpu(), q, t), "u8 x u8");
+    expect_same_top2(b, ss::nearest_two(cpu(), q, t), "u8 x f32");
+    expect_same_top2(c, ss::nearest_two(cpu(), q, odd), "u8 x inexact f32");
+    const auto mc = ss::match_features(cpu(), q, t, ss::MatchOptions{0.8, true});
+    ASSERT_EQ(m.size(), mc.size());
+    for (std::size_t i = 0; i < m.size(); ++i) EXPECT_EQ(m[i].train, mc[i].train);
+  }
+}
+
 #else
 TEST(MatchOpenCL, Skipped) { GTEST_SKIP() << "built without OpenCL"; }
 #endif

@@ -427,7 +427,9 @@ TEST(SiftOpenCL, SelectPathsGiveTheSameFeatures) {
   Form multi = make(true, 0, -1, -1, 0), rank = make(true, -1, -1, -1, 0), rank_behind = make(true, 1, 1, 0, 0),
        rank_cpu = make(false, 1, 1, -1, 0), small = make(true, 1, 0, -1, 0), behind = make(true, 1, 0, 0, 0),
        cpu_form = make(false, 1, -1, -1, 0), narrow_behind = make(true, 1, 0, 0, narrow_local),
-       narrow_again = make(true, 1, 0, 1, narrow_local);
+       narrow_again = make(true, 1, 0, 1, narrow_local), buckets = make(true, 0, -1, -1, 0);
+  multi.st->select_buckets = 0;    // the sorts: the reference
+  buckets.st->select_buckets = 1;  // the bucketed rank select alone (no small-count path), the sorts with a cap
   ASSERT_EQ(rank.ocl().select_rank_records(), std::size_t(SIFT_RANK_MAX_RECORDS));
   EXPECT_EQ(cpu_form.ocl().select_rank_records(), 0u) << "CPU devices: the one work-group by default";
   EXPECT_EQ(multi.ocl().select_rank_records(), 0u) << "select_small 0: no small-count path";
@@ -452,6 +454,9 @@ TEST(SiftOpenCL, SelectPathsGiveTheSameFeatures) {
         if (cap > 0) {
           EXPECT_LE(ref.keypoints.size(), std::size_t(cap) + 30) << what;
         }
+        const ss::Features bk = buckets.run(im, o, m);
+        EXPECT_EQ(buckets.queued(), cap > 0) << what << ": the sorts ran without a cap, or not with one";
+        EXPECT_TRUE(same_bits(bk, ref)) << what << ": the bucketed rank select differs from the sorts";
         // The rank select: the default, queued alone; the multi-launch kernels behind it; the CPU host path.
         const ss::Features r = rank.run(im, o, m);
         EXPECT_TRUE(rank.ocl().last_select_was_rank()) << what;
@@ -526,7 +531,9 @@ TEST(SiftOpenCL, SelectPathsGiveTheSameFeatures) {
   }
 
   // Counts around the limits: graf1 at contrast 0.01 tiled 2 x 1 (with and without the cap) and 2 x 2.
-  Form rank_again = make(true, 1, 1, 1, 0);
+  Form rank_again = make(true, 1, 1, 1, 0), rank_buckets = make(true, 1, 1, 1, 0);
+  rank_again.st->select_buckets = 0;
+  rank_buckets.st->select_buckets = 1;  // the rank select on a guess, the bucketed select after a miss
   const ss::SiftOptions dense = ss::test::select_path_cases().back().second;  // graf1's contrast 0.01
   const ss::Image graf1 = load("graf1_gray.png");
   struct Tiled {
@@ -563,6 +570,14 @@ TEST(SiftOpenCL, SelectPathsGiveTheSameFeatures) {
         EXPECT_TRUE(f->queued()) << form << ": fell back with nothing queued";
       }
       EXPECT_TRUE(same_bits(r, ref)) << form << ": the rank select differs from the multi-launch path";
+    }
+    for (Form* f : {&buckets, &rank_buckets}) {  // above the rank select without a cap: no sort queued
+      const std::string form = what + ", buckets, small-count path " + std::to_string(f->st->select_small);
+      const ss::Features b = f->run(im, o, nullptr);
+      if (!fits || f == &buckets) {
+        EXPECT_EQ(f->queued(), cap > 0) << form;
+      }
+      EXPECT_TRUE(same_bits(b, ref)) << form << ": the bucketed rank select differs from the multi-launch path";
     }
     if (fits && cap == 0) {  // the one work-group's positions do not hold it: the multi-launch path, the same bits
       const ss::Features a = small.run(im, o, nullptr);
@@ -652,12 +667,14 @@ TEST(SiftOpenCL, DISABLED_SelectTimes) {
   auto& ocl = dynamic_cast<ss::opencl::SiftStagesOpenCL&>(*stages);
   ocl.set_profiling(true);
   using Stages = ss::detail::SiftDeviceStages;
-  struct Form { int small, rank, defer; const char* what; };
-  const Form forms[] = {{0, -1, -1, "multi-launch"},
-                        {1, 1, 1, "rank alone"},
-                        {1, 1, 0, "rank + queued"},
-                        {1, 0, 1, "one work-group alone"},
-                        {1, 0, 0, "one work-group + queued"}};
+  struct Form { int small, rank, defer, buckets; const char* what; };
+  const Form forms[] = {{0, -1, -1, 0, "multi-launch"},
+                        {1, 1, 1, -1, "rank alone"},
+                        {1, 1, 0, 0, "rank + queued"},
+                        {1, 0, 1, -1, "one work-group alone"},
+                        {1, 0, 0, 0, "one work-group + queued"},
+                        {0, -1, -1, 1, "buckets"},
+                        {1, 1, 0, 1, "rank + buckets queued"}};
   constexpr int kForms = int(std::size(forms));
   for (const std::string& path : ss::test::timing_images()) {
     const ss::Image im = ss::read_image(path);
@@ -672,6 +689,7 @@ TEST(SiftOpenCL, DISABLED_SelectTimes) {
           st.select_small = forms[f].small;
           st.select_rank = forms[f].rank;
           st.select_small_defer = forms[f].defer;
+          st.select_buckets = forms[f].buckets;
           const auto t0 = std::chrono::steady_clock::now();
           (void)run_stages(ocl, ctx.impl(), sift_view(im), o, nullptr, &counts);
           const auto t1 = std::chrono::steady_clock::now();
@@ -692,6 +710,7 @@ TEST(SiftOpenCL, DISABLED_SelectTimes) {
     }
   }
   st.select_small = -1;
+  st.select_buckets = -1;
   st.select_rank = -1;
   st.select_small_defer = -1;
 }

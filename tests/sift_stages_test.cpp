@@ -671,6 +671,47 @@ TEST(SiftSelect, BucketSelectKeepsTheSortedSelection) {
   EXPECT_EQ(sift_canonical_band_bits(10, 8000), -1);
 }
 
+// The bucketed rank select on random records of 60 random plans (1-6 layers, 1-12 octaves, with and without the
+// doubled octave): many duplicates and exact copies, few x values, crowded rows, -0 and +0 coordinates; the CPU
+// backend's select_records, bit for bit.
+TEST(SiftSelect, BucketSelectKeepsTheSortedSelectionOnRandomPlans) {
+  std::mt19937 rng(7);
+  int cases = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const int layers = 1 + int(rng() % 6), octaves = 1 + int(rng() % 12);
+    const bool up = rng() % 2;
+    const int w = 50 + int(rng() % 4000), h = 50 + int(rng() % 4000);
+    const int n = 1 + int(rng() % 3000);
+    std::vector<SiftKeypoint> kp(static_cast<std::size_t>(n));
+    std::uniform_real_distribution<float> U(0.0f, 1.0f);
+    const int xs = 1 + int(rng() % 50);
+    for (auto& k : kp) {
+      k = SiftKeypoint{};
+      k.x = (rng() % 3 == 0) ? float(rng() % xs) * 0.5f : U(rng) * float(w - 1);
+      if (rng() % 17 == 0) k.x = -0.0f;
+      k.y = (rng() % 3 == 0) ? float(rng() % 4) : U(rng) * float(h - 1);
+      k.size = float(rng() % 3) + 1.0f;
+      k.angle = float(rng() % 4) * 90.0f;
+      k.response = float(rng() % 5);
+      k.layer_offset = float(int(rng() % 3) - 1) * 0.25f;
+      k.octave = (up ? -1 : 0) + int(rng() % unsigned(octaves));
+      k.layer = 1 + int(rng() % unsigned(layers));
+      k.r = int(rng() % 3);
+      k.c = int(rng() % 3);
+    }
+    // exact copies too
+    for (int i = 0; i < n / 10; ++i) kp.push_back(kp[rng() % kp.size()]);
+    std::shuffle(kp.begin(), kp.end(), rng);
+    std::vector<SiftKeypoint> want = kp;
+    ss::cpu::select_records(want, 0, nullptr);
+    const std::vector<SiftKeypoint> got = bucket_select(kp, nullptr, w, h, layers, octaves, rng);
+    ASSERT_EQ(got.size(), want.size()) << trial;
+    EXPECT_TRUE(same_bits(got.data(), want.data(), got.size() * sizeof(SiftKeypoint))) << trial;
+    ++cases;
+  }
+  EXPECT_EQ(cases, 60);
+}
+
 // The staged CUDA descriptor kernel's two owner walks (backend/cuda/kernels/sift_descriptor_staged.cuh, numeric/
 // sift_descriptor.h 'The row walk'), run here as the kernel runs them, band by band and owner by owner, on records
 // computed from a random plane for many frames (angles at and next to the axes and random ones, window sizes of

@@ -180,7 +180,8 @@ CLI::Option* add_descriptor_type_option(CLI::App& sub, SiftOptions& o, const std
       .add_option_function<std::string>(
           "--descriptor-type", [&o](const std::string& name) { o.descriptor_type = parse_descriptor_type(name); },
           "descriptor element type, OpenCV's descriptorType: f32 (float32, CV_32F) or u8 (bytes, CV_8U: the same "
-          "integer values, a quarter of the memory and of a GPU's read-back; not with --root-sift) " + default_text)
+          "integer values in a quarter of the memory, without a GPU's conversion to floats; not with --root-sift) " +
+              default_text)
       ->check(CLI::IsMember({"f32", "u8"}, CLI::ignore_case));
 }
 

@@ -47,10 +47,10 @@ void add_match_command(CLI::App& app, GlobalOptions& g, Action& action) {
     action = [&g, args] {
       const auto t_total = std::chrono::steady_clock::now();
       args->match.check();
-      resolve_descriptor_type(args->sift, args->descriptor_type);
       check_descriptor_type(args->sift);
       args->sift.check();
       Context ctx(g.context_options());
+      resolve_descriptor_type(args->sift, args->descriptor_type, ctx.backend());
       const FeatureInput qa = load_input(ctx, args->a, args->sift, false);
       const FeatureInput tb = load_input(ctx, args->b, args->sift, false);
       auto t0 = std::chrono::steady_clock::now();

@@ -33,7 +33,9 @@ inline CLI::Option* add_sift_options(CLI::App& sub, SiftOptions& o, int* band = 
   sub.add_option("--sigma", o.sigma, "SIFT base blur in pixels (default 1.6)");
   sub.add_flag("--root-sift", o.root_sift, "use RootSIFT descriptors (default off)");
   CLI::Option* type = add_descriptor_type_option(
-      sub, o, "(default here u8, f32 with --root-sift: these features are only matched, and u8 gives the same matches)");
+      sub, o,
+      "(default here u8 on a GPU backend, f32 on the CPU backend or with --root-sift: these features are only "
+      "matched, and u8 gives the same matches)");
   add_stretch_options(sub, o);
   if (band)
     sub.add_option("--band", *band, "read band N (1-based) of each image through GDAL (default: the whole image by our "
@@ -42,11 +44,13 @@ inline CLI::Option* add_sift_options(CLI::App& sub, SiftOptions& o, int* band = 
   return type;
 }
 
-/// A matching command's descriptor type when --descriptor-type was not given: u8 (the same values and matches as
-/// floats, a quarter of a GPU backend's read-back and no conversion to floats), f32 with --root-sift (its values
-/// need floats).
-inline void resolve_descriptor_type(SiftOptions& o, const CLI::Option* given) {
-  if (given && given->count() == 0) o.descriptor_type = o.root_sift ? DescriptorType::kF32 : DescriptorType::kU8;
+/// A matching command's descriptor type when --descriptor-type was not given, for a context on `backend`: u8 on a
+/// GPU backend (the same values and matches as floats, a quarter of the host memory, no conversion to floats),
+/// f32 with --root-sift (its values need floats) and on the CPU backend (its SIFT makes floats and its matcher
+/// takes floats: bytes would be two conversions).
+inline void resolve_descriptor_type(SiftOptions& o, const CLI::Option* given, Backend backend) {
+  if (given && given->count() == 0)
+    o.descriptor_type = o.root_sift || backend == Backend::kCpu ? DescriptorType::kF32 : DescriptorType::kU8;
 }
 
 /// One input of a matching command: its features, and the image when the input was an image.

@@ -205,7 +205,6 @@ int run_register(RegisterArgs& a, const GlobalOptions& g) {
   a.ransac.model = parse_geometry_model(a.model);
   a.ransac.check();
   a.match.check();
-  resolve_descriptor_type(a.sift, a.descriptor_type);
   check_descriptor_type(a.sift);
   a.sift.check();
   if (a.overlay_style != "checkerboard" && a.overlay_style != "blend")
@@ -241,6 +240,7 @@ int run_register(RegisterArgs& a, const GlobalOptions& g) {
   }
 
   Context ctx(g.context_options());
+  resolve_descriptor_type(a.sift, a.descriptor_type, ctx.backend());
   Progress bar("sift " + fs::path(a.fixed).filename().string(), !g.quiet);
   bar.update(0.0);
   ctx.set_progress(bar.within(0.0, 0.3));  // the library reports, the bar draws

@@ -88,7 +88,8 @@ struct Keypoint {
 
 /// The element type of SIFT descriptors (OpenCV's descriptorType): kF32 floats (CV_32F, OpenCV's default) or
 /// kU8 bytes (CV_8U). SIFT's default descriptors are integers 0..255 either way, so both hold the same values
-/// and match alike; kU8 takes a quarter of the memory and of a GPU backend's read-back.
+/// and match alike; kU8 takes a quarter of the host memory, and a GPU backend returns it without a conversion
+/// to floats (CUDA reads the descriptors back as bytes either way; OpenCL reads floats and converts them).
 enum class DescriptorType : std::uint8_t { kF32, kU8 };
 
 const char* to_string(DescriptorType t) noexcept;
@@ -111,7 +112,8 @@ struct Features {
   std::vector<std::uint8_t> descriptor_bytes;   ///< kU8: keypoints.size() * kDescriptorSize bytes
   /// Internal and optional: the descriptors' copy on the device of the backend that extracted them (GPU
   /// SIFT), so that matching on that backend does not upload them again. It is used only while it still
-  /// mirrors `descriptors` (same count and content, checked by a digest at each match), so editing, copying
+  /// mirrors the descriptor array of descriptor_type (same type, count and content, checked by a digest at each
+  /// match), so editing, copying
   /// or filtering the vectors is always safe: an edited Features is matched from its host values. Null for
   /// features of the CPU backend or read from a file.
   std::shared_ptr<const detail::DeviceFeatures> device;

@@ -57,9 +57,13 @@ class SiftDeviceStages : public SiftStages {
   std::size_t begin_run(const SiftPlan& plan, const SiftImageView& image);
 
   // ---- plan ----
-  /// Whether the per-plan state (tables, launch geometry) was prepared for this plan.
+  /// Whether the per-plan state (tables, launch geometry) was prepared for this plan. The descriptors' type is
+  /// left out: only download() reads it (from the run's plan), so switching between f32 and u8 at one image size
+  /// keeps the prepared state (and CUDA's captured pyramid graph).
   bool prepared_for(const SiftPlan& p) const noexcept {
-    return prepared_ && p.matches(prepared_w_, prepared_h_, prepared_options_);
+    SiftOptions o = prepared_options_;
+    o.descriptor_type = p.options.descriptor_type;
+    return prepared_ && p.matches(prepared_w_, prepared_h_, o);
   }
   /// The octave table (octave_info_, 4 values per octave), max_plane_ and candidate_capacity_ of a plan.
   void size_from_plan(const SiftPlan& p);

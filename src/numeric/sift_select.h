@@ -222,7 +222,8 @@ SPECTRASIFT_FN unsigned int sift_rank_canonical_key(SiftKeypoint k, float y_scal
 }
 
 /* The bucketed rank select: the rank select's counts taken only over the records that can change them, for
- * counts above SIFT_RANK_MAX_RECORDS without a cap (the cap's count is global: such runs keep the sorting path).
+ * counts above SIFT_RANK_MAX_RECORDS without a cap (the cap's count is global: such runs keep the sorting path),
+ * and for any count where no small-count path runs (OpenCL's CPU devices).
  *   rule 1: a record is compared only with the records of its duplicate bucket, a hash of its duplicate key:
  *           a duplicate has the same x, so the same key and bucket;
  *   rule 4: a kept record is compared only with the kept records of its canonical bucket (octave + 1, layer and
@@ -232,7 +233,7 @@ SPECTRASIFT_FN unsigned int sift_rank_canonical_key(SiftKeypoint k, float y_scal
  *           select's count inside its bucket.
  * The counts are the rank select's, so the kept records and their order are the sorting path's, bit for bit.
  * A device fills each bucket's list of record indices in any order (atomics); no count depends on that order.
- * The backend's kernels: backend/cuda/kernels/sift_select_buckets.cuh. */
+ * The backends' kernels: backend/cuda/kernels/sift_select_buckets.cuh and backend/opencl/kernels/sift_select_buckets.cl. */
 
 /* Buckets of each kind (a power of two; the scans' single block takes up to 64 a thread). */
 #define SIFT_SELECT_BUCKETS 65536u

@@ -121,6 +121,8 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   void sort(cl_mem order, int count_slot, int mode);
   void compact(cl_mem in, int in_slot, int out_slot, cl_mem out);
   void select_rank(std::size_t bound);  // the rank select's launches over at most `bound` records
+  // The bucketed rank select's launches over at most `bound` records (no cap; band_bits from the plan, >= 0).
+  void select_buckets(std::size_t bound, int band_bits);
   void group_sizes();
 
   State& st_;
@@ -172,6 +174,7 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   Event upload_first_;  // a profiled staged upload's first write
   Event staged_last_;   // the last staged write: the staging buffer is free once it completed
   std::vector<SiftKeypoint> records_;  // read_features(): the kept records (CPU devices), reused across calls
+  std::vector<float> float_rows_;      // read_features(): u8 descriptors' float rows (CPU devices), reused
   std::vector<std::uint64_t> digest_sums_;  // read_features(): one digest sum per piece of rows
   std::vector<Event> read_chunks_;          // read_staged(): the descriptor chunks' reads
 };

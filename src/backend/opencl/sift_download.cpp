@@ -80,14 +80,14 @@ void SiftStagesOpenCL::read_features(Features& out, std::size_t kept) {
     // a scratch vector reused across calls, the output sized while their read runs.
     records_.resize(kept);
     const bool u8 = out.descriptor_type == DescriptorType::kU8;
-    std::vector<float> scratch;
+    std::vector<float>& scratch = float_rows_;
     Event e1, e2;
     SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(st_.queue, st_.buffer("sift.kept", kept * sizeof(SiftKeypoint)), CL_FALSE,
                                              0, kept * sizeof(SiftKeypoint), records_.data(), 0, nullptr,
                                              profile_run_ ? &e1.ev : nullptr));
     try {
       size_descriptors(out, values, run);
-      if (u8) scratch.resize(values);
+      if (u8 && scratch.size() < values) scratch.resize(values);
     } catch (...) {
       (void)clFinish(st_.queue);  // records_ may still be written
       throw;

@@ -260,6 +260,50 @@ void SiftStagesOpenCL::select_rank(std::size_t bound) {
   launch(place, 1, &g, &rank_local_, kSelect);
 }
 
+// The bucketed rank select (kernels/sift_select_buckets.cl): two fills and seven launches over the host's bound on
+// the oriented count, every kernel skipping its work when a small-count path queued before ran the stage. Buffer
+// "sift.buckets": per bucket kind its counts, offsets and cursors (6 x 65,536 + 2 words), then six words a record
+// of the capacity. The scan's single work-group: the largest power of two up to 1024 the kernel allows.
+void SiftStagesOpenCL::select_buckets(std::size_t bound, int band_bits) {
+  const detail::SiftPlan& p = *plan_;
+  constexpr std::size_t B = SIFT_SELECT_BUCKETS;
+  const cl_mem counters = counter_buffer();
+  const cl_mem kps = st_.buffer("sift.kp", keypoint_capacity_ * sizeof(SiftKeypoint));
+  const cl_mem kept = st_.buffer("sift.kept", keypoint_capacity_ * sizeof(SiftKeypoint));
+  const cl_mem m = st_.buffer("sift.mask", 4);
+  const cl_mem w = st_.buffer("sift.buckets", (6 * B + 2 + 6 * keypoint_capacity_) * sizeof(cl_uint));
+  const cl_uint cap = cl_uint(keypoint_capacity_);
+  const cl_uint zero = 0;
+  for (std::size_t run : {std::size_t(0), 3 * B + 1})  // the duplicate and the canonical counts
+    SPECTRASIFT_CL_CHECK(clEnqueueFillBuffer(st_.queue, w, &zero, sizeof zero, run * sizeof(cl_uint), B * sizeof(cl_uint),
+                                             0, nullptr, nullptr));
+  cl_kernel keys = kernel("sift_select_bucket_keys");
+  set_args(keys, kps, counters, cap, w);
+  launch_1d(keys, bound, 256, kSelect);
+  cl_kernel scan = kernel("sift_select_bucket_scan");
+  const std::size_t most = std::min<std::size_t>(1024, st_.work_group_1d(scan, 1024));
+  std::size_t l = 1;
+  while (l * 2 <= most) l *= 2;
+  cl_kernel fill = kernel("sift_select_bucket_fill");
+  const auto scan_and_fill = [&](cl_uint kind) {
+    set_args(scan, counters, cap, w, kind);
+    SPECTRASIFT_CL_CHECK(clSetKernelArg(scan, 4, l * sizeof(cl_uint), nullptr));
+    launch(scan, 1, &l, &l, kSelect);
+    set_args(fill, counters, cap, w, kind);
+    launch_1d(fill, bound, 256, kSelect);
+  };
+  scan_and_fill(0);
+  cl_kernel unique = kernel("sift_select_bucket_unique");
+  const float y_scale = float(1 << 23) / float(std::max(p.input_width, p.input_height) + 1);
+  set_args(unique, kps, counters, cap, w, y_scale, cl_int(p.layers), cl_int(p.octaves), cl_int(band_bits), m,
+           mask_type_, mask_w_, mask_h_);
+  launch_1d(unique, bound, 256, kSelect);
+  scan_and_fill(1);
+  cl_kernel place = kernel("sift_select_bucket_place");
+  set_args(place, kps, counters, cap, w, kept);
+  launch_1d(place, bound, 256, kSelect);
+}
+
 void SiftStagesOpenCL::select(const Image* mask) {
   if (candidates_ == 0) return;
   const detail::SiftPlan& p = *plan_;
@@ -335,6 +379,15 @@ void SiftStagesOpenCL::select(const Image* mask) {
       flush();
       return;
     }
+  }
+  // Without a cap, the bucketed rank select (State::select_buckets; its counts are the rank select's inside
+  // buckets); with a cap (a count over every record) or canonical buckets that do not fit the plan, the sorts.
+  const int band_bits = sift_canonical_band_bits(p.layers, p.octaves);
+  const bool buckets = st_.select_buckets > 0 || (st_.select_buckets < 0 && st_.is_cpu);
+  if (buckets && p.max_features == 0 && p.layers <= 15 && p.octaves <= 31 && band_bits >= 0) {
+    select_buckets(bound, band_bits);
+    flush();
+    return;
   }
   // The multi-launch path's buffers (created only when it is queued).
   const cl_mem a = st_.buffer("sift.order_a", positions * sizeof(cl_int));

@@ -178,6 +178,10 @@ struct State final : detail::BackendImpl {
   /// behind it; 0 = always with them (they return at once when it did the stage); 1 = always alone. Tests force
   /// each. The same bits either way.
   int select_small_defer = -1;
+  /// Above the small-count path (or in its place where it does not run), without a cap: 1 = the bucketed rank
+  /// select (kernels/sift_select_buckets.cl, seven launches; CUDA's default), 0 = the multi-launch sorts; -1 = by
+  /// device (see sift_features.cpp's select()). With a cap the sorts always run. The same bits either way.
+  int select_buckets = -1;
   /// The GPU extrema search (sift_extrema) launches an octave on its own while its launch has at least this
   /// many work-groups, the remaining octaves in one launch (0: 2 x compute_units). Tests set it huge to search
   /// every octave in one launch. The same candidates either way (their order is never used).

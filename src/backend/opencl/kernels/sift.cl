@@ -28,5 +28,6 @@
 #include "sift_orientation.cl"
 #include "sift_select.cl"
 #include "sift_select_rank.cl"
+#include "sift_select_buckets.cl"
 #include "sift_descriptor.cl"
 #include "sift_descriptor_staged.cl"
