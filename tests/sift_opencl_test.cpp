@@ -937,8 +937,8 @@ TEST(SiftOpenCL, UploadPathsGiveTheSameFeatures) {
 }
 
 // The read-back paths (sift_download.cpp): through the pinned buffer in chunks of rows (GPUs) and straight
-// into the output (CPU devices) give the same features, a digest that mirrors the host values, and a device
-// copy equal to them; for several digest pieces and read chunks with a partial last one (graf1), fewer rows
+// into the output (CPU devices) give the same features, float or u8, a digest that mirrors the host values, and a
+// device copy equal to them; for several digest pieces and read chunks with a partial last one (graf1), fewer rows
 // than one piece (box), and no features (a blank image), in an order that grows the pinned buffer.
 TEST(SiftOpenCL, ReadBackPathsGiveTheSameFeatures) {
   REQUIRE_OPENCL();
@@ -970,6 +970,23 @@ TEST(SiftOpenCL, ReadBackPathsGiveTheSameFeatures) {
                                   on_device.data(), 0, nullptr, nullptr),
               CL_SUCCESS);
     EXPECT_EQ(0, std::memcmp(on_device.data(), staged.descriptors.data(), on_device.size() * sizeof(float))) << what;
+    // u8 descriptors: converted while they are copied out (direct: from the float rows read into a scratch
+    // vector; staged: from the pinned chunks), the float run's values as bytes either way, a device copy keyed by
+    // the byte digest (the float features' copy does not mirror them).
+    ss::SiftOptions bytes;
+    bytes.descriptor_type = ss::DescriptorType::kU8;
+    st.host_staging = false;
+    const ss::Features direct8 = run_stages(*d.stages, d.ctx->impl(), sift_view(im), bytes, nullptr);
+    st.host_staging = true;
+    const ss::Features staged8 = run_stages(*d.stages, d.ctx->impl(), sift_view(im), bytes, nullptr);
+    const std::vector<std::uint8_t> want = staged.descriptors_u8();
+    EXPECT_EQ(direct8.descriptor_type, ss::DescriptorType::kU8) << what;
+    EXPECT_TRUE(direct8.descriptors.empty() && staged8.descriptors.empty()) << what;
+    EXPECT_TRUE(direct8.descriptor_bytes == want) << what << ": direct u8 read-back";
+    EXPECT_TRUE(staged8.descriptor_bytes == want) << what << ": staged u8 read-back";
+    ASSERT_NE(staged8.device, nullptr) << what;
+    EXPECT_TRUE(staged8.device->mirrors(staged8) && direct8.device->mirrors(staged8)) << what;
+    EXPECT_FALSE(staged.device->mirrors(staged8)) << what << ": a float copy taken for the bytes";
   }
   ASSERT_GT(run_stages(*d.stages, d.ctx->impl(), sift_view(images[2]), {}, nullptr).keypoints.size(), 4u * 256u)
       << "graf1 no longer spans several read chunks";
