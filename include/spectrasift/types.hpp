@@ -89,7 +89,7 @@ struct Keypoint {
 /// The element type of SIFT descriptors (OpenCV's descriptorType): kF32 floats (CV_32F, OpenCV's default) or
 /// kU8 bytes (CV_8U). SIFT's default descriptors are integers 0..255 either way, so both hold the same values
 /// and match alike; kU8 takes a quarter of the host memory, and a GPU backend returns it without a conversion
-/// to floats (CUDA reads the descriptors back as bytes either way; OpenCL reads floats and converts them).
+/// to floats (CUDA reads the descriptors back as bytes either way; OpenCL reads bytes instead of its floats).
 enum class DescriptorType : std::uint8_t { kF32, kU8 };
 
 const char* to_string(DescriptorType t) noexcept;

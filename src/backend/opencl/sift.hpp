@@ -174,7 +174,6 @@ class SiftStagesOpenCL final : public detail::SiftDeviceStages {
   Event upload_first_;  // a profiled staged upload's first write
   Event staged_last_;   // the last staged write: the staging buffer is free once it completed
   std::vector<SiftKeypoint> records_;  // read_features(): the kept records (CPU devices), reused across calls
-  std::vector<float> float_rows_;      // read_features(): u8 descriptors' float rows (CPU devices), reused
   std::vector<std::uint64_t> digest_sums_;  // read_features(): one digest sum per piece of rows
   std::vector<Event> read_chunks_;          // read_staged(): the descriptor chunks' reads
 };

@@ -1,6 +1,7 @@
 // OpenCL SIFT: the features' read-back (read-back 2, after the counters; see sift.hpp): the kept records
-// into Features::keypoints, the descriptors into Features::descriptors (or, converted on the way, into
-// Features::descriptor_bytes for u8 descriptors) with the digest of those host values, and the device copy of the descriptors (Features::device) that matching on this backend reads.
+// into Features::keypoints, the descriptors into Features::descriptors (or, for u8 descriptors, converted to bytes
+// on the device by sift_descriptors_to_u8 and read as such into Features::descriptor_bytes: a quarter of the
+// bytes) with the digest of those host values, and the device copy of the descriptors (Features::device) that matching on this backend reads.
 //
 // On a GPU (State::host_staging) the reads land in the State's pinned "sift.download_host" (a
 // CL_MEM_ALLOC_HOST_PTR buffer mapped once, which the device DMAs into without the driver's bounce through
@@ -31,16 +32,11 @@ constexpr std::size_t kDigestPieceRows = 256;
 constexpr std::size_t kReadChunks = 4;
 constexpr const char* kDownloadHost = "sift.download_host";
 
-// count descriptor values of the device (integers 0..255 when the plan asks for bytes) into the output of
-// out.descriptor_type at value offset lo; returns their digest sum.
-std::uint64_t store_piece(const float* src, Features& out, std::size_t lo, std::size_t count) {
-  if (out.descriptor_type == DescriptorType::kU8) {
-    std::uint8_t* dst = out.descriptor_bytes.data() + lo;
-    for (std::size_t i = 0; i < count; ++i) dst[i] = static_cast<std::uint8_t>(src[i]);
-    return detail::descriptor_digest_sum(dst, lo, count);
-  }
-  float* dst = out.descriptors.data() + lo;
-  if (dst != src) std::memcpy(dst, src, count * sizeof(float));
+// count descriptor values read back (floats, or bytes when the plan asks for u8 descriptors) into the output array
+// of the same type at value offset lo (nothing to copy when they were read there); returns their digest sum.
+template <class T> std::uint64_t store_piece(const T* src, T* out, std::size_t lo, std::size_t count) {
+  T* dst = out + lo;
+  if (dst != src) std::memcpy(dst, src, count * sizeof(T));
   return detail::descriptor_digest_sum(dst, lo, count);
 }
 
@@ -69,6 +65,13 @@ void SiftStagesOpenCL::read_features(Features& out, std::size_t kept) {
   const std::size_t pieces = (kept + kDigestPieceRows - 1) / kDigestPieceRows;
   digest_sums_.assign(pieces, 0);
   out.descriptor_type = plan_->u8_descriptors ? DescriptorType::kU8 : DescriptorType::kF32;
+  const bool u8 = out.descriptor_type == DescriptorType::kU8;
+  if (u8 && kept > 0) {
+    // The rows as bytes on the device ("sift.desc_u8"), so that a quarter of the bytes are read back.
+    cl_kernel k = kernel("sift_descriptors_to_u8");
+    set_args(k, st_.buffer("sift.desc", values * sizeof(float)), st_.buffer("sift.desc_u8", values), cl_uint(values));
+    launch_1d(k, (values + 3) / 4, 256, kDownload);
+  }
   if (kept == 0) {
     out.descriptors.clear();
     out.descriptor_bytes.clear();
@@ -76,34 +79,35 @@ void SiftStagesOpenCL::read_features(Features& out, std::size_t kept) {
   } else if (st_.host_staging) {
     read_staged(out, kept, run);
   } else {
-    // Straight into the output (float descriptors; bytes through a scratch vector of floats): the records into
-    // a scratch vector reused across calls, the output sized while their read runs.
+    // Straight into the output: the records into a scratch vector reused across calls, the output sized while
+    // their read runs.
     records_.resize(kept);
-    const bool u8 = out.descriptor_type == DescriptorType::kU8;
-    std::vector<float>& scratch = float_rows_;
     Event e1, e2;
     SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(st_.queue, st_.buffer("sift.kept", kept * sizeof(SiftKeypoint)), CL_FALSE,
                                              0, kept * sizeof(SiftKeypoint), records_.data(), 0, nullptr,
                                              profile_run_ ? &e1.ev : nullptr));
     try {
       size_descriptors(out, values, run);
-      if (u8 && scratch.size() < values) scratch.resize(values);
     } catch (...) {
       (void)clFinish(st_.queue);  // records_ may still be written
       throw;
     }
-    SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(st_.queue, st_.buffer("sift.desc", values * sizeof(float)), CL_TRUE, 0,
-                                             values * sizeof(float), u8 ? scratch.data() : out.descriptors.data(), 0,
-                                             nullptr, profile_run_ ? &e2.ev : nullptr));
+    if (u8)
+      SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(st_.queue, st_.buffer("sift.desc_u8", values), CL_TRUE, 0, values,
+                                               out.descriptor_bytes.data(), 0, nullptr, profile_run_ ? &e2.ev : nullptr));
+    else
+      SPECTRASIFT_CL_CHECK(clEnqueueReadBuffer(st_.queue, st_.buffer("sift.desc", values * sizeof(float)), CL_TRUE, 0,
+                                               values * sizeof(float), out.descriptors.data(), 0, nullptr,
+                                               profile_run_ ? &e2.ev : nullptr));
     if (profile_run_) {
       events_.emplace_back(kDownload, std::move(e1));
       events_.emplace_back(kDownload, std::move(e2));
     }
     keypoints_from_records(records_.data(), kept, out);
-    const float* src = u8 ? scratch.data() : out.descriptors.data();
-    run(pieces, [&](std::size_t p) {  // the digest of rows [p * kDigestPieceRows, ...), bytes converted first
-      const std::size_t lo = p * kDigestPieceRows * kRow;
-      digest_sums_[p] = store_piece(src + lo, out, lo, std::min(values, lo + kDigestPieceRows * kRow) - lo);
+    run(pieces, [&](std::size_t p) {  // the digest of rows [p * kDigestPieceRows, ...)
+      const std::size_t lo = p * kDigestPieceRows * kRow, count = std::min(values, lo + kDigestPieceRows * kRow) - lo;
+      digest_sums_[p] = u8 ? store_piece(out.descriptor_bytes.data() + lo, out.descriptor_bytes.data(), lo, count)
+                           : store_piece(out.descriptors.data() + lo, out.descriptors.data(), lo, count);
     });
   }
   std::uint64_t sum = 0;
@@ -114,7 +118,8 @@ void SiftStagesOpenCL::read_features(Features& out, std::size_t kept) {
 // The GPU form of read_features (see the top of the file); digest_sums_ holds one sum per digest piece.
 template <class Run> void SiftStagesOpenCL::read_staged(Features& out, std::size_t kept, const Run& run) {
   constexpr std::size_t kRow = Features::kDescriptorSize;
-  const std::size_t row_bytes = kRow * sizeof(float);
+  const bool u8 = out.descriptor_type == DescriptorType::kU8;  // byte rows ("sift.desc_u8", read_features)
+  const std::size_t row_bytes = kRow * (u8 ? 1 : sizeof(float));
   const std::size_t desc_bytes = kept * row_bytes;
   const std::size_t rec_bytes = kept * sizeof(SiftKeypoint);
   // Descriptors first (page-aligned rows), then the records; a quarter more than asked so that counts that
@@ -130,7 +135,7 @@ template <class Run> void SiftStagesOpenCL::read_staged(Features& out, std::size
   const std::size_t pieces = digest_sums_.size();
   const std::size_t chunk_pieces = std::max<std::size_t>(1, (pieces + kReadChunks - 1) / kReadChunks);
   const std::size_t chunk_rows = chunk_pieces * kDigestPieceRows;
-  const cl_mem desc = st_.buffer("sift.desc", desc_bytes);
+  const cl_mem desc = u8 ? st_.buffer("sift.desc_u8", desc_bytes) : st_.buffer("sift.desc", desc_bytes);
   read_chunks_.clear();
   for (std::size_t row = 0; row < kept; row += chunk_rows) {
     const std::size_t off = row * row_bytes, bytes = std::min(chunk_rows, kept - row) * row_bytes;
@@ -143,14 +148,15 @@ template <class Run> void SiftStagesOpenCL::read_staged(Features& out, std::size
   size_descriptors(out, kept * kRow, run);
   SPECTRASIFT_CL_CHECK(clWaitForEvents(1, &records.ev));
   keypoints_from_records(reinterpret_cast<const SiftKeypoint*>(host + desc_bytes), kept, out);
-  const float* const src = reinterpret_cast<const float*>(host);
   for (std::size_t c = 0; c < read_chunks_.size(); ++c) {
     SPECTRASIFT_CL_CHECK(clWaitForEvents(1, &read_chunks_[c].ev));
     const std::size_t p0 = c * chunk_pieces, n = std::min(chunk_pieces, pieces - p0);
     run(n, [&](std::size_t i) {
       const std::size_t lo = (p0 + i) * kDigestPieceRows * kRow;
       const std::size_t count = std::min(kept * kRow, lo + kDigestPieceRows * kRow) - lo;
-      digest_sums_[p0 + i] = store_piece(src + lo, out, lo, count);
+      digest_sums_[p0 + i] =
+          u8 ? store_piece(reinterpret_cast<const std::uint8_t*>(host) + lo, out.descriptor_bytes.data(), lo, count)
+             : store_piece(reinterpret_cast<const float*>(host) + lo, out.descriptors.data(), lo, count);
     });
   }
   if (profile_run_) {

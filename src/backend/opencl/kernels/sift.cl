@@ -31,3 +31,4 @@
 #include "sift_select_buckets.cl"
 #include "sift_descriptor.cl"
 #include "sift_descriptor_staged.cl"
+#include "sift_pack.cl"
